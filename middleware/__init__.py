@@ -1,0 +1,30 @@
+"""Reusable, gateway-agnostic building blocks for an MCP tool pipeline.
+
+``compose()`` chains stages of the shape ``(call, next_) -> ToolResult`` around a
+terminal handler. The stock stages are argument validation, error preservation,
+content rendering and token-kind refusal. Nothing here knows about PDPP: the
+gateway parameterises each stage with what it needs.
+"""
+
+from middleware.errors import PreserveErrors, ToolError, gateway_error
+from middleware.pipeline import JSONObject, Middleware, Next, ToolCall, ToolResult, compose
+from middleware.rendering import RenderContent, Renderer
+from middleware.token_kinds import RefuseTokenKinds
+from middleware.validation import Check, ValidateArguments
+
+__all__ = [
+    "Check",
+    "JSONObject",
+    "Middleware",
+    "Next",
+    "PreserveErrors",
+    "RefuseTokenKinds",
+    "RenderContent",
+    "Renderer",
+    "ToolCall",
+    "ToolError",
+    "ToolResult",
+    "ValidateArguments",
+    "compose",
+    "gateway_error",
+]

@@ -1,0 +1,71 @@
+"""The tool pipeline: a call flows through a chain of stages to a terminal handler.
+
+Contract:
+
+- A stage is any async callable ``(call, next_) -> ToolResult``. It may inspect or
+  rewrite the call, short-circuit with its own result, call ``next_`` once, several
+  times (fan-out) or not at all, and post-process what comes back.
+- ``compose(stages, terminal)`` builds the chain once (at start-up); the first stage
+  is the outermost. Calling the result runs one tool call.
+- ``ToolCall.context`` is opaque here: the gateway hands each stage whatever it needs
+  (an upstream client, the caller's identity). This package never imports the gateway.
+- A ``ToolResult`` carries ``structured`` (the JSON object for ``structuredContent``)
+  and ``text`` (the model-visible ``content[]`` text). A stage that renders text fills
+  ``text``; a result that reaches the transport with ``text`` unset is a defect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+JSONObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool invocation as it travels down the pipeline."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    context: Any = None
+
+    def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
+        return replace(self, arguments=arguments)
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool call produced, before it is put on the wire."""
+
+    structured: JSONObject
+    text: str | None = None
+    is_error: bool = False
+    # Facts for stages further out (for example the upstream status of an error);
+    # never serialised.
+    annotations: dict[str, Any] = field(default_factory=dict)
+
+
+Next = Callable[[ToolCall], Awaitable[ToolResult]]
+
+
+class Middleware(Protocol):
+    """One stage of the pipeline."""
+
+    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult: ...
+
+
+def compose(stages: Sequence[Middleware], terminal: Next) -> Next:
+    """Chain ``stages`` around ``terminal``; ``stages[0]`` runs first."""
+    handler = terminal
+    for stage in reversed(stages):
+        handler = _bind(stage, handler)
+    return handler
+
+
+def _bind(stage: Middleware, next_: Next) -> Next:
+    async def run(call: ToolCall) -> ToolResult:
+        return await stage(call, next_)
+
+    return run

@@ -1,0 +1,41 @@
+"""Content rendering: every result leaves the pipeline with model-visible text.
+
+Contract:
+
+- ``RenderContent(renderers, error_renderer)`` calls the inner stages, then, when the
+  result has no ``text`` yet, fills it: ``error_renderer`` for ``is_error`` results,
+  ``renderers[call.name]`` otherwise. A tool with no renderer gets a compact one-line
+  fallback, never a dump of the structured payload.
+- Renderers are pure ``(call, result) -> str`` functions; keeping text bounded is
+  their job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from middleware.pipeline import Next, ToolCall, ToolResult
+
+Renderer = Callable[[ToolCall, ToolResult], str]
+
+
+class RenderContent:
+    """Stage: fill ``ToolResult.text`` from ``structured``."""
+
+    def __init__(self, renderers: Mapping[str, Renderer], error_renderer: Renderer) -> None:
+        self._renderers = dict(renderers)
+        self._error_renderer = error_renderer
+
+    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
+        result = await next_(call)
+        if result.text is None:
+            result.text = self.render(call, result)
+        return result
+
+    def render(self, call: ToolCall, result: ToolResult) -> str:
+        if result.is_error:
+            return self._error_renderer(call, result)
+        renderer = self._renderers.get(call.name)
+        if renderer is None:
+            return f"{call.name}: done ({len(result.structured)} structured member(s))."
+        return renderer(call, result)

@@ -1,0 +1,152 @@
+"""Argument validation: a pure ladder of checks, the first rejection wins.
+
+Contract:
+
+- ``ValidateArguments(schemas, checks)`` rejects a call before anything below it runs
+  (so a rejected call never reaches an upstream). For each tool it runs, in order,
+  the tool's own ``checks`` (each returns a ``ToolError`` or ``None``; they see the raw
+  arguments and must tolerate any JSON), then the tool's JSON Schema (2020-12).
+  Custom checks go first so that they can give a precise, typed error (e.g. "filter
+  must be a typed object") where the schema would only say "wrong type".
+- Schema failures become ``invalid_arguments`` errors whose message names the
+  argument and says what to send instead. The schema validators are compiled once.
+- Tools with no schema pass through untouched: the server decides what an unknown
+  tool name means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from middleware.errors import ToolError, gateway_error
+from middleware.pipeline import JSONObject, Next, ToolCall, ToolResult
+
+Check = Callable[[Mapping[str, Any]], ToolError | None]
+
+
+class ValidateArguments:
+    """Stage: reject bad arguments with a typed, actionable error."""
+
+    def __init__(
+        self,
+        schemas: Mapping[str, JSONObject],
+        checks: Mapping[str, Sequence[Check]] | None = None,
+    ) -> None:
+        self._validators = {name: Draft202012Validator(schema) for name, schema in schemas.items()}
+        self._checks = {name: tuple(ladder) for name, ladder in (checks or {}).items()}
+
+    def rejection(self, tool: str, arguments: Mapping[str, Any]) -> ToolError | None:
+        """The first reason to refuse ``arguments`` for ``tool``, or ``None``."""
+        for check in self._checks.get(tool, ()):
+            error = check(arguments)
+            if error is not None:
+                return error
+        validator = self._validators.get(tool)
+        if validator is None:
+            return None
+        failures = sorted(validator.iter_errors(dict(arguments)), key=_failure_rank)
+        if not failures:
+            return None
+        return _schema_error(tool, failures[0], validator.schema)
+
+    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
+        error = self.rejection(call.name, call.arguments)
+        if error is not None:
+            raise error
+        return await next_(call)
+
+
+def _failure_rank(error: ValidationError) -> tuple[int, int]:
+    # Report the outermost problem first: an unknown argument before a bad value inside one.
+    return (len(error.absolute_path), 0 if error.validator == "additionalProperties" else 1)
+
+
+def _schema_error(tool: str, error: ValidationError, schema: Mapping[str, Any]) -> ToolError:
+    path = [str(part) for part in error.absolute_path]
+    param = path[0] if path else None
+    where = _describe_path(path)
+    validator = error.validator
+    value = error.validator_value
+    if validator == "additionalProperties" and not path:
+        allowed = sorted(schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        return gateway_error(
+            "invalid_arguments",
+            f"{tool} does not accept {', '.join(repr(u) for u in unknown) or 'that argument'}; "
+            f"allowed arguments: {', '.join(allowed)}.",
+            param=unknown[0] if unknown else None,
+        )
+    if validator == "additionalProperties":
+        allowed = sorted((error.schema.get("properties") or {}).keys())
+        return gateway_error(
+            "invalid_arguments",
+            f"{where} has unsupported keys; allowed keys: {', '.join(allowed) or 'none'}.",
+            param=param,
+        )
+    if validator == "required":
+        missing = value if isinstance(value, list) else []
+        absent = [m for m in missing if isinstance(error.instance, dict) and m not in error.instance]
+        name = absent[0] if absent else "a required argument"
+        return gateway_error(
+            "invalid_arguments", f"{tool} requires the argument '{name}'.", param=str(name) if absent else None
+        )
+    if validator == "maximum":
+        hint = " Page with the returned next_cursor instead of asking for more." if param == "limit" else ""
+        return gateway_error("invalid_arguments", f"{where} must be at most {value}.{hint}", param=param)
+    if validator in {"minimum", "exclusiveMinimum"}:
+        bound = f"at least {value}" if validator == "minimum" else f"greater than {value}"
+        return gateway_error("invalid_arguments", f"{where} must be {bound}.", param=param)
+    if validator == "enum":
+        choices = ", ".join(str(v) for v in value)
+        return gateway_error("invalid_arguments", f"{where} must be one of: {choices}.", param=param)
+    if validator == "type":
+        expected = value if isinstance(value, str) else " or ".join(value)
+        return gateway_error(
+            "invalid_arguments",
+            f"{where} must be {_article(expected)} {expected}, not {_json_type(error.instance)}.",
+            param=param,
+        )
+    if validator == "minLength":
+        return gateway_error("invalid_arguments", f"{where} must not be empty.", param=param)
+    if validator in {"maxLength", "maxItems"}:
+        return gateway_error("invalid_arguments", f"{where} is too long (limit {value}).", param=param)
+    if validator == "minItems":
+        return gateway_error(
+            "invalid_arguments", f"{where} must list at least {value} item(s); omit it instead.", param=param
+        )
+    if validator == "minProperties":
+        return gateway_error(
+            "invalid_arguments", f"{where} must not be an empty object; omit it instead.", param=param
+        )
+    if validator == "pattern":
+        return gateway_error("invalid_arguments", f"{where} has an invalid format.", param=param)
+    return gateway_error("invalid_arguments", f"{where}: {error.message}", param=param)
+
+
+def _describe_path(path: Sequence[str]) -> str:
+    if not path:
+        return "the arguments"
+    head, *rest = path
+    return f"argument '{head}" + "".join(f"[{p}]" for p in rest) + "'"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"

@@ -1,0 +1,56 @@
+"""The ``pdpp-gateway`` command line: one subcommand per module under ``commands/``.
+
+Contract: each command module exposes ``HELP`` (one line), ``configure(parser)`` and
+``run(args) -> int`` (the process exit code). Command modules keep their top-level
+imports light (the MCP SDK takes about a second to import), so ``--help`` is fast.
+Nothing here prints to stdout except what a command deliberately prints; the stdio
+server keeps stdout for protocol frames only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from pdpp_gateway import __version__
+
+# Subcommand name -> module. Order is the order shown in --help.
+COMMANDS: dict[str, str] = {
+    "sandbox": "pdpp_gateway.sandbox.command",
+}
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(COMMANDS[name])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pdpp-gateway",
+        description="MCP gateway for grant-scoped, read-only access to a PDPP resource server.",
+    )
+    parser.add_argument("--version", action="version", version=f"pdpp-gateway {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        module = _load(name)
+        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(sub)
+        sub.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args._run(args)
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
