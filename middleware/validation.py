@@ -92,7 +92,9 @@ def _schema_error(tool: str, error: ValidationError, schema: Mapping[str, Any]) 
         absent = [m for m in missing if isinstance(error.instance, dict) and m not in error.instance]
         name = absent[0] if absent else "a required argument"
         return gateway_error(
-            "invalid_arguments", f"{tool} requires the argument '{name}'.", param=str(name) if absent else None
+            "invalid_arguments",
+            f"{tool} requires the argument '{name}'.",
+            param=str(name) if absent else None,
         )
     if validator == "maximum":
         hint = " Page with the returned next_cursor instead of asking for more." if param == "limit" else ""

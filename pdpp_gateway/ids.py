@@ -136,10 +136,12 @@ def _decode_base64_handle(encoded: str) -> dict[str, object] | None:
 def format_handle(stream: str, record_id: str, connection_id: str | None = None) -> str:
     """``{connection_id}/{stream}:{record_id}`` when it parses back, else ``{stream}:{record_id}``."""
     legacy = f"{stream}:{record_id}"
-    if connection_id and ":" not in connection_id and segment_problem(connection_id) is None:
-        if segment_problem(stream) is None and segment_problem(record_id) is None:
-            return f"{connection_id}/{legacy}"
-    return legacy
+    wrappable = (
+        bool(connection_id)
+        and ":" not in (connection_id or "")
+        and all(segment_problem(part) is None for part in (connection_id, stream, record_id))
+    )
+    return f"{connection_id}/{legacy}" if wrappable else legacy
 
 
 def resolve_connection(ref: RecordRef, explicit: object, *, param: str = "connection_id") -> str | None:
