@@ -19,6 +19,7 @@ from pdpp_gateway import __version__
 
 # Subcommand name -> module. Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
+    "stdio": "pdpp_gateway.commands.stdio",
     "sandbox": "pdpp_gateway.sandbox.command",
 }
 

@@ -1,0 +1,1 @@
+"""CLI subcommand modules (see ``pdpp_gateway.cli`` for their shape)."""

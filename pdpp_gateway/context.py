@@ -1,0 +1,107 @@
+"""What a tool call needs to reach the RS on the caller's behalf.
+
+Contract: a ``GatewayContext`` is built per caller (once for stdio, per HTTP request
+for the hosted door) and travels in ``ToolCall.context``. ``rs`` is already bound to
+the caller's own grant token, so tool code cannot pick, swap or broaden a credential.
+``provider_url`` is the RS's public origin, used for citation URLs in results (it may
+differ from the internal base URL the client talks to).
+
+A package caller (an ``mcp_package`` token, or several cached local grants) has no
+single grant: its ``package`` lists the child grants, each with a client bound to
+that child's OWN token, and its ``rs`` is unrouted. The fan-out stage routes or fans
+a call out to members; a call that reaches the RS without being routed fails with a
+typed ``ambiguous_connection`` listing the members, never with a guessed grant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from middleware import ToolCall, ToolError
+from pdpp_gateway.rs.client import RsBlob, RsResponse
+
+MAX_LISTED_CONNECTIONS: Final = 12
+
+
+class RsReader(Protocol):
+    """The read surface a tool may use: GETs with a credential fixed in advance."""
+
+    async def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse: ...
+
+    async def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int) -> RsBlob: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PackageMember:
+    """One child grant of a package, with a client bound to the child's own token."""
+
+    rs: RsReader
+    grant_id: str | None
+    connection_ids: tuple[str, ...]
+    streams: tuple[str, ...]  # granted stream names; ("*",) means every stream
+    connector_key: str | None = None
+    display_name: str | None = None
+
+    def connection_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "connection_id": self.connection_ids[0] if self.connection_ids else None,
+            "connector_key": self.connector_key,
+            "grant_id": self.grant_id,
+        }
+        if self.display_name:
+            entry["display_name"] = self.display_name
+        return entry
+
+
+@dataclass(frozen=True, slots=True)
+class UnroutedRs:
+    """The ``rs`` of a package context: refuses every read until a member is chosen."""
+
+    members: tuple[PackageMember, ...]
+
+    def _refuse(self) -> ToolError:
+        listed = [member.connection_entry() for member in self.members[:MAX_LISTED_CONNECTIONS]]
+        envelope: dict[str, Any] = {
+            "type": "api_error",
+            "code": "ambiguous_connection",
+            "message": "This grant package spans several sources. Pass connection_id to pick one; "
+            "schema() lists every granted connection.",
+            "param": "connection_id",
+            "retry_with": "connection_id",
+            "available_connections": listed,
+            "available_connection_count": len(self.members),
+        }
+        if len(self.members) > len(listed):
+            envelope["available_connections_truncated"] = True
+        return ToolError(envelope, http_status=409)
+
+    async def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
+        raise self._refuse()
+
+    async def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int) -> RsBlob:
+        raise self._refuse()
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayContext:
+    rs: RsReader
+    provider_url: str
+    token_kind: str | None = "client"
+    package: tuple[PackageMember, ...] = field(default=())
+    # Free-form facts for observability (e.g. request id); never sent upstream.
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_package(cls, members: Sequence[PackageMember], provider_url: str) -> GatewayContext:
+        frozen = tuple(members)
+        return cls(rs=UnroutedRs(frozen), provider_url=provider_url, token_kind="mcp_package", package=frozen)
+
+
+def context_of(call: ToolCall) -> GatewayContext:
+    """The gateway context a call carries (a missing one is a wiring defect)."""
+    context = call.context
+    if not isinstance(context, GatewayContext):
+        raise TypeError(f"tool call {call.name!r} has no GatewayContext")
+    return context

@@ -1,0 +1,84 @@
+"""The MCP server object shared by both front doors (stdio and hosted HTTP).
+
+Contract: ``build_server`` returns one low-level ``mcp.server.Server`` with the six
+read tools, the ``pdpp://`` resources and the instructions. Each request's
+``GatewayContext`` (whose RS client is bound to the caller's own token) comes from
+``context_for(ctx)``, supplied by the front door: stdio has one caller, the hosted door
+one per HTTP request. Tool calls run through the pipeline built once here; an unknown
+tool name is a protocol error (``-32602``), everything else is a tool result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from middleware import Middleware, ToolCall
+from pdpp_gateway import __version__, resources
+from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.instructions import INSTRUCTIONS
+from pdpp_gateway.tools.pipeline import build_pipeline
+from pdpp_gateway.tools.specs import TOOL_NAMES, TOOLS
+
+ContextFactory = Callable[[ServerRequestContext], GatewayContext]
+DEFAULT_SERVER_NAME = "pdpp-gateway"
+
+
+def build_server(
+    context_for: ContextFactory,
+    *,
+    name: str = DEFAULT_SERVER_NAME,
+    icons: list[types.Icon] | None = None,
+    extra_stages: tuple[Middleware, ...] = (),
+) -> Server:
+    """One MCP server: tools, resources, instructions."""
+    pipeline = build_pipeline(extra_stages)
+
+    async def list_tools(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(TOOLS))
+
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in TOOL_NAMES:
+            raise MCPError(
+                types.INVALID_PARAMS, f"Unknown tool {params.name!r}; available tools: {', '.join(TOOL_NAMES)}."
+            )
+        result = await pipeline(ToolCall(params.name, params.arguments or {}, context_for(ctx)))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.text or "")],
+            structured_content=result.structured,
+            is_error=result.is_error,
+        )
+
+    async def list_resources(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await resources.list_stream_resources(context_for(ctx)))
+
+    async def list_resource_templates(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=list(resources.TEMPLATES))
+
+    async def read_resource(
+        ctx: ServerRequestContext, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await resources.read(context_for(ctx), str(params.uri))
+
+    return Server(
+        name,
+        version=__version__,
+        title="PDPP gateway",
+        description="Grant-scoped, read-only access to a PDPP resource server.",
+        instructions=INSTRUCTIONS,
+        icons=icons,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
+    )

@@ -1,0 +1,178 @@
+"""The terminal handlers: one forwarded RS read (or two, for the expand gate) per tool.
+
+Contract: a handler receives a call whose arguments already passed validation. It
+issues GETs to the RS ``/v1`` API through the caller's bound client, never anything
+else, and returns a ``ToolResult`` whose ``structured`` is the tool's structured
+output (``text`` is left to the rendering stage). RS failures propagate as the
+``RsError`` tree and become ``isError`` results in the error stage, envelope intact.
+Handlers never retry with other credentials and never invent query semantics: the
+arguments a tool accepts map one-to-one onto RS parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from middleware import ToolCall, ToolResult, gateway_error
+from pdpp_gateway import documents, schema_view
+from pdpp_gateway.context import GatewayContext, context_of
+from pdpp_gateway.ids import RecordRef, check_segment, parse_handle, resolve_connection
+from pdpp_gateway.rs.client import RsResponse, rs_path
+from pdpp_gateway.rs.errors import RsStatusError
+from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
+from pdpp_gateway.tools.expand_gate import check_expand
+
+Handler = Callable[[ToolCall], Awaitable[ToolResult]]
+
+_RECORDS_PARAMS: Final = ("limit", "cursor", "order", "sort", "count", "fields", "expand", "changes_since",
+                          "connection_id")
+_AGGREGATE_PARAMS: Final = ("metric", "field", "group_by", "group_by_time", "granularity", "time_zone", "limit",
+                            "connection_id")
+_SEARCH_PATHS: Final = {"lexical": "/v1/search", "semantic": "/v1/search/semantic", "hybrid": "/v1/search/hybrid"}
+# RS answers meaning "I do not know view=compact": fall back to projecting the full body.
+_COMPACT_UNSUPPORTED: Final = frozenset({"invalid_request", "unsupported_query", "bad_request"})
+
+
+def _envelope(context: GatewayContext, response: RsResponse, data: Mapping[str, Any]) -> dict[str, Any]:
+    return {"data": dict(data), "provider_url": context.provider_url, "request_id": response.request_id}
+
+
+async def schema(call: ToolCall) -> ToolResult:
+    context, args = context_of(call), call.arguments
+    stream, connection_id = args.get("stream"), args.get("connection_id")
+    scope: QueryPairs = forward(args, ("stream", "connection_id"))
+    if args.get("detail") == "full":
+        response = await context.rs.get_json("/v1/schema", [("detail", "full"), *scope])
+        document = schema_view.full_view(schema_view.unwrap_schema(response.body))
+        return ToolResult(structured=_envelope(context, response, document))
+    try:
+        response = await context.rs.get_json("/v1/schema", [("view", "compact"), *scope])
+    except RsStatusError as error:
+        if error.status != 400 or error.code not in _COMPACT_UNSUPPORTED:
+            raise
+        response = await context.rs.get_json("/v1/schema", scope)
+    document = schema_view.unwrap_schema(response.body)
+    if stream is None:
+        view = schema_view.index_view(document, connection_id=connection_id)
+    else:
+        view = schema_view.stream_view(document, stream=stream, connection_id=connection_id)
+    return ToolResult(structured=_envelope(context, response, view))
+
+
+async def query_records(call: ToolCall) -> ToolResult:
+    context, args = context_of(call), call.arguments
+    stream = args["stream"]
+    await check_expand(context.rs, stream, args.get("expand") or (), args.get("connection_id"))
+    query = [
+        *forward(args, _RECORDS_PARAMS),
+        *filter_pairs(args.get("filter")),
+        *expand_limit_pairs(args.get("expand_limit")),
+    ]
+    response = await context.rs.get_json(rs_path("v1", "streams", stream, "records"), query)
+    return ToolResult(structured=_envelope(context, response, response.body))
+
+
+async def aggregate(call: ToolCall) -> ToolResult:
+    context, args = context_of(call), call.arguments
+    query = [*forward(args, _AGGREGATE_PARAMS), *filter_pairs(args.get("filter"))]
+    response = await context.rs.get_json(rs_path("v1", "streams", args["stream"], "aggregate"), query)
+    return ToolResult(structured=_envelope(context, response, response.body))
+
+
+async def search(call: ToolCall) -> ToolResult:
+    context, args = context_of(call), call.arguments
+    query = [
+        *forward(args, ("query",), rename={"query": "q"}),
+        *forward(args, ("streams", "limit", "cursor", "connection_id")),
+        *filter_pairs(args.get("filter")),
+    ]
+    response = await context.rs.get_json(_SEARCH_PATHS[args.get("mode", "lexical")], query)
+    results = documents.search_results(response.body, query=args["query"], provider_url=context.provider_url)
+    structured = _envelope(context, response, documents.search_envelope(response.body, len(results)))
+    structured["results"] = results
+    return ToolResult(structured=structured)
+
+
+async def fetch(call: ToolCall) -> ToolResult:
+    context, args = context_of(call), call.arguments
+    ref = parse_handle(args["id"])
+    connection_id = resolve_connection(ref, args.get("connection_id"))
+    await check_expand(context.rs, ref.stream, args.get("expand") or (), connection_id)
+    query = [
+        *forward(args, ("fields", "expand")),
+        *expand_limit_pairs(args.get("expand_limit")),
+        *([("connection_id", connection_id)] if connection_id else []),
+    ]
+    response = await context.rs.get_json(rs_path("v1", "streams", ref.stream, "records", ref.record_id), query)
+    document = documents.fetch_document(
+        response.body, requested_id=args["id"], ref=ref, provider_url=context.provider_url
+    )
+    return ToolResult(structured=document)
+
+
+async def read_record_field(call: ToolCall) -> ToolResult:
+    context, args = context_of(call), call.arguments
+    ref = _field_window_record(args)
+    query = [
+        *([("connection_id", ref.connection_id)] if ref.connection_id else []),
+        ("field", args["field"]),
+        *forward(args, ("offset_chars", "limit_chars", "q", "before_chars", "after_chars")),
+    ]
+    path = rs_path("v1", "streams", ref.stream, "records", ref.record_id, "field-window")
+    response = await context.rs.get_json(path, query)
+    body = response.body
+    window = body.get("window")
+    if not isinstance(window, Mapping) or not isinstance(window.get("text"), str):
+        raise gateway_error(
+            "upstream_malformed_response",
+            "The resource server's field-window answer has no window text; retry, or use fetch.",
+            type_="api_error",
+        )
+    connection = body.get("connection_id") or ref.connection_id
+    served = RecordRef(stream=ref.stream, record_id=ref.record_id, connection_id=connection)
+    field = body.get("field") if isinstance(body.get("field"), Mapping) else {}
+    meta = body.get("meta") if isinstance(body.get("meta"), Mapping) else {}
+    structured = {
+        "record": {
+            "id": served.handle,
+            "connection_id": connection,
+            "stream": ref.stream,
+            "record_id": ref.record_id,
+        },
+        "field": {"path": field.get("path", args["field"]), "type": field.get("type")},
+        "window": dict(window),
+        "warnings": list(meta.get("warnings") or []),
+        "provider_url": context.provider_url,
+        "request_id": response.request_id,
+    }
+    return ToolResult(structured=structured)
+
+
+def _field_window_record(args: Mapping[str, Any]) -> RecordRef:
+    if "id" in args:
+        ref = parse_handle(args["id"])
+        connection = resolve_connection(ref, args.get("connection_id"))
+        return RecordRef(stream=ref.stream, record_id=ref.record_id, connection_id=connection)
+    connection_id = args.get("connection_id")
+    return RecordRef(
+        stream=check_segment(args["stream"], "stream", param="stream"),
+        record_id=check_segment(args["record_id"], "record_id", param="record_id"),
+        connection_id=None if connection_id is None else check_segment(connection_id, "connection_id",
+                                                                       param="connection_id"),
+    )
+
+
+HANDLERS: Final[dict[str, Handler]] = {
+    "schema": schema,
+    "query_records": query_records,
+    "aggregate": aggregate,
+    "search": search,
+    "fetch": fetch,
+    "read_record_field": read_record_field,
+}
+
+
+async def dispatch(call: ToolCall) -> ToolResult:
+    """The pipeline's terminal: run the named tool's handler."""
+    return await HANDLERS[call.name](call)

@@ -1,0 +1,279 @@
+"""The six read tools as the model sees them: names, descriptions, JSON Schemas.
+
+Contract:
+
+- Exactly six tools: schema, query_records, aggregate, search, fetch, read_record_field.
+  All are read-only, idempotent, non-destructive and closed-world (they read one RS).
+- Schemas are hand-written JSON Schema 2020-12 with ``"type": "object"`` at the root
+  and ``additionalProperties: false``, so unknown arguments are refused rather than
+  guessed at. ``connection_id`` is the only source selector (never
+  ``connector_instance_id`` or URL-shaped connector ids). ``filter`` and
+  ``expand_limit`` are typed objects, never strings.
+- Descriptions say what the tool does, which RS endpoint it maps to and when to use
+  another tool; cross-tool guidance lives once, in the server instructions.
+  structuredContent is called "structured output", never hidden output.
+- The whole ``tools/list`` result stays under ``TOOLS_LIST_BUDGET_BYTES`` of compact
+  JSON (pinned by a test).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import mcp.types as types
+
+JSONObject = dict[str, Any]
+
+TOOLS_LIST_BUDGET_BYTES: Final = 12_000
+MAX_PAGE_LIMIT: Final = 100
+MAX_GROUP_LIMIT: Final = 100
+MAX_WINDOW_CHARS: Final = 16_384
+MAX_CONTEXT_CHARS: Final = 8_192
+
+_NAME: Final[JSONObject] = {"type": "string", "minLength": 1}
+_STRINGS: Final[JSONObject] = {"type": "array", "items": _NAME, "minItems": 1}
+_SCALAR: Final[JSONObject] = {"type": ["string", "number", "boolean"]}
+_CONNECTION: Final[JSONObject] = {**_NAME, "description": "Read only this source (a connection_id from schema)."}
+_STREAM: Final[JSONObject] = {**_NAME, "description": "Stream name from schema."}
+_LIMIT: Final[JSONObject] = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT}
+
+FILTER: Final[JSONObject] = {
+    "type": "object",
+    "description": "Typed filter object, not a pre-encoded query string: {field: value} exact match, "
+    "{field: {gte|gt|lte|lt: value}} range. Usable fields: schema(stream) flags eq, r=.",
+    "additionalProperties": {
+        "anyOf": [
+            _SCALAR,
+            {
+                "type": "object",
+                "properties": {op: _SCALAR for op in ("gte", "gt", "lte", "lt")},
+                "additionalProperties": False,
+                "minProperties": 1,
+            },
+        ]
+    },
+}
+
+EXPAND: Final[JSONObject] = {**_STRINGS, "description": "Relations to embed (schema expand_capabilities)."}
+EXPAND_LIMIT: Final[JSONObject] = {
+    "type": "object",
+    "description": "Per-relation child cap, e.g. {\"messages\": 3}.",
+    "additionalProperties": {"type": "integer", "minimum": 1},
+}
+
+
+def _object(properties: JSONObject, required: tuple[str, ...] = ()) -> JSONObject:
+    schema: JSONObject = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+_ENVELOPE_OUTPUT: Final[JSONObject] = {
+    "type": "object",
+    "properties": {"data": {"type": "object"}, "provider_url": {"type": "string"}},
+    "required": ["data"],
+}
+
+SCHEMA: Final = types.Tool(
+    name="schema",
+    title="Discover granted data",
+    description=(
+        "Discover what this grant can read (GET /v1/schema). No arguments: an index of every granted "
+        "connector (connector_key), connection (connection_id) and stream. With stream: that stream's "
+        "fields with capability flags (filter, sort, search, aggregate, expand) for each source that has "
+        "it; add connection_id to pick one source. detail: \"full\" is allowed only with stream and "
+        "returns the exhaustive field JSON Schema."
+    ),
+    input_schema=_object(
+        {
+            "stream": _STREAM,
+            "connection_id": _CONNECTION,
+            "detail": {"enum": ["compact", "full"], "description": "compact (default) or full."},
+        }
+    ),
+    output_schema=_ENVELOPE_OUTPUT,
+)
+
+QUERY_RECORDS: Final = types.Tool(
+    name="query_records",
+    title="Read records",
+    description=(
+        "Read one page of a stream's records (GET /v1/streams/{stream}/records), newest first. Returns at "
+        "most 25 records unless limit is set; limit is capped at 100, so page on with next_cursor. Narrow "
+        "with fields and filter; use aggregate for counts and totals and search for text. Structured "
+        "output data holds the page; the text previews records and every paging handle."
+    ),
+    input_schema=_object(
+        {
+            "stream": _STREAM,
+            "limit": _LIMIT,
+            "cursor": {**_NAME, "description": "next_cursor from the previous page (same order and sort)."},
+            "order": {"enum": ["asc", "desc"]},
+            "sort": {**_NAME, "description": "cursor field, '-' prefix for descending."},
+            "fields": {**_STRINGS, "description": "Top-level fields to return."},
+            "filter": FILTER,
+            "expand": EXPAND,
+            "expand_limit": EXPAND_LIMIT,
+            "count": {"enum": ["none", "estimated", "exact"]},
+            "changes_since": {
+                **_NAME,
+                "description": "\"beginning\" or a previous next_changes_since; not an ISO timestamp.",
+            },
+            "connection_id": _CONNECTION,
+        },
+        required=("stream",),
+    ),
+    output_schema=_ENVELOPE_OUTPUT,
+)
+
+AGGREGATE: Final = types.Tool(
+    name="aggregate",
+    title="Aggregate records",
+    description=(
+        "Count, sum, min, max or count_distinct over a stream without reading record bodies "
+        "(GET /v1/streams/{stream}/aggregate); prefer it to paging query_records and counting. Group by "
+        "exactly one dimension: group_by (a field) or group_by_time with granularity. Grouped results "
+        "hold the top limit groups (default 10) and other_count, the records in groups beyond limit: a "
+        "positive other_count means the group list is truncated. Usable fields: schema(stream), a= flags."
+    ),
+    input_schema=_object(
+        {
+            "stream": _STREAM,
+            "metric": {"enum": ["count", "sum", "min", "max", "count_distinct"]},
+            "field": {**_NAME, "description": "Field for sum, min, max, count_distinct."},
+            "group_by": _NAME,
+            "group_by_time": {**_NAME, "description": "Date field to bucket by; needs granularity."},
+            "granularity": {"enum": ["minute", "hour", "day", "week", "month", "quarter", "year"]},
+            "time_zone": {**_NAME, "description": "IANA name for time buckets (default UTC)."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_GROUP_LIMIT},
+            "filter": FILTER,
+            "connection_id": _CONNECTION,
+        },
+        required=("stream", "metric"),
+    ),
+    output_schema=_ENVELOPE_OUTPUT,
+)
+
+SEARCH: Final = types.Tool(
+    name="search",
+    title="Search records",
+    description=(
+        "Search granted records by text (GET /v1/search). mode lexical (default) matches exact terms; "
+        "semantic and hybrid are approximate and hybrid does not page. Returns at most 25 hits unless "
+        "limit is set; limit is capped at 100, page on with next_cursor. Each hit's id goes to fetch "
+        "as-is; a hit whose match is proven in a text field shows an evidence preview and the "
+        "read_record_field arguments to read around it."
+    ),
+    input_schema=_object(
+        {
+            "query": {**_NAME, "description": "Search text."},
+            "mode": {"enum": ["lexical", "semantic", "hybrid"]},
+            "streams": {**_STRINGS, "description": "Only these streams."},
+            "limit": _LIMIT,
+            "cursor": {**_NAME, "description": "next_cursor from the previous page (not hybrid)."},
+            "filter": {**FILTER, "description": "Typed filter object (see query_records); one stream."},
+            "connection_id": _CONNECTION,
+        },
+        required=("query",),
+    ),
+    output_schema={
+        "type": "object",
+        "properties": {
+            **_ENVELOPE_OUTPUT["properties"],
+            "results": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "url": {"type": "string"}},
+                    "required": ["id", "title", "url"],
+                },
+            },
+        },
+        "required": ["data", "results"],
+    },
+)
+
+FETCH: Final = types.Tool(
+    name="fetch",
+    title="Fetch a record",
+    description=(
+        "Fetch one record as a document {id, title, text, url, metadata} "
+        "(GET /v1/streams/{stream}/records/{id}). Long text ends with an explicit cut marker and the "
+        "read_record_field arguments to continue. fields projects the record first; if the projection "
+        "excludes every text-like field, text is compact JSON for the projected record. For structured "
+        "pages use query_records."
+    ),
+    input_schema=_object(
+        {
+            "id": {
+                **_NAME,
+                "description": "connection_id/stream:record_id from search, stream:record_id, "
+                "or a pdpp://record/ URI.",
+            },
+            "fields": {**_STRINGS, "description": "Top-level fields to keep."},
+            "expand": EXPAND,
+            "expand_limit": EXPAND_LIMIT,
+            "connection_id": _CONNECTION,
+        },
+        required=("id",),
+    ),
+    output_schema={
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "title": {"type": "string"},
+            "text": {"type": "string"},
+            "url": {"type": "string"},
+            "metadata": {"type": "object"},
+        },
+        "required": ["id", "title", "text", "url", "metadata"],
+    },
+)
+
+READ_RECORD_FIELD: Final = types.Tool(
+    name="read_record_field",
+    title="Read a field window",
+    description=(
+        "Read a bounded window of one text field of one record without loading the record "
+        "(GET /v1/streams/{stream}/records/{id}/field-window). Give id (from search, fetch or "
+        "query_records, or a pdpp://record/ URI) or connection_id + stream + record_id. Page with "
+        "offset_chars (each result gives the next and previous arguments) or jump to the first match of q "
+        "with before_chars/after_chars of context. limit_chars defaults to 4096."
+    ),
+    input_schema=_object(
+        {
+            "id": {**_NAME, "description": "Record handle."},
+            "connection_id": _CONNECTION,
+            "stream": _STREAM,
+            "record_id": _NAME,
+            "field": {**_NAME, "description": "Top-level text field, e.g. body_text."},
+            "offset_chars": {"type": "integer", "minimum": 0},
+            "limit_chars": {"type": "integer", "minimum": 1, "maximum": MAX_WINDOW_CHARS},
+            "q": {**_NAME, "description": "Literal text to find (first match)."},
+            "before_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},
+            "after_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},
+        },
+        required=("field",),
+    ),
+    output_schema={
+        "type": "object",
+        "properties": {
+            "record": {"type": "object"},
+            "field": {"type": "object"},
+            "window": {"type": "object"},
+        },
+        "required": ["record", "field", "window"],
+    },
+)
+
+_ANNOTATIONS: Final = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+TOOLS: Final[tuple[types.Tool, ...]] = tuple(
+    tool.model_copy(update={"annotations": _ANNOTATIONS})
+    for tool in (SCHEMA, QUERY_RECORDS, AGGREGATE, SEARCH, FETCH, READ_RECORD_FIELD)
+)
+TOOL_NAMES: Final[tuple[str, ...]] = tuple(tool.name for tool in TOOLS)
+INPUT_SCHEMAS: Final[dict[str, JSONObject]] = {tool.name: tool.input_schema for tool in TOOLS}

@@ -1,0 +1,55 @@
+"""compose(): stage order, short-circuits and fan-out, with a recording terminal."""
+
+from __future__ import annotations
+
+from middleware import Next, ToolCall, ToolResult, compose
+
+
+def _recording_stage(name: str, log: list[str]):  # type: ignore[no-untyped-def]
+    async def stage(call: ToolCall, next_: Next) -> ToolResult:
+        log.append(f"{name}:in")
+        result = await next_(call)
+        log.append(f"{name}:out")
+        return result
+
+    return stage
+
+
+async def test_first_stage_is_outermost() -> None:
+    log: list[str] = []
+
+    async def terminal(call: ToolCall) -> ToolResult:
+        log.append("terminal")
+        return ToolResult(structured={"ok": True})
+
+    chain = compose([_recording_stage("a", log), _recording_stage("b", log)], terminal)
+    result = await chain(ToolCall("t", {}))
+    assert result.structured == {"ok": True}
+    assert log == ["a:in", "b:in", "terminal", "b:out", "a:out"]
+
+
+async def test_stage_can_short_circuit_and_terminal_never_runs() -> None:
+    calls: list[ToolCall] = []
+
+    async def terminal(call: ToolCall) -> ToolResult:
+        calls.append(call)
+        return ToolResult(structured={})
+
+    async def refuse(call: ToolCall, next_: Next) -> ToolResult:
+        return ToolResult(structured={"error": {"code": "no"}}, is_error=True)
+
+    result = await compose([refuse], terminal)(ToolCall("t", {}))
+    assert result.is_error
+    assert calls == []
+
+
+async def test_stage_can_fan_out_and_merge() -> None:
+    async def terminal(call: ToolCall) -> ToolResult:
+        return ToolResult(structured={"source": call.arguments["source"]})
+
+    async def fan_out(call: ToolCall, next_: Next) -> ToolResult:
+        parts = [await next_(call.with_arguments({"source": s})) for s in ("work", "personal")]
+        return ToolResult(structured={"merged": [p.structured["source"] for p in parts]})
+
+    result = await compose([fan_out], terminal)(ToolCall("t", {}))
+    assert result.structured == {"merged": ["work", "personal"]}

@@ -1,0 +1,153 @@
+"""The stock stages alone: validation ladder, error preservation, rendering, token kinds."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from middleware import (
+    PreserveErrors,
+    RefuseTokenKinds,
+    RenderContent,
+    ToolCall,
+    ToolError,
+    ToolResult,
+    ValidateArguments,
+    compose,
+    gateway_error,
+)
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "stream": {"type": "string", "minLength": 1},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+        "order": {"enum": ["asc", "desc"]},
+    },
+    "required": ["stream"],
+    "additionalProperties": False,
+}
+
+
+class Terminal:
+    def __init__(self) -> None:
+        self.calls: list[ToolCall] = []
+
+    async def __call__(self, call: ToolCall) -> ToolResult:
+        self.calls.append(call)
+        return ToolResult(structured={"data": dict(call.arguments)})
+
+
+def _no_tables(arguments: Mapping[str, Any]) -> ToolError | None:
+    if arguments.get("stream") == "tables":
+        return gateway_error("invalid_stream", "tables is not a stream; call schema().", param="stream")
+    return None
+
+
+@pytest.fixture
+def terminal() -> Terminal:
+    return Terminal()
+
+
+async def _run(terminal: Terminal, arguments: dict[str, Any]) -> ToolResult:
+    chain = compose([PreserveErrors(), ValidateArguments({"read": SCHEMA}, {"read": [_no_tables]})], terminal)
+    return await chain(ToolCall("read", arguments))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "param", "phrase"),
+    [
+        ({"stream": "m", "lmit": 3}, "invalid_arguments", "lmit", "allowed arguments: limit, order, stream"),
+        ({}, "invalid_arguments", "stream", "requires the argument 'stream'"),
+        ({"stream": "m", "limit": 500}, "invalid_arguments", "limit", "at most 100. Page with the returned"),
+        ({"stream": "m", "limit": "10"}, "invalid_arguments", "limit", "must be an integer, not a string"),
+        ({"stream": "m", "order": "up"}, "invalid_arguments", "order", "one of: asc, desc"),
+        ({"stream": ""}, "invalid_arguments", "stream", "must not be empty"),
+        ({"stream": "tables"}, "invalid_stream", "stream", "call schema()"),
+    ],
+)
+async def test_rejections_are_typed_actionable_and_never_reach_the_terminal(
+    terminal: Terminal, arguments: dict[str, Any], code: str, param: str, phrase: str
+) -> None:
+    result = await _run(terminal, arguments)
+    assert result.is_error
+    error = result.structured["error"]
+    assert (error["code"], error["param"]) == (code, param)
+    assert phrase in error["message"]
+    assert terminal.calls == []
+
+
+async def test_valid_arguments_pass_through_untouched(terminal: Terminal) -> None:
+    result = await _run(terminal, {"stream": "messages", "limit": 5})
+    assert not result.is_error
+    assert result.structured == {"data": {"stream": "messages", "limit": 5}}
+
+
+async def test_custom_checks_run_before_the_schema(terminal: Terminal) -> None:
+    # Both the check and the schema object; the check's precise error wins.
+    result = await _run(terminal, {"stream": "tables", "bogus": 1})
+    assert result.structured["error"]["code"] == "invalid_stream"
+
+
+async def test_tool_error_envelope_is_kept_whole() -> None:
+    envelope = {
+        "type": "api_error",
+        "code": "ambiguous_connection",
+        "message": "pick one",
+        "available_connections": [{"connection_id": "cin_a"}],
+        "retry_with": "connection_id",
+    }
+
+    async def upstream(call: ToolCall) -> ToolResult:
+        raise ToolError(envelope, http_status=409)
+
+    result = await compose([PreserveErrors()], upstream)(ToolCall("t", {}))
+    assert result.is_error
+    assert result.structured == {"error": envelope, "http_status": 409}
+
+
+async def test_unexpected_exception_is_contained_without_internals(caplog: pytest.LogCaptureFixture) -> None:
+    async def broken(call: ToolCall) -> ToolResult:
+        raise KeyError("secret internal detail")
+
+    with caplog.at_level(logging.ERROR):
+        result = await compose([PreserveErrors()], broken)(ToolCall("t", {}))
+    assert result.is_error
+    assert result.structured["error"]["code"] == "internal_error"
+    assert "secret internal detail" not in str(result.structured)
+    assert "secret internal detail" in caplog.text  # the operator still gets the traceback
+
+
+async def test_render_content_fills_text_for_results_and_errors() -> None:
+    def ok(call: ToolCall, result: ToolResult) -> str:
+        return f"{call.name} ok {result.structured['n']}"
+
+    def failed(call: ToolCall, result: ToolResult) -> str:
+        return f"Error {result.structured['error']['code']}"
+
+    async def terminal(call: ToolCall) -> ToolResult:
+        if call.arguments.get("fail"):
+            raise gateway_error("nope", "no")
+        return ToolResult(structured={"n": 3})
+
+    chain = compose([RenderContent({"count": ok}, failed), PreserveErrors()], terminal)
+    assert (await chain(ToolCall("count", {}))).text == "count ok 3"
+    assert (await chain(ToolCall("count", {"fail": True}))).text == "Error nope"
+    fallback = await chain(ToolCall("unrendered", {}))
+    assert fallback.text is not None
+    assert "unrendered" in fallback.text
+
+
+@pytest.mark.parametrize(("kind", "refused"), [("owner", True), (None, True), ("client", False)])
+async def test_refuse_token_kinds(terminal: Terminal, kind: str | None, refused: bool) -> None:
+    stage = RefuseTokenKinds(
+        lambda call: call.context,
+        {"owner"},
+        lambda k: gateway_error("permission_error", f"{k} refused", type_="permission_error"),
+    )
+    result = await compose([PreserveErrors(), stage], terminal)(ToolCall("t", {}, context=kind))
+    assert result.is_error is refused
+    assert (terminal.calls == []) is refused
