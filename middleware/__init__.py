@@ -2,11 +2,12 @@
 
 ``compose()`` chains stages of the shape ``(call, next_) -> ToolResult`` around a
 terminal handler. The stock stages are argument validation, error preservation,
-content rendering and token-kind refusal. Nothing here knows about PDPP: the
+content rendering, token-kind refusal and fan-out/merge. Nothing here knows about PDPP: the
 gateway parameterises each stage with what it needs.
 """
 
 from middleware.errors import PreserveErrors, ToolError, gateway_error
+from middleware.fanout import FanOut, Outcome
 from middleware.pipeline import JSONObject, Middleware, Next, ToolCall, ToolResult, compose
 from middleware.rendering import RenderContent, Renderer
 from middleware.token_kinds import RefuseTokenKinds
@@ -14,9 +15,11 @@ from middleware.validation import Check, ValidateArguments
 
 __all__ = [
     "Check",
+    "FanOut",
     "JSONObject",
     "Middleware",
     "Next",
+    "Outcome",
     "PreserveErrors",
     "RefuseTokenKinds",
     "RenderContent",

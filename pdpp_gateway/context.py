@@ -30,7 +30,9 @@ class RsReader(Protocol):
 
     async def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse: ...
 
-    async def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int) -> RsBlob: ...
+    async def get_bytes(
+        self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int
+    ) -> RsBlob: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,8 @@ class GatewayContext:
     provider_url: str
     token_kind: str | None = "client"
     package: tuple[PackageMember, ...] = field(default=())
+    # Set when a package call was routed to one member: the member this context reads from.
+    source: PackageMember | None = None
     # Free-form facts for observability (e.g. request id); never sent upstream.
     labels: Mapping[str, str] = field(default_factory=dict)
 

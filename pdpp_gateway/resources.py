@@ -50,7 +50,8 @@ TEMPLATES: Final = (
         name="pdpp-record",
         uri_template="pdpp://record/{handle}",
         mime_type="application/json",
-        description="One record by handle, e.g. pdpp://record/cin_a%2Fmessages%3Am1 (connection_id/stream:id).",
+        description="One record by handle (connection_id/stream:id, percent-encoded), "
+        "e.g. pdpp://record/cin_a%2Fmessages%3Am1.",
     ),
     types.ResourceTemplate(
         name="pdpp-blob",
@@ -88,15 +89,21 @@ async def read(context: GatewayContext, uri: str) -> types.ReadResourceResult:
         if uri.startswith(RECORD_URI_PREFIX):
             ref = parse_handle(uri, param="uri")
             query = [("connection_id", ref.connection_id)] if ref.connection_id else []
-            body = await _forward(context, rs_path("v1", "streams", ref.stream, "records", ref.record_id), query)
+            body = await _forward(
+                context, rs_path("v1", "streams", ref.stream, "records", ref.record_id), query
+            )
             return _json(uri, body)
         if uri.startswith(BLOB_PREFIX):
             return await _read_blob(context, uri)
     except RsStatusError as error:
         code = RESOURCE_NOT_FOUND if error.status == 404 else -32603
-        raise MCPError(code, f"{error.code}: {error.envelope.get('message', '')}", data=error.envelope) from None
+        raise MCPError(
+            code, f"{error.code}: {error.envelope.get('message', '')}", data=error.envelope
+        ) from None
     except ToolError as error:
-        raise MCPError(types.INVALID_PARAMS, str(error.envelope.get("message")), data=error.envelope) from None
+        raise MCPError(
+            types.INVALID_PARAMS, str(error.envelope.get("message")), data=error.envelope
+        ) from None
     raise MCPError(
         types.INVALID_PARAMS,
         f"Unknown resource URI {uri[:200]!r}; readable: pdpp://stream/{{name}}, pdpp://record/{{handle}}, "

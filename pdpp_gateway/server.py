@@ -42,10 +42,13 @@ def build_server(
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=list(TOOLS))
 
-    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         if params.name not in TOOL_NAMES:
             raise MCPError(
-                types.INVALID_PARAMS, f"Unknown tool {params.name!r}; available tools: {', '.join(TOOL_NAMES)}."
+                types.INVALID_PARAMS,
+                f"Unknown tool {params.name!r}; available tools: {', '.join(TOOL_NAMES)}.",
             )
         result = await pipeline(ToolCall(params.name, params.arguments or {}, context_for(ctx)))
         return types.CallToolResult(

@@ -33,14 +33,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pdpp_gateway.credentials import CredentialError, load_credential, normalize_provider_url, owner_env_warning
+    from pdpp_gateway.credentials import (
+        CredentialError,
+        load_credential,
+        normalize_provider_url,
+        owner_env_warning,
+    )
     from pdpp_gateway.logs import configure_logging
 
     configure_logging(args.log_level)
     raw_url = args.provider_url or os.environ.get("PDPP_PROVIDER_URL")
     if not raw_url:
-        _say("missing --provider-url (or PDPP_PROVIDER_URL). Example: pdpp-gateway stdio --provider-url "
-             "https://pdpp.example.com")
+        _say(
+            "missing --provider-url (or PDPP_PROVIDER_URL). Example: pdpp-gateway stdio --provider-url "
+            "https://pdpp.example.com"
+        )
         return EXIT_USAGE
     notice = owner_env_warning(os.environ)
     if notice:

@@ -28,24 +28,31 @@ def check_filter(arguments: Mapping[str, Any]) -> ToolError | None:
     value = arguments["filter"]
 
     def bad(message: str) -> ToolError:
-        return gateway_error("invalid_filter", f"{message} Use the typed filter object: {_FILTER_EXAMPLE}.",
-                             param="filter")
+        return gateway_error(
+            "invalid_filter", f"{message} Use the typed filter object: {_FILTER_EXAMPLE}.", param="filter"
+        )
 
     if isinstance(value, str):
-        return bad("filter must be an object, not a string; bracket syntax and query strings are not accepted.")
+        return bad(
+            "filter must be an object, not a string; bracket syntax and query strings are not accepted."
+        )
     if not isinstance(value, Mapping):
         return bad("filter must be an object.")
     if not value:
         return bad("filter must name at least one field; omit filter to read unfiltered.")
     for field, spec in value.items():
         if not field or "[" in field or "]" in field:
-            return bad(f"filter field {field!r} must be a plain field name from schema(stream), not bracket syntax.")
+            return bad(
+                f"filter field {field!r} must be a plain field name from schema(stream), not bracket syntax."
+            )
         if isinstance(spec, Mapping):
             if not spec:
                 return bad(f"filter range on {field!r} must use at least one of gte, gt, lte, lt.")
             for op, bound in spec.items():
                 if op not in RANGE_OPERATORS:
-                    return bad(f"unsupported range operator {op!r} on {field!r}; supported: gte, gt, lte, lt.")
+                    return bad(
+                        f"unsupported range operator {op!r} on {field!r}; supported: gte, gt, lte, lt."
+                    )
                 if not _is_scalar(bound):
                     return bad(f"filter bound {field!r}.{op} must be a string, number or boolean.")
         elif not _is_scalar(spec):
@@ -72,17 +79,21 @@ def check_expand_limit(arguments: Mapping[str, Any]) -> ToolError | None:
         if not relation or "[" in relation or "]" in relation:
             return gateway_error(
                 "invalid_expand",
-                f"expand_limit relation {relation!r} must be a relation name, not bracket syntax, e.g. {example}.",
+                f"expand_limit relation {relation!r} must be a relation name, not bracket syntax, "
+                f"e.g. {example}.",
                 param="expand_limit",
             )
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             return gateway_error(
-                "invalid_expand", f"expand_limit[{relation}] must be a positive integer.", param="expand_limit"
+                "invalid_expand",
+                f"expand_limit[{relation}] must be a positive integer.",
+                param="expand_limit",
             )
         if relation not in expanded_names:
             return gateway_error(
                 "invalid_expand",
-                f"expand_limit names {relation!r}, which is not in expand; add it to expand or drop the limit.",
+                f"expand_limit names {relation!r}, which is not in expand; "
+                "add it to expand or drop the limit.",
                 param="expand_limit",
             )
     return None
@@ -168,12 +179,18 @@ def check_aggregate_shape(arguments: Mapping[str, Any]) -> ToolError | None:
             param="granularity",
         )
     if "granularity" in arguments and not by_time:
-        return gateway_error("invalid_arguments", "granularity only applies with group_by_time.", param="granularity")
+        return gateway_error(
+            "invalid_arguments", "granularity only applies with group_by_time.", param="granularity"
+        )
     if "time_zone" in arguments and not by_time:
-        return gateway_error("invalid_arguments", "time_zone only applies with group_by_time.", param="time_zone")
+        return gateway_error(
+            "invalid_arguments", "time_zone only applies with group_by_time.", param="time_zone"
+        )
     if "limit" in arguments and not (by_field or by_time):
         return gateway_error(
-            "invalid_arguments", "limit caps groups; it only applies with group_by or group_by_time.", param="limit"
+            "invalid_arguments",
+            "limit caps groups; it only applies with group_by or group_by_time.",
+            param="limit",
         )
     if (by_field or by_time) and metric not in (None, "count"):
         return gateway_error("invalid_arguments", "Grouping works with metric count only.", param="metric")
@@ -181,7 +198,8 @@ def check_aggregate_shape(arguments: Mapping[str, Any]) -> ToolError | None:
         return gateway_error("invalid_arguments", f"metric {metric} needs field.", param="field")
     if metric == "count" and "field" in arguments:
         return gateway_error(
-            "invalid_arguments", "metric count takes no field; use count_distinct to count distinct values.",
+            "invalid_arguments",
+            "metric count takes no field; use count_distinct to count distinct values.",
             param="field",
         )
     return None
@@ -198,7 +216,8 @@ def check_search_paging(arguments: Mapping[str, Any]) -> ToolError | None:
     streams = arguments.get("streams")
     if "filter" in arguments and not (isinstance(streams, list) and len(streams) == 1):
         return gateway_error(
-            "invalid_filter", "A search filter applies to one stream: pass streams with exactly one name.",
+            "invalid_filter",
+            "A search filter applies to one stream: pass streams with exactly one name.",
             param="streams",
         )
     return None
@@ -229,7 +248,9 @@ def check_field_window_selectors(arguments: Mapping[str, Any]) -> ToolError | No
         if error is not None:
             return error
     elif len(triple) < 2:
-        return bad("read_record_field needs id, or stream + record_id (plus connection_id when shared).", "id")
+        return bad(
+            "read_record_field needs id, or stream + record_id (plus connection_id when shared).", "id"
+        )
     if "q" in arguments and "offset_chars" in arguments:
         return bad("q finds the first match; it cannot be combined with offset_chars.", "q")
     for name in ("before_chars", "after_chars"):

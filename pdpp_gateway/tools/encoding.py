@@ -24,7 +24,9 @@ def scalar(value: Any) -> str:
     return str(value)
 
 
-def forward(arguments: Mapping[str, Any], names: Iterable[str], *, rename: Mapping[str, str] | None = None) -> QueryPairs:
+def forward(
+    arguments: Mapping[str, Any], names: Iterable[str], *, rename: Mapping[str, str] | None = None
+) -> QueryPairs:
     """Pairs for the named arguments that are present, in ``names`` order."""
     pairs: QueryPairs = []
     for name in names:

@@ -25,11 +25,32 @@ from pdpp_gateway.tools.expand_gate import check_expand
 
 Handler = Callable[[ToolCall], Awaitable[ToolResult]]
 
-_RECORDS_PARAMS: Final = ("limit", "cursor", "order", "sort", "count", "fields", "expand", "changes_since",
-                          "connection_id")
-_AGGREGATE_PARAMS: Final = ("metric", "field", "group_by", "group_by_time", "granularity", "time_zone", "limit",
-                            "connection_id")
-_SEARCH_PATHS: Final = {"lexical": "/v1/search", "semantic": "/v1/search/semantic", "hybrid": "/v1/search/hybrid"}
+_RECORDS_PARAMS: Final = (
+    "limit",
+    "cursor",
+    "order",
+    "sort",
+    "count",
+    "fields",
+    "expand",
+    "changes_since",
+    "connection_id",
+)
+_AGGREGATE_PARAMS: Final = (
+    "metric",
+    "field",
+    "group_by",
+    "group_by_time",
+    "granularity",
+    "time_zone",
+    "limit",
+    "connection_id",
+)
+_SEARCH_PATHS: Final = {
+    "lexical": "/v1/search",
+    "semantic": "/v1/search/semantic",
+    "hybrid": "/v1/search/hybrid",
+}
 # RS answers meaning "I do not know view=compact": fall back to projecting the full body.
 _COMPACT_UNSUPPORTED: Final = frozenset({"invalid_request", "unsupported_query", "bad_request"})
 
@@ -104,7 +125,9 @@ async def fetch(call: ToolCall) -> ToolResult:
         *expand_limit_pairs(args.get("expand_limit")),
         *([("connection_id", connection_id)] if connection_id else []),
     ]
-    response = await context.rs.get_json(rs_path("v1", "streams", ref.stream, "records", ref.record_id), query)
+    response = await context.rs.get_json(
+        rs_path("v1", "streams", ref.stream, "records", ref.record_id), query
+    )
     document = documents.fetch_document(
         response.body, requested_id=args["id"], ref=ref, provider_url=context.provider_url
     )
@@ -158,8 +181,9 @@ def _field_window_record(args: Mapping[str, Any]) -> RecordRef:
     return RecordRef(
         stream=check_segment(args["stream"], "stream", param="stream"),
         record_id=check_segment(args["record_id"], "record_id", param="record_id"),
-        connection_id=None if connection_id is None else check_segment(connection_id, "connection_id",
-                                                                       param="connection_id"),
+        connection_id=None
+        if connection_id is None
+        else check_segment(connection_id, "connection_id", param="connection_id"),
     )
 
 

@@ -7,7 +7,9 @@ Order, outermost first:
 3. ``RefuseTokenKinds``  owner (and unclassified) credentials never reach a tool;
 4. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
                          reaches the RS;
-5. extra stages (e.g. package fan-out), then the handler that calls the RS.
+5. ``FanOut``            package callers: route to one child grant or fan out and merge
+                         (a pass-through for single-grant callers);
+6. extra stages, then the handler that calls the RS.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from middleware import (
     compose,
 )
 from pdpp_gateway.context import context_of
+from pdpp_gateway.package import fan_out_stage
 from pdpp_gateway.render import RENDERERS, render_error
 from pdpp_gateway.tools.checks import CHECKS
 from pdpp_gateway.tools.handlers import dispatch
@@ -56,6 +59,7 @@ def build_pipeline(extra_stages: Sequence[Middleware] = ()) -> Next:
         PreserveErrors(),
         RefuseTokenKinds(_token_kind, REFUSED_TOKEN_KINDS, _owner_refusal),
         ValidateArguments(INPUT_SCHEMAS, CHECKS),
+        fan_out_stage(),
         *extra_stages,
     ]
     return compose(stages, dispatch)

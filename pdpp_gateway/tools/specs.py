@@ -33,7 +33,10 @@ MAX_CONTEXT_CHARS: Final = 8_192
 _NAME: Final[JSONObject] = {"type": "string", "minLength": 1}
 _STRINGS: Final[JSONObject] = {"type": "array", "items": _NAME, "minItems": 1}
 _SCALAR: Final[JSONObject] = {"type": ["string", "number", "boolean"]}
-_CONNECTION: Final[JSONObject] = {**_NAME, "description": "Read only this source (a connection_id from schema)."}
+_CONNECTION: Final[JSONObject] = {
+    **_NAME,
+    "description": "Read only this source (a connection_id from schema).",
+}
 _STREAM: Final[JSONObject] = {**_NAME, "description": "Stream name from schema."}
 _LIMIT: Final[JSONObject] = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT}
 
@@ -46,7 +49,7 @@ FILTER: Final[JSONObject] = {
             _SCALAR,
             {
                 "type": "object",
-                "properties": {op: _SCALAR for op in ("gte", "gt", "lte", "lt")},
+                "properties": dict.fromkeys(("gte", "gt", "lte", "lt"), _SCALAR),
                 "additionalProperties": False,
                 "minProperties": 1,
             },
@@ -57,7 +60,7 @@ FILTER: Final[JSONObject] = {
 EXPAND: Final[JSONObject] = {**_STRINGS, "description": "Relations to embed (schema expand_capabilities)."}
 EXPAND_LIMIT: Final[JSONObject] = {
     "type": "object",
-    "description": "Per-relation child cap, e.g. {\"messages\": 3}.",
+    "description": 'Per-relation child cap, e.g. {"messages": 3}.',
     "additionalProperties": {"type": "integer", "minimum": 1},
 }
 
@@ -82,7 +85,7 @@ SCHEMA: Final = types.Tool(
         "Discover what this grant can read (GET /v1/schema). No arguments: an index of every granted "
         "connector (connector_key), connection (connection_id) and stream. With stream: that stream's "
         "fields with capability flags (filter, sort, search, aggregate, expand) for each source that has "
-        "it; add connection_id to pick one source. detail: \"full\" is allowed only with stream and "
+        'it; add connection_id to pick one source. detail: "full" is allowed only with stream and '
         "returns the exhaustive field JSON Schema."
     ),
     input_schema=_object(
@@ -118,7 +121,7 @@ QUERY_RECORDS: Final = types.Tool(
             "count": {"enum": ["none", "estimated", "exact"]},
             "changes_since": {
                 **_NAME,
-                "description": "\"beginning\" or a previous next_changes_since; not an ISO timestamp.",
+                "description": '"beginning" or a previous next_changes_since; not an ISO timestamp.',
             },
             "connection_id": _CONNECTION,
         },
@@ -185,7 +188,11 @@ SEARCH: Final = types.Tool(
                 "type": "array",
                 "items": {
                     "type": "object",
-                    "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "url": {"type": "string"}},
+                    "properties": {
+                        "id": {"type": "string"},
+                        "title": {"type": "string"},
+                        "url": {"type": "string"},
+                    },
                     "required": ["id", "title", "url"],
                 },
             },

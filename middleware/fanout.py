@@ -1,0 +1,50 @@
+"""Fan-out: run one call against several upstreams and merge what comes back.
+
+Contract: ``FanOut(plan, merge)``.
+
+- ``plan(call)`` returns ``None`` to pass the call through untouched, or the list of
+  sub-calls to make instead (each typically carries another upstream in its context).
+- One sub-call: its result is returned as-is (routing, no merge).
+- Several: they run concurrently; each outcome is a ``ToolResult`` or the ``ToolError``
+  it raised. ``merge(call, sub_calls, outcomes)`` (outcomes in sub-call order) builds
+  the single result (and decides what a
+  partial failure means). Anything other than a ``ToolError`` propagates: a defect in
+  one branch is not dressed up as a partial result.
+- An empty plan is a routing decision with nothing to call; ``merge`` gets no outcomes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from middleware.errors import ToolError
+from middleware.pipeline import Next, ToolCall, ToolResult
+
+Outcome = ToolResult | ToolError
+Plan = Callable[[ToolCall], Sequence[ToolCall] | None]
+Merge = Callable[[ToolCall, Sequence[ToolCall], Sequence[Outcome]], ToolResult]
+
+
+class FanOut:
+    """Stage: route a call to one upstream, or fan it out to several and merge."""
+
+    def __init__(self, plan: Plan, merge: Merge) -> None:
+        self._plan = plan
+        self._merge = merge
+
+    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
+        sub_calls = self._plan(call)
+        if sub_calls is None:
+            return await next_(call)
+        if len(sub_calls) == 1:
+            return await next_(sub_calls[0])
+        outcomes = await asyncio.gather(*(_attempt(next_, sub) for sub in sub_calls))
+        return self._merge(call, sub_calls, outcomes)
+
+
+async def _attempt(next_: Next, call: ToolCall) -> Outcome:
+    try:
+        return await next_(call)
+    except ToolError as error:
+        return error

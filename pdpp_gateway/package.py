@@ -1,0 +1,301 @@
+"""Package fan-out: one caller, several child grants (an ``mcp_package`` token, or
+several local grants), each read with that child's OWN token.
+
+Routing (``plan``), for a context whose ``package`` is non-empty:
+
+- a ``connection_id`` (argument, or embedded in a record handle) routes to the member
+  whose grant lists it (preferring one that grants the stream); none → 404
+  ``connection_not_found`` listing the members. A one-member package always routes.
+- ``search`` fans out to every member, with ``streams`` narrowed to each member's
+  granted streams; members granting none of the requested streams are not called.
+- ``schema`` fans out to the members that may hold the stream (all for the index);
+  ``detail: "full"`` must resolve to one member, else 409 ``ambiguous_schema_detail``.
+- anything else stays unrouted: the context's ``UnroutedRs`` answers a typed
+  ``ambiguous_connection`` built from membership alone (no health probes).
+
+Merging (``merge``): search hits are interleaved by rank across members (round-robin),
+de-duplicated by id and cut to the caller's ``limit`` (default 25) after the merge, with
+``meta.package.source_mix``. Schemas concatenate connectors. A failed member becomes a
+``source_unavailable`` warning and is listed under ``unavailable_connections``, never as
+a usable option; if every member failed, the first member's error is the answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from middleware import FanOut, Outcome, ToolCall, ToolError, ToolResult
+from pdpp_gateway.context import MAX_LISTED_CONNECTIONS, PackageMember, context_of
+from pdpp_gateway.ids import parse_handle
+
+DEFAULT_SEARCH_LIMIT: Final = 25
+_ROUTED_BY_HANDLE: Final = frozenset({"fetch", "read_record_field"})
+
+
+def fan_out_stage() -> FanOut:
+    """The pipeline stage that applies this module's routing and merging."""
+    return FanOut(plan, merge)
+
+
+def plan(call: ToolCall) -> Sequence[ToolCall] | None:
+    context = context_of(call)
+    members = context.package
+    if not members:
+        return None
+    args = call.arguments
+    stream = _stream_of(call)
+    target = _target_connection(call)
+    if target is not None:
+        return [_routed(call, _member_for(members, target, stream))]
+    if len(members) == 1:
+        return [_routed(call, members[0])]
+    if call.name == "search":
+        return _search_calls(call, members)
+    if call.name == "schema":
+        candidates = [m for m in members if stream is None or _grants_stream(m, stream)]
+        if args.get("detail") == "full" and len(candidates) > 1:
+            raise _ambiguous_schema_detail(candidates, str(stream))
+        return [_routed(call, member) for member in candidates]
+    return None
+
+
+def merge(call: ToolCall, sub_calls: Sequence[ToolCall], outcomes: Sequence[Outcome]) -> ToolResult:
+    members = context_of(call).package
+    sources = [_source_of(sub) for sub in sub_calls]
+    ok = [(m, o) for m, o in zip(sources, outcomes, strict=True) if isinstance(o, ToolResult)]
+    failed = [(m, o) for m, o in zip(sources, outcomes, strict=True) if isinstance(o, ToolError)]
+    if outcomes and not ok:
+        raise failed[0][1]
+    if call.name == "search":
+        return _merge_search(call, ok, failed, len(members))
+    return _merge_schema(ok, failed, len(members))
+
+
+# --- routing -----------------------------------------------------------------------
+
+
+def _stream_of(call: ToolCall) -> str | None:
+    args = call.arguments
+    if call.name in _ROUTED_BY_HANDLE and "id" in args:
+        return parse_handle(args["id"]).stream
+    stream = args.get("stream")
+    return stream if isinstance(stream, str) else None
+
+
+def _target_connection(call: ToolCall) -> str | None:
+    args = call.arguments
+    explicit = args.get("connection_id")
+    if isinstance(explicit, str):
+        return explicit
+    if call.name in _ROUTED_BY_HANDLE and "id" in args:
+        return parse_handle(args["id"]).connection_id
+    return None
+
+
+def _grants_stream(member: PackageMember, stream: str) -> bool:
+    return "*" in member.streams or stream in member.streams
+
+
+def _member_for(members: Sequence[PackageMember], connection_id: str, stream: str | None) -> PackageMember:
+    holders = [m for m in members if connection_id in m.connection_ids]
+    if stream is not None:
+        holders = [m for m in holders if _grants_stream(m, stream)] or holders
+    if not holders:
+        raise ToolError(
+            {
+                "type": "not_found_error",
+                "code": "connection_not_found",
+                "message": f"connection_id {connection_id!r} is not part of this grant package"
+                + (f" for stream {stream!r}" if stream else "")
+                + ". Use one of available_connections, or call schema() for the full index.",
+                "param": "connection_id",
+                "available_connections": _listing(members),
+                "available_connection_count": len(members),
+            },
+            http_status=404,
+        )
+    return holders[0]
+
+
+def _routed(call: ToolCall, member: PackageMember) -> ToolCall:
+    context = dataclasses.replace(
+        context_of(call), rs=member.rs, package=(), token_kind="client", source=member
+    )
+    return dataclasses.replace(call, context=context)
+
+
+def _source_of(call: ToolCall) -> PackageMember:
+    source = context_of(call).source
+    assert source is not None, "package sub-calls are always routed"
+    return source
+
+
+def _search_calls(call: ToolCall, members: Sequence[PackageMember]) -> list[ToolCall]:
+    requested = call.arguments.get("streams")
+    calls: list[ToolCall] = []
+    for member in members:
+        if isinstance(requested, list) and "*" not in member.streams:
+            narrowed = [s for s in requested if s in member.streams]
+            if not narrowed:
+                continue
+            calls.append(_routed(call.with_arguments({**call.arguments, "streams": narrowed}), member))
+        else:
+            calls.append(_routed(call, member))
+    return calls
+
+
+def _listing(members: Sequence[PackageMember]) -> list[dict[str, Any]]:
+    return [m.connection_entry() for m in members[:MAX_LISTED_CONNECTIONS]]
+
+
+def _ambiguous_schema_detail(candidates: Sequence[PackageMember], stream: str) -> ToolError:
+    return ToolError(
+        {
+            "type": "api_error",
+            "code": "ambiguous_schema_detail",
+            "message": f"Stream {stream!r} exists in several sources of this package; pass connection_id "
+            'with detail: "full".',
+            "param": "connection_id",
+            "retry_with": "connection_id",
+            "available_connections": _listing(candidates),
+            "available_connection_count": len(candidates),
+        },
+        http_status=409,
+    )
+
+
+# --- merging -----------------------------------------------------------------------
+
+
+def _source_tag(member: PackageMember) -> dict[str, Any]:
+    tag = member.connection_entry()
+    return {key: value for key, value in tag.items() if value is not None}
+
+
+def _unavailable(failed: Sequence[tuple[PackageMember, ToolError]]) -> list[dict[str, Any]]:
+    return [
+        {
+            **_source_tag(member),
+            "error_code": error.code,
+            "next_step": "Ask the person to re-approve this source, or choose another connection.",
+        }
+        for member, error in failed
+    ]
+
+
+def _warnings(failed: Sequence[tuple[PackageMember, ToolError]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "code": "source_unavailable",
+            "message": f"Source {member.connection_entry()['connection_id'] or member.grant_id} failed with "
+            f"{error.code}; its results are missing.",
+            "detail": _source_tag(member),
+        }
+        for member, error in failed
+    ]
+
+
+def _merge_search(
+    call: ToolCall,
+    ok: Sequence[tuple[PackageMember, ToolResult]],
+    failed: Sequence[tuple[PackageMember, ToolError]],
+    member_count: int,
+) -> ToolResult:
+    limit = call.arguments.get("limit", DEFAULT_SEARCH_LIMIT)
+    ranked = [list(result.structured.get("results") or []) for _, result in ok]
+    merged: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for rank in range(max((len(hits) for hits in ranked), default=0)):
+        for hits in ranked:
+            if rank < len(hits) and hits[rank].get("id") not in seen:
+                seen.add(str(hits[rank].get("id")))
+                merged.append(hits[rank])
+    returned = merged[:limit]
+    child_more = any(_data(result).get("has_more") for _, result in ok)
+    base = dict(_data(ok[0][1])) if ok else {"object": "list"}
+    base.pop("next_cursor", None)
+    meta = dict(base.get("meta") or {})
+    warnings = [*_warnings(failed)]
+    if child_more or len(merged) > limit:
+        warnings.append(
+            {
+                "code": "partial_results",
+                "message": "More hits exist than this merged page shows; page one source at a time "
+                "by passing connection_id with next_cursor.",
+                "param": "connection_id",
+            }
+        )
+    meta["warnings"] = warnings
+    meta["package"] = {
+        "member_count": member_count,
+        "merged_hit_count": len(merged),
+        "returned_hit_count": len(returned),
+        "fanout_limit": limit,
+        "partial": bool(failed),
+        "source_mix": _source_mix(returned),
+    }
+    base.update(
+        result_count=len(returned),
+        has_more=child_more or len(merged) > limit,
+        meta=meta,
+    )
+    if failed:
+        base["unavailable_connections"] = _unavailable(failed)
+    structured = {
+        "data": base,
+        "results": returned,
+        "provider_url": context_of(call).provider_url,
+        "request_id": None,
+    }
+    return ToolResult(structured=structured)
+
+
+def _source_mix(hits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    mix: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for hit in hits:
+        key = (hit.get("connection_id"), hit.get("connector_key"))
+        entry = mix.setdefault(key, {"connection_id": key[0], "connector_key": key[1], "count": 0})
+        if hit.get("display_name"):
+            entry.setdefault("display_name", hit["display_name"])
+        entry["count"] += 1
+    return list(mix.values())
+
+
+def _merge_schema(
+    ok: Sequence[tuple[PackageMember, ToolResult]],
+    failed: Sequence[tuple[PackageMember, ToolError]],
+    member_count: int,
+) -> ToolResult:
+    connectors: list[Any] = []
+    extras: dict[str, Any] = {}
+    for member, result in ok:
+        document = _data(result)
+        for connector in document.get("connectors") or ():
+            if isinstance(connector, Mapping):
+                connectors.append(
+                    {**connector, "source": {**_source_tag(member), **(connector.get("source") or {})}}
+                )
+        for key, value in document.items():
+            if key not in {"connectors", "bearer", "connector_count", "stream_count", "object"}:
+                extras.setdefault(key, value)
+    document = {
+        "object": "schema",
+        "bearer": {"token_kind": "mcp_package", "scope": "package"},
+        **extras,
+        "connector_count": len(connectors),
+        "stream_count": sum(len(c.get("streams") or ()) for c in connectors),
+        "connectors": connectors,
+        "package": {"member_count": member_count, "partial": bool(failed)},
+    }
+    if failed:
+        document["unavailable_connections"] = _unavailable(failed)
+        document["warnings"] = _warnings(failed)
+    provider_url = ok[0][1].structured.get("provider_url") if ok else None
+    return ToolResult(structured={"data": document, "provider_url": provider_url, "request_id": None})
+
+
+def _data(result: ToolResult) -> Mapping[str, Any]:
+    data = result.structured.get("data")
+    return data if isinstance(data, Mapping) else {}
