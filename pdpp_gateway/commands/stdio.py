@@ -17,58 +17,32 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from pathlib import Path
+
+from pdpp_gateway.commands import local_credential
 
 HELP = "Serve the read tools over stdio for one provider, using the `pdpp connect` credential cache."
 
-EXIT_USAGE = 64
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--provider-url", help="RS public origin (env PDPP_PROVIDER_URL).")
-    parser.add_argument("--cache-root", help="credential cache root (env PDPP_CACHE_ROOT, default .pdpp).")
+    local_credential.add_arguments(parser)
     parser.add_argument("--server-name", help="MCP server name (env PDPP_MCP_SERVER_NAME).")
     parser.add_argument("--log-level", default=os.environ.get("PDPP_LOG_LEVEL", "INFO"))
 
 
 def run(args: argparse.Namespace) -> int:
-    from pdpp_gateway.credentials import (
-        CredentialError,
-        load_credential,
-        normalize_provider_url,
-        owner_env_warning,
-    )
     from pdpp_gateway.logs import configure_logging
 
     configure_logging(args.log_level)
-    raw_url = args.provider_url or os.environ.get("PDPP_PROVIDER_URL")
-    if not raw_url:
-        _say(
-            "missing --provider-url (or PDPP_PROVIDER_URL). Example: pdpp-gateway stdio --provider-url "
-            "https://pdpp.example.com"
-        )
-        return EXIT_USAGE
-    notice = owner_env_warning(os.environ)
-    if notice:
-        _say(notice)
-    cache_root = Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
-    try:
-        provider_url = normalize_provider_url(raw_url)
-        credential = load_credential(provider_url, cache_root)
-    except CredentialError as error:
-        _say(error.message)
-        return error.exit_code
+    resolved = local_credential.resolve(args, "stdio")
+    if isinstance(resolved, int):
+        return resolved
+    provider_url, token = resolved
     server_name = args.server_name or os.environ.get("PDPP_MCP_SERVER_NAME") or "pdpp-gateway"
-    _say(f"serving {provider_url} over stdio with the scoped credential in {credential.cache_file}")
+    local_credential.say(f"serving {provider_url} over stdio with a scoped client credential")
 
     import anyio
 
     from pdpp_gateway.stdio import serve_stdio
 
-    anyio.run(serve_stdio, provider_url, credential.access_token, server_name)
+    anyio.run(serve_stdio, provider_url, token, server_name)
     return 0
-
-
-def _say(message: str) -> None:
-    print(f"pdpp-gateway: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,38 @@
+"""``pdpp-gateway read-field``: read a bounded window of one record field from a terminal.
+
+The twin of the ``read_record_field`` tool: ``pdpp-gateway read-field ID FIELD`` with
+``--offset``/``--limit-chars`` to page, or ``--q`` with ``--before``/``--after`` to read
+around the first match. The output names the next and previous windows.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pdpp_gateway.commands import local_call, local_credential
+
+HELP = "Read a bounded window of one text field of one record (the read_record_field tool)."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", help="record handle from search, e.g. connection_id/stream:record_id")
+    parser.add_argument("field", help="top-level text field, e.g. body_text")
+    parser.add_argument("--offset", type=int, dest="offset_chars")
+    parser.add_argument("--limit-chars", type=int)
+    parser.add_argument("--q", help="literal text to find (first match)")
+    parser.add_argument("--before", type=int, dest="before_chars")
+    parser.add_argument("--after", type=int, dest="after_chars")
+    local_credential.add_arguments(parser)
+    local_call.add_output_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    resolved = local_credential.resolve(args, "read-field")
+    if isinstance(resolved, int):
+        return resolved
+    arguments: dict[str, Any] = {"id": args.id, "field": args.field}
+    for name in ("offset_chars", "limit_chars", "q", "before_chars", "after_chars"):
+        if getattr(args, name) is not None:
+            arguments[name] = getattr(args, name)
+    return local_call.call_tool(*resolved, "read_record_field", arguments, as_json=args.json)

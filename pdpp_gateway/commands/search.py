@@ -1,0 +1,37 @@
+"""``pdpp-gateway search``: the search tool from a terminal, with evidence previews.
+
+Each hit proven in a text field shows a bounded preview and the exact arguments for
+``pdpp-gateway read-field`` (the terminal twin of ``read_record_field``), so a person
+can go from a hit to the evidence around it without exporting the record.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pdpp_gateway.commands import local_call, local_credential
+
+HELP = "Search granted records (same tool and text an agent gets), with evidence previews."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", help="search text")
+    parser.add_argument("--stream", action="append", dest="streams", help="only this stream (repeatable)")
+    parser.add_argument("--mode", choices=["lexical", "semantic", "hybrid"])
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--cursor")
+    parser.add_argument("--connection-id")
+    local_credential.add_arguments(parser)
+    local_call.add_output_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    resolved = local_credential.resolve(args, "search")
+    if isinstance(resolved, int):
+        return resolved
+    arguments: dict[str, Any] = {"query": args.query}
+    for name in ("streams", "mode", "limit", "cursor", "connection_id"):
+        if getattr(args, name) is not None:
+            arguments[name] = getattr(args, name)
+    return local_call.call_tool(*resolved, "search", arguments, as_json=args.json)
