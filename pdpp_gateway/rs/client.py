@@ -1,0 +1,306 @@
+"""The only module that talks HTTP to the resource server.
+
+Contract:
+
+- One ``aiohttp.ClientSession`` per ``RsClient`` (pooled keep-alive connections),
+  wrapped by ``aiohttp_retry.RetryClient``. Only GETs exist, so every request is
+  idempotent; retries happen on connection-level failures and on 502/503/504 only,
+  capped and jittered, never on any 4xx or other 5xx, and always with the same
+  credential (it is fixed per call; ``bind`` fixes it per caller).
+- Timeouts are phase-split (connect, read, total); a timeout is never retried past
+  the total budget and becomes ``RsTimeoutError``.
+- A base URL path prefix (``https://host/rs``) is kept: paths are appended to it.
+  ``rs_path`` percent-encodes each segment (``/`` inside a segment becomes ``%2F``).
+- JSON bodies are read with a size cap and must be objects; blobs are read up to
+  ``max_bytes`` and never buffered beyond it.
+- Logs name the method, path, status and elapsed time: never the token, never query
+  values (they may carry a person's search terms).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+from aiohttp_retry import JitterRetry, RetryClient
+
+from pdpp_gateway import __version__
+from pdpp_gateway.rs.errors import (
+    RsProtocolError,
+    RsStatusError,
+    RsTimeoutError,
+    RsUnavailableError,
+)
+
+_log = logging.getLogger(__name__)
+
+Query = Sequence[tuple[str, str]]
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RsTimeouts:
+    """Per-phase bounds in seconds."""
+
+    connect: float = 5.0
+    read: float = 20.0
+    total: float = 30.0
+
+    def client_timeout(self) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(total=self.total, sock_connect=self.connect, sock_read=self.read)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounded, jittered retries for idempotent reads."""
+
+    attempts: int = 3
+    start_delay: float = 0.1
+    max_delay: float = 1.0
+    statuses: frozenset[int] = frozenset({502, 503, 504})
+    # Refused connections and connections closed before any answer; never timeouts
+    # (each attempt would get the whole time budget again).
+    exceptions: frozenset[type[Exception]] = field(
+        default_factory=lambda: frozenset({aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError})
+    )
+
+    def options(self) -> JitterRetry:
+        return JitterRetry(
+            attempts=self.attempts,
+            start_timeout=self.start_delay,
+            max_timeout=self.max_delay,
+            statuses=set(self.statuses),
+            exceptions=set(self.exceptions),
+            methods={"GET"},
+            retry_all_server_errors=False,
+            random_interval_size=self.start_delay,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RsResponse:
+    """A successful JSON answer."""
+
+    status: int
+    body: dict[str, Any]
+    request_id: str | None
+    url_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class RsBlob:
+    """Raw bytes of a blob, possibly cut at the caller's cap."""
+
+    content_type: str
+    data: bytes
+    total_bytes: int | None
+    truncated: bool
+
+
+def rs_path(*segments: str) -> str:
+    """``/seg1/seg2/...`` with each segment percent-encoded on its own."""
+    return "/" + "/".join(quote(segment, safe="") for segment in segments)
+
+
+class RsClient:
+    """A pooled, retrying HTTP client for one RS base URL."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeouts: RsTimeouts | None = None,
+        retry: RetryPolicy | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        user_agent: str = f"pdpp-gateway/{__version__}",
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._timeouts = timeouts or RsTimeouts()
+        self._retry = retry or RetryPolicy()
+        self._max_body_bytes = max_body_bytes
+        self._user_agent = user_agent
+        self._client: RetryClient | None = None
+
+    async def start(self) -> None:
+        if self._client is None:
+            session = aiohttp.ClientSession(
+                timeout=self._timeouts.client_timeout(),
+                headers={"User-Agent": self._user_agent},
+                raise_for_status=False,
+            )
+            self._client = RetryClient(
+                client_session=session, retry_options=self._retry.options(), logger=_log
+            )
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def __aenter__(self) -> RsClient:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def bind(self, token: str) -> BoundRsClient:
+        """A reader fixed to ``token``: tool code cannot pick or swap credentials."""
+        return BoundRsClient(self, token)
+
+    async def get_json(
+        self, path: str, query: Query = (), *, token: str, headers: Mapping[str, str] | None = None
+    ) -> RsResponse:
+        started = time.perf_counter()
+        async with self._request(path, query, token, "application/json", headers) as response:
+            request_id = response.headers.get("Request-Id")
+            raw = await self._read_capped(response, self._max_body_bytes)
+            status = response.status
+        _log.debug("GET %s -> %s in %.1f ms", path, status, (time.perf_counter() - started) * 1000)
+        if status >= 400 or status < 200:
+            raise RsStatusError.from_body(status, _parse_lenient(raw), request_id)
+        if raw is None:
+            raise RsProtocolError(f"the body is larger than {self._max_body_bytes} bytes")
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise RsProtocolError("the body is not JSON") from None
+        if not isinstance(body, dict):
+            raise RsProtocolError(f"the body is a JSON {type(body).__name__}, not an object")
+        return RsResponse(status=status, body=body, request_id=request_id, url_path=path)
+
+    async def get_bytes(self, path: str, query: Query = (), *, token: str, max_bytes: int) -> RsBlob:
+        async with self._request(path, query, token, "*/*", None) as response:
+            request_id = response.headers.get("Request-Id")
+            if response.status >= 400:
+                raw = await self._read_capped(response, self._max_body_bytes)
+                raise RsStatusError.from_body(response.status, _parse_lenient(raw), request_id)
+            total = response.content_length
+            data = bytearray()
+            truncated = False
+            async for chunk in response.content.iter_chunked(_CHUNK):
+                room = max_bytes - len(data)
+                if len(chunk) > room:
+                    data.extend(chunk[:room])
+                    truncated = True
+                    break
+                data.extend(chunk)
+            content_type = response.headers.get("Content-Type", "application/octet-stream")
+        return RsBlob(content_type=content_type, data=bytes(data), total_bytes=total, truncated=truncated)
+
+    def _request(
+        self, path: str, query: Query, token: str, accept: str, headers: Mapping[str, str] | None
+    ) -> _Exchange:
+        if self._client is None:
+            raise RuntimeError("RsClient.start() was not called")
+        return _Exchange(
+            self._client,
+            self.base_url + path,
+            list(query),
+            {**(headers or {}), "Accept": accept, "Authorization": f"Bearer {token}"},
+            self._timeouts,
+        )
+
+    @staticmethod
+    async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes | None:
+        """The whole body, or ``None`` when it is larger than ``cap``."""
+        if response.content_length is not None and response.content_length > cap:
+            return None
+        data = bytearray()
+        async for chunk in response.content.iter_chunked(_CHUNK):
+            data.extend(chunk)
+            if len(data) > cap:
+                return None
+        return bytes(data)
+
+
+class _Exchange:
+    """One GET with retries, mapping transport failures onto the typed error tree."""
+
+    def __init__(
+        self,
+        client: RetryClient,
+        url: str,
+        query: list[tuple[str, str]],
+        headers: dict[str, str],
+        timeouts: RsTimeouts,
+    ) -> None:
+        self._client = client
+        self._url = url
+        self._query = query
+        self._headers = headers
+        self._timeouts = timeouts
+        self._response: aiohttp.ClientResponse | None = None
+
+    async def __aenter__(self) -> aiohttp.ClientResponse:
+        try:
+            self._response = await self._client.get(self._url, params=self._query, headers=self._headers)
+        except TimeoutError:
+            raise RsTimeoutError("connect or read", self._timeouts.total) from None
+        except aiohttp.ClientConnectionError as error:
+            raise RsUnavailableError(_describe(error)) from None
+        except aiohttp.ClientError as error:
+            raise RsUnavailableError(_describe(error)) from None
+        response = self._response
+        if response.status in {502, 503, 504}:
+            body = _parse_lenient(await response.read())
+            code = body.get("error", {}).get("code") if isinstance(body, dict) else None
+            response.release()
+            raise RsUnavailableError(
+                "it kept failing after retries",
+                upstream_code=code if isinstance(code, str) else None,
+                status=response.status,
+            )
+        return response
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._response is not None:
+            self._response.release()
+        if isinstance(exc, TimeoutError):
+            raise RsTimeoutError("read", self._timeouts.read) from None
+        if isinstance(exc, aiohttp.ClientError):
+            raise RsUnavailableError(f"the answer was cut off ({_describe(exc)})") from None
+
+
+def _describe(error: aiohttp.ClientError) -> str:
+    """A short, secret-free reason (no URL query, no headers)."""
+    if isinstance(error, aiohttp.ClientConnectorError):
+        return f"cannot connect to {error.host}:{error.port}"
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "the connection was closed before an answer"
+    return type(error).__name__
+
+
+def _parse_lenient(raw: bytes | None) -> object:
+    if raw is None:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw[:_CHUNK].decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True, slots=True)
+class BoundRsClient:
+    """``RsClient`` reads with one caller's token fixed in advance."""
+
+    client: RsClient
+    _token: str = field(repr=False)
+
+    async def get_json(self, path: str, query: Query = ()) -> RsResponse:
+        return await self.client.get_json(path, query, token=self._token)
+
+    async def get_bytes(self, path: str, query: Query = (), *, max_bytes: int) -> RsBlob:
+        return await self.client.get_bytes(path, query, token=self._token, max_bytes=max_bytes)
