@@ -6,7 +6,9 @@ Contract:
   wrapped by ``aiohttp_retry.RetryClient``. Only GETs exist, so every request is
   idempotent; retries happen on connection-level failures and on 502/503/504 only,
   capped and jittered, never on any 4xx or other 5xx, and always with the same
-  credential (it is fixed per call; ``bind`` fixes it per caller).
+  credential (it is fixed per call; ``bind`` fixes it per caller). aiohttp also re-sends
+  an idempotent request once when a connection drops before any answer, so a dead
+  upstream sees at most ``2 * attempts`` sends.
 - Timeouts are phase-split (connect, read, total); a timeout is never retried past
   the total budget and becomes ``RsTimeoutError``.
 - A base URL path prefix (``https://host/rs``) is kept: paths are appended to it.
