@@ -214,10 +214,10 @@ def _merge_search(
                 merged.append(hits[rank])
     returned = merged[:limit]
     child_more = any(_data(result).get("has_more") for _, result in ok)
-    base = dict(_data(ok[0][1])) if ok else {"object": "list"}
+    base: dict[str, Any] = dict(_data(ok[0][1])) if ok else {"object": "list"}
     base.pop("next_cursor", None)
-    meta = dict(base.get("meta") or {})
-    warnings = [*_warnings(failed)]
+    meta: dict[str, Any] = dict(base.get("meta") or {})
+    warnings: list[dict[str, Any]] = [*_warnings(failed)]
     if child_more or len(merged) > limit:
         warnings.append(
             {

@@ -18,6 +18,7 @@ from middleware import ToolCall, ToolResult, gateway_error
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import GatewayContext, context_of
 from pdpp_gateway.ids import RecordRef, check_segment, parse_handle, resolve_connection
+from pdpp_gateway.render.common import as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsStatusError
 from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
@@ -109,7 +110,7 @@ async def search(call: ToolCall) -> ToolResult:
         *filter_pairs(args.get("filter")),
     ]
     response = await context.rs.get_json(_SEARCH_PATHS[args.get("mode", "lexical")], query)
-    results = documents.search_results(response.body, query=args["query"], provider_url=context.provider_url)
+    results = documents.search_results(response.body, provider_url=context.provider_url)
     structured = _envelope(context, response, documents.search_envelope(response.body, len(results)))
     structured["results"] = results
     return ToolResult(structured=structured)
@@ -154,8 +155,8 @@ async def read_record_field(call: ToolCall) -> ToolResult:
         )
     connection = body.get("connection_id") or ref.connection_id
     served = RecordRef(stream=ref.stream, record_id=ref.record_id, connection_id=connection)
-    field = body.get("field") if isinstance(body.get("field"), Mapping) else {}
-    meta = body.get("meta") if isinstance(body.get("meta"), Mapping) else {}
+    field = as_mapping(body.get("field"))
+    meta = as_mapping(body.get("meta"))
     structured = {
         "record": {
             "id": served.handle,

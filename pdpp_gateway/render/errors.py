@@ -1,0 +1,81 @@
+"""Text for failed calls: what happened, then the one thing to do next.
+
+Contract: line 1 is ``Error <code> (HTTP <status>): <message>`` (no status for errors
+the gateway raised itself); line 2 is one actionable next step chosen by code (for
+ambiguity errors it lists up to 12 connections to retry with); then ``param`` and
+``request_id`` when present. Bounded; never a traceback or a token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from middleware import ToolCall, ToolResult
+from pdpp_gateway.render.common import clip
+
+MAX_CONNECTIONS: Final = 12
+
+_NEXT_STEPS: Final = {
+    "field_not_granted": "That field is outside the grant; call schema(stream) to see the granted fields.",
+    "unknown_field": "That field does not exist; call schema(stream) for the field names.",
+    "context.stream_not_allowed": "That stream is not in this grant; call schema() for the granted streams.",
+    "grant_stream_not_allowed": "A requested stream is not in this grant; call schema() for the granted streams.",
+    "context.instance_mismatch": "That connection_id is not granted for this stream; call schema(stream) for its connections.",
+    "connection_not_found": "That connection_id is not granted; call schema() for the granted connections.",
+    "grant_revoked": "The person revoked this grant; ask them to re-approve access (pdpp connect), then retry.",
+    "grant_expired": "This grant expired; ask the person to re-approve access (pdpp connect), then retry.",
+    "invalid_cursor": "Restart paging without cursor, keeping the same order/sort and query.",
+    "cursor_expired": 'The change token is too old: resync with changes_since="beginning".',
+    "not_found": "No such record under this grant; search again or check the id.",
+    "field_not_found": "The record has no such field; call schema(stream) for the field names.",
+    "query_not_found": "The text q was not found in that field; try another q or page with offset_chars.",
+    "field_not_text": "That field is not text; fetch the record (or its blob resource) instead.",
+    "upstream_timeout": "Retry in a moment, or narrow the request.",
+    "upstream_unavailable": "The resource server is down or overloaded; retry later.",
+    "upstream_malformed_response": "Retry; if it persists, the provider must fix its answer.",
+    "internal_error": "Retry once; if it fails again, report it to the operator.",
+}
+
+
+def render_error(call: ToolCall, result: ToolResult) -> str:
+    error: Mapping[str, Any] = result.structured.get("error") or {}
+    code = str(error.get("code", "error"))
+    status = result.structured.get("http_status")
+    lines = [clip(f"Error {code}{f' (HTTP {status})' if status else ''}: {error.get('message', '')}", 600)]
+    step = _next_step(code, status, error)
+    if step:
+        lines.append(clip(step, 900))
+    extras = [f"{key}={error[key]}" for key in ("param", "retry_with") if error.get(key)]
+    request_id = error.get("request_id") or result.structured.get("request_id")
+    if request_id:
+        extras.append(f"request_id={request_id}")
+    if extras:
+        lines.append(" ".join(extras))
+    return "\n".join(lines)
+
+
+def _next_step(code: str, status: object, error: Mapping[str, Any]) -> str | None:
+    connections = [c for c in error.get("available_connections") or () if isinstance(c, Mapping)]
+    if connections:
+        listed = ", ".join(
+            f"{c.get('connection_id')}"
+            + (f" ({c['display_name']})" if c.get("display_name") else "")
+            + (f" [{c['connector_key']}]" if c.get("connector_key") else "")
+            for c in connections[:MAX_CONNECTIONS]
+        )
+        more = error.get("available_connection_count")
+        extra = (
+            f" ({more} in all; schema() lists every one)"
+            if isinstance(more, int) and more > len(connections)
+            else ""
+        )
+        return f"Retry with connection_id set to one of: {listed}{extra}."
+    if code in _NEXT_STEPS:
+        return _NEXT_STEPS[code]
+    if status == 401:
+        return "The credential is invalid or expired; reconnect with `pdpp connect <provider-url>`."
+    if code.startswith("invalid_") or code == "conflicting_connection_id":
+        param = error.get("param")
+        return f"Fix the argument{f' {param!r}' if param else ''} as the message says and call again."
+    return None
