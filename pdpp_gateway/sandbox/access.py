@@ -1,0 +1,119 @@
+"""Who is calling and what their grant lets them read.
+
+Contract: ``authenticate`` turns the ``Authorization`` header into a ``Principal`` or
+raises the reference RS's error: 401 ``authentication_error`` (no or malformed bearer),
+401 ``context.active_false`` (unknown token), 403 ``grant_revoked``/``grant_expired``,
+and 404 ``not_found`` for an ``mcp_package`` token on ``/v1`` (packages are for /mcp).
+``Access`` resolves a principal's view: which (connector, stream, connections, fields)
+sources it may read. An owner sees everything; a client only its grant. On ``{stream}``
+routes a client asking for an ungranted stream or connection gets the reference's
+401 ``context.stream_not_allowed`` / ``context.instance_mismatch``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from pdpp_gateway.sandbox.config import PRINCIPALS, TOKEN_NAMES, Principal
+from pdpp_gateway.sandbox.envelope import RsHttpError
+from pdpp_gateway.sandbox.manifests import Catalog, Connector, StreamManifest
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One readable (connector, stream) under a grant, with its readable connections."""
+
+    connector: Connector
+    manifest: StreamManifest
+    connections: tuple[str, ...]
+    fields: tuple[str, ...] | None  # None: every field
+
+    def field_granted(self, name: str) -> bool:
+        return self.fields is None or name in self.fields
+
+    def project(self, data: dict[str, object]) -> dict[str, object]:
+        return data if self.fields is None else {k: v for k, v in data.items() if k in self.fields}
+
+
+def token_of(request: web.Request) -> str:
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Bearer ") or not header[7:].strip():
+        raise RsHttpError(401, "authentication_error", "Missing Bearer token")
+    return header[7:].strip()
+
+
+def principal_of(token: str) -> Principal | None:
+    name = TOKEN_NAMES.get(token)
+    return PRINCIPALS.get(name) if name else None
+
+
+def authenticate(request: web.Request) -> Principal:
+    principal = principal_of(token_of(request))
+    if principal is None:
+        raise RsHttpError(401, "context.active_false", "Token introspection failed closed")
+    if principal.kind == "mcp_package":
+        raise RsHttpError(404, "not_found", "Unknown source: unknown")
+    if principal.status == "revoked":
+        raise RsHttpError(403, "grant_revoked", "The grant behind this token was revoked by the owner.")
+    if principal.status == "expired":
+        raise RsHttpError(403, "grant_expired", "The grant behind this token has expired.")
+    return principal
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    principal: Principal
+    catalog: Catalog
+
+    @property
+    def is_owner(self) -> bool:
+        return self.principal.kind == "owner"
+
+    def sources(self, stream: str | None = None, connection_id: str | None = None) -> list[Source]:
+        found: list[Source] = []
+        for connector in self.catalog.connectors:
+            for manifest in connector.streams:
+                if stream is not None and manifest.name != stream:
+                    continue
+                source = self._source(connector, manifest)
+                if source is None:
+                    continue
+                if connection_id is not None:
+                    if connection_id not in source.connections:
+                        continue
+                    source = Source(connector, manifest, (connection_id,), source.fields)
+                found.append(source)
+        return found
+
+    def _source(self, connector: Connector, manifest: StreamManifest) -> Source | None:
+        owned = tuple(c.connection_id for c in connector.connections)
+        if self.is_owner:
+            return Source(connector, manifest, owned, None)
+        grant = self.principal.streams.get(manifest.name)
+        if grant is None:
+            return None
+        connections = tuple(c for c in owned if c in grant.connections)
+        return Source(connector, manifest, connections, grant.fields) if connections else None
+
+    def stream_sources(self, stream: str, connection_id: str | None) -> list[Source]:
+        """Sources for a ``{stream}`` route, with the reference's client pre-checks."""
+        everything = self.sources(stream)
+        if not everything:
+            if self.is_owner:
+                raise RsHttpError(404, "not_found", f"Unknown stream: {stream}")
+            raise RsHttpError(401, "context.stream_not_allowed", "Token introspection failed closed")
+        if connection_id is None:
+            return everything
+        scoped = self.sources(stream, connection_id)
+        if not scoped:
+            if self.is_owner:
+                raise RsHttpError(
+                    404,
+                    "connection_not_found",
+                    f"Unknown connection_id: {connection_id}",
+                    param="connection_id",
+                )
+            raise RsHttpError(401, "context.instance_mismatch", "Token introspection failed closed")
+        return scoped

@@ -1,0 +1,90 @@
+"""The sandbox RS application: routes, state and the wire conventions, wired once.
+
+Contract: ``create_app(config)`` returns an aiohttp application serving the PDPP ``/v1``
+read surface, the discovery documents and ``POST /introspect`` over the sample data
+(loaded into SQLite when the app starts, closed when it stops). ``app[CALLS]`` records
+every ``/v1`` request. State lives under typed ``AppKey``s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Final
+
+from aiohttp import web
+
+from pdpp_gateway.sandbox import aggregate, blobs, discovery, records, schema, search
+from pdpp_gateway.sandbox.access import Access, authenticate
+from pdpp_gateway.sandbox.config import SandboxConfig
+from pdpp_gateway.sandbox.envelope import CALLS, Call, envelope_middleware
+from pdpp_gateway.sandbox.store import Store
+
+CONFIG: Final = web.AppKey("config", SandboxConfig)
+STORE: Final = web.AppKey("store", Store)
+
+Route = Callable[[web.Request, Access, Store, SandboxConfig], Awaitable[web.StreamResponse]]
+
+
+def _authenticated(route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        store = request.app[STORE]
+        return await route(request, Access(authenticate(request), store.catalog), store, request.app[CONFIG])
+
+    return handler
+
+
+def create_app(config: SandboxConfig | None = None) -> web.Application:
+    settings = config or SandboxConfig()
+    app = web.Application(middlewares=[envelope_middleware(settings.public_origin)])
+    app[CONFIG] = settings
+    app[CALLS] = []
+
+    async def storage(app: web.Application) -> AsyncIterator[None]:
+        app[STORE] = Store.open(settings)
+        yield
+        app[STORE].close()
+
+    app.cleanup_ctx.append(storage)
+    reference = settings.reference_client_rules
+    get = app.router.add_get
+    get("/v1/schema", _authenticated(lambda r, a, s, c: schema.get_schema(r, a, s, reference)))
+    get("/v1/streams", _authenticated(lambda r, a, s, c: schema.list_streams(r, a, s)))
+    get("/v1/streams/{stream}", _authenticated(lambda r, a, s, c: schema.get_stream(r, a, s, reference)))
+    get(
+        "/v1/streams/{stream}/records",
+        _authenticated(lambda r, a, s, c: records.list_records(r, a, s, reference)),
+    )
+    get(
+        "/v1/streams/{stream}/records/{record_id}",
+        _authenticated(lambda r, a, s, c: records.get_record(r, a, s, reference)),
+    )
+    get(
+        "/v1/streams/{stream}/records/{record_id}/field-window",
+        _authenticated(lambda r, a, s, c: records.field_window(r, a, s)),
+    )
+    get(
+        "/v1/streams/{stream}/aggregate",
+        _authenticated(lambda r, a, s, c: aggregate.aggregate(r, a, s, reference)),
+    )
+    for mode, path in (
+        ("lexical", "/v1/search"),
+        ("semantic", "/v1/search/semantic"),
+        ("hybrid", "/v1/search/hybrid"),
+    ):
+        get(path, _authenticated(lambda r, a, s, c, m=mode: search.search(r, a, s, reference, m)))  # type: ignore[misc]
+    get("/v1/blobs/{blob_id}", _authenticated(lambda r, a, s, c: blobs.get_blob(r, a, s)))
+    get("/.well-known/oauth-protected-resource", lambda r: _sync(discovery.protected_resource(r, settings)))
+    get(
+        "/.well-known/oauth-protected-resource/mcp",
+        lambda r: _sync(discovery.protected_resource_mcp(r, settings)),
+    )
+    get("/", lambda r: _sync(discovery.root_index(r, settings)))
+    app.router.add_post("/introspect", lambda r: discovery.introspect(r, settings, r.app[STORE].catalog))
+    return app
+
+
+async def _sync(response: web.Response) -> web.Response:
+    return response
+
+
+__all__ = ["CALLS", "CONFIG", "STORE", "Call", "create_app"]

@@ -1,0 +1,51 @@
+"""``pdpp-gateway sandbox``: run the sandbox RS and print its tokens.
+
+Contract: serves on loopback by default (``--host``/``--port``, 0 = any free port), prints
+the URL and every fixture token with what it grants (sandbox material, meant to be
+copied), and runs until SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+HELP = "Run the sandbox PDPP resource server (sample data) and print its tokens."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=7663, help="0 picks a free port")
+    parser.add_argument("--db", help="SQLite file (default: in memory)")
+    parser.add_argument(
+        "--reference-client-rules",
+        action="store_true",
+        help="refuse client filter/expand like the reference RS",
+    )
+    parser.add_argument("--bulk-records", type=int, default=0, help="extra synthetic records in bulk/events")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from pdpp_gateway.sandbox.config import DESCRIPTIONS, SandboxConfig
+    from pdpp_gateway.sandbox.testing import start_sandbox
+
+    config = SandboxConfig(
+        db_path=args.db, reference_client_rules=args.reference_client_rules, bulk_records=args.bulk_records
+    )
+
+    async def serve() -> None:
+        async with start_sandbox(config, host=args.host, port=args.port) as server:
+            print(f"sandbox RS listening on {server.url}")
+            print(
+                f"introspection: POST {server.url}/introspect with Basic {config.introspection_client_id}:<secret>"
+            )
+            for name, token in server.tokens.items():
+                print(f"  {name:<18} {token}  {DESCRIPTIONS[name]}")
+            print("Ctrl-C to stop.", flush=True)
+            await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+    return 0

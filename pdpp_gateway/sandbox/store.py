@@ -1,0 +1,234 @@
+"""SQLite storage for the sandbox RS: records, an FTS5 index of searchable fields, blobs.
+
+Contract: ``Store.open(config)`` returns a store holding the sample data. The database
+is built once per process (per ``bulk_records`` value) as an in-memory template and
+copied with ``sqlite3.Connection.backup`` into each new store (in memory, or the file
+``config.db_path``), so starting a sandbox is cheap. Reads are keyset-paginated on
+``(cursor_value, record_id)``; filters run in SQL over ``json_extract``. Every value
+from a request reaches SQLite as a bound parameter, never as SQL text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from pdpp_gateway.sandbox.config import SandboxConfig
+from pdpp_gateway.sandbox.data import Dataset, generate
+from pdpp_gateway.sandbox.manifests import BULK_CONNECTOR, CONNECTORS, Catalog
+
+_SCHEMA: Final = """
+CREATE TABLE records (
+    rowid INTEGER PRIMARY KEY, connector TEXT NOT NULL, connection_id TEXT NOT NULL, stream TEXT NOT NULL,
+    record_id TEXT NOT NULL, cursor_value TEXT, seq INTEGER NOT NULL, data TEXT NOT NULL,
+    emitted_at TEXT NOT NULL, deleted_at TEXT
+);
+CREATE INDEX records_page ON records (stream, connection_id, cursor_value, record_id);
+CREATE INDEX records_id ON records (stream, record_id);
+CREATE VIRTUAL TABLE fts USING fts5(text, rid UNINDEXED, field UNINDEXED, tokenize = 'unicode61');
+CREATE TABLE blobs (blob_id TEXT PRIMARY KEY, mime_type TEXT NOT NULL, content BLOB NOT NULL);
+"""
+_templates: dict[int, sqlite3.Connection] = {}
+_template_lock = threading.Lock()
+SQL_OPS: Final = {"eq": "=", "gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    rowid: int
+    connector: str
+    connection_id: str
+    stream: str
+    record_id: str
+    cursor_value: str | None
+    seq: int
+    data: dict[str, Any]
+    emitted_at: str
+    deleted_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    field: str
+    op: str  # eq | gte | gt | lte | lt
+    value: Any
+
+
+class Store:
+    def __init__(self, connection: sqlite3.Connection, catalog: Catalog) -> None:
+        self._db = connection
+        self.catalog = catalog
+
+    @classmethod
+    def open(cls, config: SandboxConfig) -> Store:
+        template = _template(config.bulk_records)
+        target = sqlite3.connect(config.db_path or ":memory:", check_same_thread=False)
+        with _template_lock:
+            template.backup(target)
+        connectors = (*CONNECTORS, BULK_CONNECTOR) if config.bulk_records else CONNECTORS
+        return cls(target, Catalog(connectors))
+
+    def close(self) -> None:
+        self._db.close()
+
+    def page(
+        self,
+        stream: str,
+        connections: Sequence[str],
+        *,
+        descending: bool,
+        after: tuple[str | None, str] | None,
+        limit: int,
+        conditions: Sequence[Condition] = (),
+    ) -> list[StoredRecord]:
+        where, params = self._scope(stream, connections, conditions)
+        if after is not None:
+            comparator = "<" if descending else ">"
+            where.append(f"(COALESCE(cursor_value, ''), record_id) {comparator} (?, ?)")
+            params.extend([after[0] or "", after[1]])
+        direction = "DESC" if descending else "ASC"
+        sql = (
+            f"SELECT * FROM records WHERE {' AND '.join(where)} AND deleted_at IS NULL "  # noqa: S608 - fixed fragments
+            f"ORDER BY COALESCE(cursor_value, '') {direction}, record_id {direction} LIMIT ?"
+        )
+        return self._rows(sql, [*params, limit])
+
+    def count(self, stream: str, connections: Sequence[str], conditions: Sequence[Condition] = ()) -> int:
+        where, params = self._scope(stream, connections, conditions)
+        sql = f"SELECT COUNT(*) FROM records WHERE {' AND '.join(where)} AND deleted_at IS NULL"  # noqa: S608
+        return int(self._db.execute(sql, params).fetchone()[0])
+
+    def all(
+        self, stream: str, connections: Sequence[str], conditions: Sequence[Condition] = ()
+    ) -> list[StoredRecord]:
+        where, params = self._scope(stream, connections, conditions)
+        sql = f"SELECT * FROM records WHERE {' AND '.join(where)} AND deleted_at IS NULL"  # noqa: S608
+        return self._rows(sql, params)
+
+    def find(self, stream: str, record_id: str, connections: Sequence[str]) -> list[StoredRecord]:
+        marks = ",".join("?" * len(connections))
+        sql = (
+            f"SELECT * FROM records WHERE stream = ? AND record_id = ? AND connection_id IN ({marks}) "  # noqa: S608
+            "AND deleted_at IS NULL ORDER BY connection_id"
+        )
+        return self._rows(sql, [stream, record_id, *connections]) if connections else []
+
+    def changes(
+        self, stream: str, connection: str, after_seq: int, until_seq: int, limit: int
+    ) -> list[StoredRecord]:
+        sql = (
+            "SELECT * FROM records WHERE stream = ? AND connection_id = ? AND seq > ? AND seq <= ? "
+            "ORDER BY seq LIMIT ?"
+        )
+        return self._rows(sql, [stream, connection, after_seq, until_seq, limit])
+
+    def max_seq(self) -> int:
+        return int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0])
+
+    def search(
+        self, expression: str, scopes: Iterable[tuple[str, str]], limit: int
+    ) -> list[tuple[StoredRecord, str, float, str]]:
+        """(record, field, bm25, snippet) rows for FTS ``expression`` within (connection, stream) scopes."""
+        scope_list = list(scopes)
+        if not scope_list:
+            return []
+        pairs = " OR ".join("(r.connection_id = ? AND r.stream = ?)" for _ in scope_list)
+        sql = (
+            "SELECT r.*, f.field, bm25(fts), snippet(fts, 0, '<mark>', '</mark>', '…', 24) "  # noqa: S608 - fixed fragments, values bound
+            f"FROM fts f JOIN records r ON r.rowid = f.rid WHERE fts MATCH ? AND ({pairs}) "
+            "AND r.deleted_at IS NULL ORDER BY bm25(fts), r.rowid LIMIT ?"
+        )
+        params: list[Any] = [expression]
+        for connection, stream in scope_list:
+            params.extend([connection, stream])
+        cursor = self._db.execute(sql, [*params, limit])
+        return [(_record(row[:10]), row[10], float(row[11]), row[12]) for row in cursor.fetchall()]
+
+    def blob(self, blob_id: str) -> tuple[str, bytes] | None:
+        row = self._db.execute("SELECT mime_type, content FROM blobs WHERE blob_id = ?", [blob_id]).fetchone()
+        return (row[0], bytes(row[1])) if row else None
+
+    def blob_holders(self, blob_id: str) -> list[StoredRecord]:
+        sql = "SELECT r.* FROM records r, json_each(r.data) j WHERE json_extract(j.value, '$.blob_id') = ? AND r.deleted_at IS NULL"
+        return self._rows(sql, [blob_id])
+
+    def _scope(
+        self, stream: str, connections: Sequence[str], conditions: Sequence[Condition]
+    ) -> tuple[list[str], list[Any]]:
+        marks = ",".join("?" * len(connections)) or "NULL"
+        where = ["stream = ?", f"connection_id IN ({marks})"]
+        params: list[Any] = [stream, *connections]
+        for condition in conditions:
+            where.append(f"json_extract(data, ?) {SQL_OPS[condition.op]} ?")
+            params.extend([f"$.{condition.field}", condition.value])
+        return where, params
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[StoredRecord]:
+        return [_record(row) for row in self._db.execute(sql, list(params)).fetchall()]
+
+
+def _record(row: Sequence[Any]) -> StoredRecord:
+    return StoredRecord(
+        rowid=row[0],
+        connector=row[1],
+        connection_id=row[2],
+        stream=row[3],
+        record_id=row[4],
+        cursor_value=row[5],
+        seq=row[6],
+        data=orjson.loads(row[7]),
+        emitted_at=row[8],
+        deleted_at=row[9],
+    )
+
+
+def _template(bulk_records: int) -> sqlite3.Connection:
+    with _template_lock:
+        if bulk_records not in _templates:
+            _templates[bulk_records] = _build(generate(bulk_records))
+        return _templates[bulk_records]
+
+
+def _build(dataset: Dataset) -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:", check_same_thread=False)
+    db.executescript(_SCHEMA)
+    catalog = Catalog((*CONNECTORS, BULK_CONNECTOR))
+    record_rows = []
+    fts_rows = []
+    for seq, row in enumerate(dataset.rows, 1):
+        connector = next(c for c in catalog.connectors if c.key == row.connector)
+        manifest = connector.stream(row.stream)
+        assert manifest is not None, row.stream
+        cursor_value = row.data.get(manifest.cursor_field)
+        record_rows.append(
+            (
+                seq,
+                row.connector,
+                row.connection_id,
+                row.stream,
+                row.record_id,
+                None if cursor_value is None else str(cursor_value),
+                seq,
+                orjson.dumps(row.data).decode(),
+                row.emitted_at,
+                row.deleted_at,
+            )
+        )
+        if row.deleted_at is None:
+            for field in manifest.lexical:
+                value = row.data.get(field)
+                if isinstance(value, str) and value:
+                    fts_rows.append((value, seq, field))
+    db.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", record_rows)
+    db.executemany("INSERT INTO fts (text, rid, field) VALUES (?, ?, ?)", fts_rows)
+    db.executemany(
+        "INSERT INTO blobs VALUES (?, ?, ?)",
+        [(b.blob_id, b.mime_type, b.content) for b in dataset.blobs.values()],
+    )
+    db.commit()
+    return db

@@ -1,0 +1,52 @@
+"""Run the sandbox RS in-process on a real socket (tests, the demo, benchmarks).
+
+Contract: ``async with start_sandbox(config) as server:`` serves the sandbox on
+``host:port`` (ephemeral by default) until the block ends. ``server.url`` is its
+origin, ``server.tokens`` the fixture tokens by name, ``server.calls`` the recorded
+``/v1`` requests (``reset_calls()`` clears them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from pdpp_gateway.sandbox.app import create_app
+from pdpp_gateway.sandbox.config import TOKENS, SandboxConfig
+from pdpp_gateway.sandbox.envelope import CALLS, Call
+
+
+@dataclass(slots=True)
+class SandboxServer:
+    url: str
+    config: SandboxConfig
+    app: web.Application
+    tokens: dict[str, str] = field(default_factory=lambda: dict(TOKENS))
+
+    @property
+    def calls(self) -> list[Call]:
+        return self.app[CALLS]
+
+    def reset_calls(self) -> None:
+        self.app[CALLS].clear()
+
+
+@asynccontextmanager
+async def start_sandbox(
+    config: SandboxConfig | None = None, *, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[SandboxServer]:
+    settings = config or SandboxConfig()
+    app = create_app(settings)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = runner.addresses[0][1] if runner.addresses else port
+    shown = f"[{host}]" if ":" in host else host
+    try:
+        yield SandboxServer(url=f"http://{shown}:{bound}", config=settings, app=app)
+    finally:
+        await runner.cleanup()
