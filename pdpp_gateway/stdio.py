@@ -1,27 +1,91 @@
 """The stdio front door: one caller, one token, one MCP server over stdin/stdout.
 
-Contract: ``serve_stdio`` serves until stdin closes. Everything Python prints while
-serving goes to stderr (``redirect_stdout``), and the SDK's ``stdio_server`` points
-fd 1 at stderr too, so stray output from us or a library can never corrupt the
-protocol stream. The RS client is opened once and closed on the way out.
+Contract:
+
+- ``serve_stdio`` serves until stdin closes AND every request read before that has
+  been answered (bounded by ``DRAIN_SECONDS``). The SDK's loop cancels in-flight
+  handlers at end of input; over stdio that loses the answers of a client that pipes
+  its requests and half-closes stdin, so ``drain_on_eof`` holds end-of-input back until
+  the answers are written.
+- Everything Python prints while serving goes to stderr (``redirect_stdout``), and the
+  SDK's ``stdio_server`` points fd 1 at stderr too, so stray output from us or a library
+  can never corrupt the protocol stream.
+- The RS client is opened once and closed on the way out.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
+from collections.abc import AsyncIterator
+from typing import Final
 
+import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.server import build_server
+
+DRAIN_SECONDS: Final = 60.0
+_log = logging.getLogger(__name__)
+
+Inbound = SessionMessage | Exception
+
+
+@contextlib.asynccontextmanager
+async def drain_on_eof(
+    read_stream: ObjectReceiveStream[Inbound], write_stream: ObjectSendStream[SessionMessage]
+) -> AsyncIterator[tuple[ObjectReceiveStream[Inbound], ObjectSendStream[SessionMessage]]]:
+    """Stream proxies that delay end-of-input until every request read has an answer."""
+    pending: set[object] = set()
+    answered = anyio.Event()
+    inbound_send, inbound_receive = anyio.create_memory_object_stream[Inbound](32)
+    outbound_send, outbound_receive = anyio.create_memory_object_stream[SessionMessage](32)
+
+    async def pump_in() -> None:
+        nonlocal answered
+        async with inbound_send, read_stream:
+            async for item in read_stream:
+                if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCRequest):
+                    pending.add(item.message.id)
+                    answered = anyio.Event()
+                await inbound_send.send(item)
+            with anyio.move_on_after(DRAIN_SECONDS) as scope:
+                while pending:
+                    await answered.wait()
+            if scope.cancelled_caught:
+                _log.warning(
+                    "stdin closed with %d request(s) unanswered after %.0f s", len(pending), DRAIN_SECONDS
+                )
+
+    async def pump_out() -> None:
+        async with outbound_receive, write_stream:
+            async for message in outbound_receive:
+                await write_stream.send(message)
+                if isinstance(message.message, JSONRPCResponse | JSONRPCError):
+                    pending.discard(message.message.id)
+                    if not pending:
+                        answered.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(pump_in)
+        group.start_soon(pump_out)
+        yield inbound_receive, outbound_send
 
 
 async def serve_stdio(provider_url: str, token: str, server_name: str) -> None:
     async with RsClient(provider_url) as rs:
         context = GatewayContext(rs=rs.bind(token), provider_url=provider_url)
         server = build_server(lambda _ctx: context, name=server_name)
-        with contextlib.redirect_stdout(sys.stderr):
-            async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+        # Order matters: the SDK claims the real stdout first, then Python-level prints are redirected.
+        async with (
+            stdio_server() as (read_stream, write_stream),
+            drain_on_eof(read_stream, write_stream) as streams,
+        ):
+            with contextlib.redirect_stdout(sys.stderr):
+                await server.run(*streams, server.create_initialization_options())

@@ -1,3 +1,175 @@
-"""Shared test set-up: the sandbox RS fixtures come from the sandbox's pytest plugin."""
+"""Shared test set-up.
+
+- The sandbox RS fixtures (``sandbox``, ``sandbox_factory``: one fresh server per test)
+  come from the sandbox's own pytest plugin.
+- ``shared_sandbox``: one sandbox RS for the whole session, served from its own thread
+  and event loop, so tests on any loop scope can reach it over real HTTP. Tests that
+  count RS calls reset its log first.
+- ``stdio_gateway``: a real ``pdpp-gateway stdio`` subprocess driven by the SDK's real
+  client, once per test module and protocol era (``legacy`` handshake, and ``auto`` which
+  negotiates 2026-07-28 with ``server/discover``).
+  Modules that use it run on a module-scoped loop
+  (``pytestmark = pytest.mark.asyncio(loop_scope="module")``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from mcp import Client, StdioServerParameters
+
+from pdpp_gateway.credentials import write_credential
+from pdpp_gateway.sandbox.testing import start_sandbox
 
 pytest_plugins = ["pdpp_gateway.sandbox.pytest_plugin"]
+
+# "auto" probes server/discover and, against this server, settles on 2026-07-28 (asserted in
+# test_stdio_door); a pinned "2026-07-28" would skip discover and so never see the instructions.
+ERAS = ("legacy", "auto")
+
+
+class ThreadedSandbox:
+    """A sandbox RS running on its own event loop in a daemon thread."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self.server: Any = None
+        self._thread = threading.Thread(target=self._run, name="sandbox-rs", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._ready.wait(timeout=60):
+            raise RuntimeError("sandbox RS did not start within 60 s")
+        if self._error is not None:
+            raise RuntimeError("sandbox RS failed to start") from self._error
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as error:  # surfaced to the test session by start()
+            self._error = error
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with start_sandbox() as server:
+            self.server = server
+            self._ready.set()
+            await self._stop.wait()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def shared_sandbox() -> Iterator[Any]:
+    runner = ThreadedSandbox()
+    runner.start()
+    try:
+        yield runner.server
+    finally:
+        runner.stop()
+
+
+class ClientHost:
+    """Keeps an MCP client connected inside one owner task.
+
+    anyio requires a client's context to be entered and left by the same task; a
+    wider-scoped fixture's set-up and tear-down run in different tasks, so a dedicated
+    task owns the connection and tests talk to the client it yields.
+    """
+
+    def __init__(self, connect: Callable[[], AbstractAsyncContextManager[Client]]) -> None:
+        self._connect = connect
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Client:
+        self._task = asyncio.create_task(self._own())
+        ready = asyncio.create_task(self._ready.wait())
+        await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if not self._ready.is_set():
+            ready.cancel()
+            await self._task  # raises the connection error
+        assert self._client is not None
+        return self._client
+
+    async def _own(self) -> None:
+        async with self._connect() as client:
+            self._client = client
+            self._ready.set()
+            await self._stop.wait()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+
+def gateway_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for a gateway subprocess: the test interpreter's paths, nothing secret."""
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.update(extra or {})
+    return env
+
+
+def stdio_params(
+    provider_url: str, cache_root: Path, *args: str, env: dict[str, str] | None = None
+) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "pdpp_gateway",
+            "stdio",
+            "--provider-url",
+            provider_url,
+            "--cache-root",
+            str(cache_root),
+            *args,
+        ],
+        env=gateway_env(env),
+    )
+
+
+@asynccontextmanager
+async def connect_stdio(
+    sandbox: Any, cache_root: Path, *, token: str = "client_broad", era: str = "legacy"
+) -> AsyncIterator[Client]:
+    """A real stdio gateway on ``sandbox`` with ``token``'s grant, connected in ``era``."""
+    write_credential(cache_root, sandbox.url, sandbox.tokens[token])
+    async with Client(stdio_params(sandbox.url, cache_root), mode=era, cache=None) as client:  # type: ignore[arg-type]
+        yield client
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=ERAS)
+async def stdio_gateway(
+    request: pytest.FixtureRequest, shared_sandbox: Any, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Client]:
+    cache_root = tmp_path_factory.mktemp("cache") / ".pdpp"
+    host = ClientHost(lambda: connect_stdio(shared_sandbox, cache_root, era=request.param))
+    async with host as client:
+        yield client
+
+
+@pytest.fixture
+def stdio_connect() -> Callable[..., AbstractAsyncContextManager[Client]]:
+    """``stdio_connect(sandbox, cache_root, token=..., era=...)``: a gateway for one test."""
+    return connect_stdio

@@ -62,7 +62,9 @@ def test_malformed_or_traversing_handles_are_refused(raw: str) -> None:
     with pytest.raises(ToolError) as caught:
         parse_handle(raw)
     assert caught.value.code == "invalid_id"
-    assert "stream:record_id" in caught.value.envelope["message"] or "handle" in caught.value.envelope["message"]
+    assert (
+        "stream:record_id" in caught.value.envelope["message"] or "handle" in caught.value.envelope["message"]
+    )
 
 
 def test_non_string_id_is_refused() -> None:

@@ -73,18 +73,24 @@ def create_app(config: SandboxConfig | None = None) -> web.Application:
     ):
         get(path, _authenticated(lambda r, a, s, c, m=mode: search.search(r, a, s, reference, m)))  # type: ignore[misc]
     get("/v1/blobs/{blob_id}", _authenticated(lambda r, a, s, c: blobs.get_blob(r, a, s)))
-    get("/.well-known/oauth-protected-resource", lambda r: _sync(discovery.protected_resource(r, settings)))
-    get(
-        "/.well-known/oauth-protected-resource/mcp",
-        lambda r: _sync(discovery.protected_resource_mcp(r, settings)),
-    )
-    get("/", lambda r: _sync(discovery.root_index(r, settings)))
-    app.router.add_post("/introspect", lambda r: discovery.introspect(r, settings, r.app[STORE].catalog))
+
+    async def resource_metadata(request: web.Request) -> web.Response:
+        return discovery.protected_resource(request, settings)
+
+    async def mcp_resource_metadata(request: web.Request) -> web.Response:
+        return discovery.protected_resource_mcp(request, settings)
+
+    async def index(request: web.Request) -> web.Response:
+        return discovery.root_index(request, settings)
+
+    async def introspect(request: web.Request) -> web.Response:
+        return await discovery.introspect(request, settings, request.app[STORE].catalog)
+
+    get("/.well-known/oauth-protected-resource", resource_metadata)
+    get("/.well-known/oauth-protected-resource/mcp", mcp_resource_metadata)
+    get("/", index)
+    app.router.add_post("/introspect", introspect)
     return app
-
-
-async def _sync(response: web.Response) -> web.Response:
-    return response
 
 
 __all__ = ["CALLS", "CONFIG", "STORE", "Call", "create_app"]

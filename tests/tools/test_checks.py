@@ -35,17 +35,35 @@ BAD = [
     ("search", {"query": "x", "filter": {"a": 1}}, "invalid_filter", "streams"),
     # typed expand limits
     ("query_records", {"stream": "m", "expand": ["b"], "expand_limit": {}}, "invalid_expand", "expand_limit"),
-    ("query_records", {"stream": "m", "expand": ["b"], "expand_limit": {"expand_limit[b]": 3}}, "invalid_expand",
-     "expand_limit"),
+    (
+        "query_records",
+        {"stream": "m", "expand": ["b"], "expand_limit": {"expand_limit[b]": 3}},
+        "invalid_expand",
+        "expand_limit",
+    ),
     ("query_records", {"stream": "m", "expand_limit": {"b": 3}}, "invalid_expand", "expand_limit"),
-    ("query_records", {"stream": "m", "expand": ["b"], "expand_limit": {"b": 0}}, "invalid_expand",
-     "expand_limit"),
-    ("query_records", {"stream": "m", "expand": ["b"], "expand_limit": "b=3"}, "invalid_expand", "expand_limit"),
+    (
+        "query_records",
+        {"stream": "m", "expand": ["b"], "expand_limit": {"b": 0}},
+        "invalid_expand",
+        "expand_limit",
+    ),
+    (
+        "query_records",
+        {"stream": "m", "expand": ["b"], "expand_limit": "b=3"},
+        "invalid_expand",
+        "expand_limit",
+    ),
     ("fetch", {"id": "m:1", "expand": ["b"], "expand_limit": {}}, "invalid_expand", "expand_limit"),
     # limits, unknown and deprecated arguments
     ("query_records", {"stream": "m", "limit": 101}, "invalid_arguments", "limit"),
     ("search", {"query": "x", "limit": 500}, "invalid_arguments", "limit"),
-    ("query_records", {"stream": "m", "connector_instance_id": "c"}, "invalid_arguments", "connector_instance_id"),
+    (
+        "query_records",
+        {"stream": "m", "connector_instance_id": "c"},
+        "invalid_arguments",
+        "connector_instance_id",
+    ),
     ("search", {"q": "lisbon"}, "invalid_arguments", "q"),
     ("query_records", {"stream": "m", "view": "basic"}, "invalid_arguments", "view"),
     # path safety
@@ -58,37 +76,84 @@ BAD = [
     # schema detail rules
     ("schema", {"detail": "full"}, "invalid_arguments", "detail"),
     # aggregate shape
-    ("aggregate", {"stream": "m", "metric": "count", "group_by": "a", "group_by_time": "t", "granularity": "day"},
-     "invalid_arguments", "group_by_time"),
-    ("aggregate", {"stream": "m", "metric": "count", "group_by_time": "t"}, "invalid_arguments", "granularity"),
-    ("aggregate", {"stream": "m", "metric": "count", "granularity": "day"}, "invalid_arguments", "granularity"),
+    (
+        "aggregate",
+        {"stream": "m", "metric": "count", "group_by": "a", "group_by_time": "t", "granularity": "day"},
+        "invalid_arguments",
+        "group_by_time",
+    ),
+    (
+        "aggregate",
+        {"stream": "m", "metric": "count", "group_by_time": "t"},
+        "invalid_arguments",
+        "granularity",
+    ),
+    (
+        "aggregate",
+        {"stream": "m", "metric": "count", "granularity": "day"},
+        "invalid_arguments",
+        "granularity",
+    ),
     ("aggregate", {"stream": "m", "metric": "sum"}, "invalid_arguments", "field"),
     ("aggregate", {"stream": "m", "metric": "count", "limit": 5}, "invalid_arguments", "limit"),
-    ("aggregate", {"stream": "m", "metric": "sum", "field": "x", "group_by": "a"}, "invalid_arguments", "metric"),
+    (
+        "aggregate",
+        {"stream": "m", "metric": "sum", "field": "x", "group_by": "a"},
+        "invalid_arguments",
+        "metric",
+    ),
     ("aggregate", {"stream": "m", "metric": "median"}, "invalid_arguments", "metric"),
     # changes_since and search paging
-    ("query_records", {"stream": "m", "changes_since": "beginning", "order": "asc"}, "invalid_arguments", "order"),
+    (
+        "query_records",
+        {"stream": "m", "changes_since": "beginning", "order": "asc"},
+        "invalid_arguments",
+        "order",
+    ),
     ("search", {"query": "x", "mode": "hybrid", "cursor": "c"}, "invalid_arguments", "cursor"),
     # fetch ids
     ("fetch", {"id": "orders:../../etc/passwd"}, "invalid_id", "id"),
     ("fetch", {"id": "cin_a/extra/orders:o1"}, "invalid_id", "id"),
-    ("fetch", {"id": "cin_a/orders:o1", "connection_id": "cin_b"}, "conflicting_connection_id", "connection_id"),
+    (
+        "fetch",
+        {"id": "cin_a/orders:o1", "connection_id": "cin_b"},
+        "conflicting_connection_id",
+        "connection_id",
+    ),
     # read_record_field selectors
     ("read_record_field", {"field": "body"}, "invalid_field_window_selector", "id"),
-    ("read_record_field", {"id": "c/m:1", "stream": "m", "field": "body"}, "invalid_field_window_selector",
-     "stream"),
-    ("read_record_field", {"id": "c/m:1", "field": "body", "q": "x", "offset_chars": 3},
-     "invalid_field_window_selector", "q"),
-    ("read_record_field", {"id": "c/m:1", "field": "body", "before_chars": 10}, "invalid_field_window_selector",
-     "before_chars"),
-    ("read_record_field", {"id": "c/m:1", "field": "body", "limit_chars": 20000}, "invalid_arguments",
-     "limit_chars"),
+    (
+        "read_record_field",
+        {"id": "c/m:1", "stream": "m", "field": "body"},
+        "invalid_field_window_selector",
+        "stream",
+    ),
+    (
+        "read_record_field",
+        {"id": "c/m:1", "field": "body", "q": "x", "offset_chars": 3},
+        "invalid_field_window_selector",
+        "q",
+    ),
+    (
+        "read_record_field",
+        {"id": "c/m:1", "field": "body", "before_chars": 10},
+        "invalid_field_window_selector",
+        "before_chars",
+    ),
+    (
+        "read_record_field",
+        {"id": "c/m:1", "field": "body", "limit_chars": 20000},
+        "invalid_arguments",
+        "limit_chars",
+    ),
     ("read_record_field", {"id": "c/m:1", "field": "../etc"}, "invalid_arguments", "field"),
 ]
 
 
 @pytest.mark.parametrize(("tool", "arguments", "code", "param"), BAD)
-def test_bad_input_is_refused_with_a_typed_error(tool: str, arguments: dict[str, Any], code: str, param: str) -> None:
+def test_bad_input_is_refused_with_a_typed_error(
+    tool: str, arguments: dict[str, Any], code: str, param: str
+) -> None:
     error = VALIDATE.rejection(tool, arguments)
     assert error is not None, f"{tool} accepted {arguments}"
     assert (error.code, error.envelope.get("param")) == (code, param)
@@ -98,19 +163,52 @@ def test_bad_input_is_refused_with_a_typed_error(tool: str, arguments: dict[str,
 GOOD = [
     ("schema", {}),
     ("schema", {"stream": "messages", "connection_id": "cin_work", "detail": "full"}),
-    ("query_records", {"stream": "messages", "limit": 100, "filter": {"from": "a@b", "size": {"gte": 10}},
-                       "fields": ["id", "subject"], "expand": ["bodies"], "expand_limit": {"bodies": 3}}),
+    (
+        "query_records",
+        {
+            "stream": "messages",
+            "limit": 100,
+            "filter": {"from": "a@b", "size": {"gte": 10}},
+            "fields": ["id", "subject"],
+            "expand": ["bodies"],
+            "expand_limit": {"bodies": 3},
+        },
+    ),
     ("query_records", {"stream": "messages", "changes_since": "beginning", "connection_id": "cin_work"}),
-    ("aggregate", {"stream": "m", "metric": "count", "group_by_time": "t", "granularity": "month",
-                   "time_zone": "Europe/Lisbon", "limit": 12}),
+    (
+        "aggregate",
+        {
+            "stream": "m",
+            "metric": "count",
+            "group_by_time": "t",
+            "granularity": "month",
+            "time_zone": "Europe/Lisbon",
+            "limit": 12,
+        },
+    ),
     ("aggregate", {"stream": "m", "metric": "count_distinct", "field": "from_email"}),
     ("search", {"query": "lisbon"}),
-    ("search", {"query": "lisbon", "streams": ["messages"], "filter": {"received_at": {"gte": "2026-01-01"}}}),
+    (
+        "search",
+        {"query": "lisbon", "streams": ["messages"], "filter": {"received_at": {"gte": "2026-01-01"}}},
+    ),
     ("fetch", {"id": "cin_a/messages:m1", "connection_id": "cin_a"}),
     ("fetch", {"id": "pdpp://record/cin_a%2Fmessages%3Am1"}),
-    ("read_record_field", {"id": "cin_a/messages:m1", "field": "body_text", "q": "Lisbon", "after_chars": 200}),
-    ("read_record_field", {"connection_id": "c", "stream": "m", "record_id": "r", "field": "body",
-                           "offset_chars": 4096, "limit_chars": 16384}),
+    (
+        "read_record_field",
+        {"id": "cin_a/messages:m1", "field": "body_text", "q": "Lisbon", "after_chars": 200},
+    ),
+    (
+        "read_record_field",
+        {
+            "connection_id": "c",
+            "stream": "m",
+            "record_id": "r",
+            "field": "body",
+            "offset_chars": 4096,
+            "limit_chars": 16384,
+        },
+    ),
 ]
 
 
@@ -120,7 +218,9 @@ def test_good_input_passes(tool: str, arguments: dict[str, Any]) -> None:
 
 
 def test_typed_filter_encodes_to_bracket_parameters_and_never_a_bare_filter() -> None:
-    pairs = filter_pairs({"user_id": "U123", "created_at": {"gte": "2026-01-01T00:00:00Z", "lt": 5}, "seen": True})
+    pairs = filter_pairs(
+        {"user_id": "U123", "created_at": {"gte": "2026-01-01T00:00:00Z", "lt": 5}, "seen": True}
+    )
     assert pairs == [
         ("filter[user_id]", "U123"),
         ("filter[created_at][gte]", "2026-01-01T00:00:00Z"),
