@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "search": "pdpp_gateway.commands.search",
     "read-field": "pdpp_gateway.commands.read_field",
     "sandbox": "pdpp_gateway.sandbox.command",
+    "demo": "pdpp_gateway.commands.demo",
 }
 
 

@@ -67,6 +67,11 @@ def render_search(call: ToolCall, result: ToolResult) -> str:
     return "\n".join(lines)
 
 
+def _flat(text: str) -> str:
+    """One line: previews keep their words, not their paragraph breaks."""
+    return " ".join(text.split())
+
+
 def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     hit_id = str(hit.get("id"))
     source = hit.get("connector_key") or ""
@@ -79,11 +84,12 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     if connection and not hit_id.startswith(f"{connection}/"):
         parts.append(f"connection_id={connection}")
     lines = [" ".join(parts), f"    title: {clip(str(hit.get('title', '')), 100)}"]
-    if hit.get("snippet"):
-        lines.append(f"    snippet: {clip(str(hit['snippet']), 200)}")
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
+    previews = {_flat(str(e.get("preview", ""))) for e in evidence}
+    if hit.get("snippet") and _flat(str(hit["snippet"])) not in previews:
+        lines.append(f"    snippet: {clip(_flat(str(hit['snippet'])), 200)}")
     for item in evidence[:MAX_EVIDENCE]:
-        lines.append(f"    evidence {item.get('field')}: {clip(str(item.get('preview', '')), 260)}")
+        lines.append(f"    evidence {item.get('field')}: {clip(_flat(str(item.get('preview', ''))), 260)}")
         read = item.get("read")
         if isinstance(read, Mapping):
             lines.append(f"      read more: {call_text(str(read.get('tool')), read.get('arguments') or {})}")
