@@ -22,7 +22,7 @@ from aiohttp import web
 from pdpp_gateway.sandbox.access import Access
 from pdpp_gateway.sandbox.envelope import RsHttpError, finalise, json_response
 from pdpp_gateway.sandbox.params import allow_only, filters
-from pdpp_gateway.sandbox.records import connection_param
+from pdpp_gateway.sandbox.records import by_connector, connection_param
 from pdpp_gateway.sandbox.store import Store
 
 _KEYS: Final = (
@@ -35,6 +35,8 @@ _KEYS: Final = (
     "limit",
     "connection_id",
     "connector_instance_id",
+    "connector_id",
+    "subject_id",
 )
 GRANULARITIES: Final = ("minute", "hour", "day", "week", "month", "quarter", "year")
 
@@ -76,7 +78,7 @@ async def aggregate(request: web.Request, access: Access, store: Store, referenc
         )
     warnings: list[dict[str, Any]] = []
     stream = request.match_info["stream"]
-    sources = access.stream_sources(stream, connection_param(request, warnings))
+    sources = by_connector(request, access.stream_sources(stream, connection_param(request, warnings)))
     manifest = sources[0].manifest
     metric, field = q.get("metric"), q.get("field")
     group_by, group_by_time, granularity = q.get("group_by"), q.get("group_by_time"), q.get("granularity")

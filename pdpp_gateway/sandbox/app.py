@@ -49,6 +49,7 @@ def create_app(config: SandboxConfig | None = None) -> web.Application:
     get = app.router.add_get
     get("/v1/schema", _authenticated(lambda r, a, s, c: schema.get_schema(r, a, s, reference)))
     get("/v1/streams", _authenticated(lambda r, a, s, c: schema.list_streams(r, a, s)))
+    get("/v1/connectors", _authenticated(lambda r, a, s, c: schema.list_connectors(r, a, s)))
     get("/v1/streams/{stream}", _authenticated(lambda r, a, s, c: schema.get_stream(r, a, s, reference)))
     get(
         "/v1/streams/{stream}/records",

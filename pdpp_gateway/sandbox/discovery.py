@@ -124,10 +124,12 @@ def root_index(request: web.Request, config: SandboxConfig) -> web.Response:
             "object": "pdpp_discovery_index",
             "role": "resource_server",
             "resource_name": "PDPP Sandbox",
+            "reference_revision": "pdpp-gateway-sandbox",
             "links": {
                 "well_known": f"{base}/.well-known/oauth-protected-resource",
                 "schema": f"{base}/v1/schema",
                 "core_query_base": f"{base}/v1",
+                "connectors": f"{base}/v1/connectors",
             },
         }
     )

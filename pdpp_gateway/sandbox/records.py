@@ -51,6 +51,8 @@ _LIST_KEYS: Final = (
     "changes_since",
     "connection_id",
     "connector_instance_id",
+    "connector_id",
+    "subject_id",
     "expand",
     "expand[]",
     "fields[]",
@@ -133,6 +135,17 @@ def connection_param(request: web.Request, warnings: list[dict[str, Any]]) -> st
                 param="connection_id",
             )
     return canonical or alias
+
+
+def by_connector(request: web.Request, sources: list[Source]) -> list[Source]:
+    """Narrow to ``connector_id`` (the reference's owner-side connector selector)."""
+    connector = request.query.get("connector_id")
+    if connector is None:
+        return sources
+    narrowed = [s for s in sources if connector in (s.connector.key, s.connector.source_id)]
+    if not narrowed:
+        raise RsHttpError(404, "not_found", f"Unknown source: {connector}", param="connector_id")
+    return narrowed
 
 
 def _fields(request: web.Request, sources: Sequence[Source]) -> list[str] | None:
@@ -238,7 +251,7 @@ async def list_records(request: web.Request, access: Access, store: Store, refer
     warnings: list[dict[str, Any]] = []
     stream = request.match_info["stream"]
     connection_id = connection_param(request, warnings)
-    sources = access.stream_sources(stream, connection_id)
+    sources = by_connector(request, access.stream_sources(stream, connection_id))
     if "changes_since" in request.query:
         return _changes(request, sources, store, access, warnings)
     limit = page_limit(request.query, warnings)
@@ -434,7 +447,7 @@ def locate(
     stream, record_id = request.match_info["stream"], request.match_info["record_id"]
     if not record_id or "\x00" in record_id:
         raise RsHttpError(404, "not_found", "Record not found")
-    sources = access.stream_sources(stream, connection_param(request, warnings))
+    sources = by_connector(request, access.stream_sources(stream, connection_param(request, warnings)))
     found = [(s, r) for s in sources for r in store.find(stream, record_id, s.connections)]
     if not found:
         raise RsHttpError(404, "not_found", "Record not found")

@@ -130,6 +130,7 @@ def stream_metadata(source: Source, access: Access, store: Store, filters: bool)
         "field_capabilities": {name: field_capability(manifest, name, True, filters) for name in visible},
         "freshness": FRESHNESS,
         "record_count": sum(store.count(manifest.name, [c]) for c in source.connections),
+        "instance_ids": list(source.connections),
         "granted_connections": _connections(store, source.connections),
     }
 
@@ -180,7 +181,9 @@ async def get_schema(request: web.Request, access: Access, store: Store, referen
             "connector_id": connector.key,
             "stream_count": len(rows),
         }
-        if compact and not full_detail:
+        if compact and not full_detail and access.is_owner:
+            entry["streams"] = [_compact_stream(row) for row in rows]  # the owner has no grant to lift
+        elif compact and not full_detail:
             streams = [_compact_stream(row) for row in rows]
             common = max(
                 (s["granted_connections"] for s in streams),
@@ -234,6 +237,50 @@ async def list_streams(request: web.Request, access: Access, store: Store) -> we
             rows.append(row)
     body = {"object": "list", "has_more": False, "data": rows}
     return json_response(finalise(request, body, is_list=True))
+
+
+async def list_connectors(request: web.Request, access: Access, store: Store) -> web.Response:
+    """``GET /v1/connectors``: readable connectors with per-stream capabilities (not finalised, as in the RS)."""
+    data = []
+    for connector in store.catalog.connectors:
+        sources = [s for s in access.sources() if s.connector is connector]
+        if not sources:
+            continue
+        streams = []
+        for source in sources:
+            name, selector = source.manifest.name, f"connector_id={connector.key}"
+            streams.append(
+                {
+                    "object": "stream",
+                    "name": name,
+                    "freshness": FRESHNESS,
+                    "last_updated": FRESHNESS["captured_at"],
+                    "record_count": sum(store.count(name, [c]) for c in source.connections),
+                    "capabilities": {
+                        "records": True,
+                        "records_url": f"/v1/streams/{name}/records?{selector}",
+                        "metadata_url": f"/v1/streams/{name}?{selector}",
+                        "stream_metadata": True,
+                        "changes_since": True,
+                        "aggregate": True,
+                        "aggregate_url": f"/v1/streams/{name}/aggregate?{selector}",
+                        "exact_filters": bool(source.manifest.exact),
+                        "range_filters": bool(source.manifest.ranges),
+                        "expand": bool(source.manifest.relations),
+                    },
+                }
+            )
+        data.append(
+            {
+                "object": "connector",
+                "source": {"kind": "connector", "id": connector.source_id},
+                "connector_key": connector.key,
+                "connector_id": connector.key,
+                "stream_count": len(streams),
+                "streams": streams,
+            }
+        )
+    return json_response({"object": "list", "data": data})
 
 
 async def get_stream(request: web.Request, access: Access, store: Store, reference: bool) -> web.Response:

@@ -222,17 +222,18 @@ async def search(
     offset = _check_cursor(request, fingerprint)
     meta: dict[str, Any] = {}
     if mode == "lexical":
-        hits, truncated = _lexical_hits(
-            request, access, store, _scopes(request, access, warnings, semantic=False)
-        )
+        scopes = _scopes(request, access, warnings, semantic=False)
+        hits, truncated = _lexical_hits(request, access, store, scopes)
         meta = {
-            "count": None,
-            "count_accuracy": "not_counted",
+            "count": None if truncated else len(hits),
+            "count_accuracy": "lower_bound" if truncated else "exact",
             "recall": {
                 "complete": not truncated,
                 "ranking_scope": "candidate_window" if truncated else "all_matches",
                 "truncated": truncated,
+                "ranked_candidate_count": len(hits),
                 "candidate_window_limit": CANDIDATE_WINDOW,
+                "sources_searched_count": len(scopes),
             },
         }
     elif mode == "semantic":
