@@ -154,7 +154,11 @@ class Store:
         return (row[0], bytes(row[1])) if row else None
 
     def blob_holders(self, blob_id: str) -> list[StoredRecord]:
-        sql = "SELECT r.* FROM records r, json_each(r.data) j WHERE json_extract(j.value, '$.blob_id') = ? AND r.deleted_at IS NULL"
+        sql = (
+            "SELECT r.* FROM records r, json_each(r.data) j WHERE j.type = 'object' "
+            "AND (CASE WHEN j.type = 'object' THEN json_extract(j.value, '$.blob_id') END) = ? "
+            "AND r.deleted_at IS NULL"
+        )
         return self._rows(sql, [blob_id])
 
     def _scope(
