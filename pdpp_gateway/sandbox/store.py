@@ -45,7 +45,7 @@ class StoredRecord:
     connection_id: str
     stream: str
     record_id: str
-    cursor_value: str | None
+    cursor_value: str  # "" when the record has no cursor value
     seq: int
     data: dict[str, Any]
     emitted_at: str
@@ -89,12 +89,12 @@ class Store:
         where, params = self._scope(stream, connections, conditions)
         if after is not None:
             comparator = "<" if descending else ">"
-            where.append(f"(COALESCE(cursor_value, ''), record_id) {comparator} (?, ?)")
+            where.append(f"(cursor_value, record_id) {comparator} (?, ?)")
             params.extend([after[0] or "", after[1]])
         direction = "DESC" if descending else "ASC"
         sql = (
             f"SELECT * FROM records WHERE {' AND '.join(where)} AND deleted_at IS NULL "  # noqa: S608 - fixed fragments
-            f"ORDER BY COALESCE(cursor_value, '') {direction}, record_id {direction} LIMIT ?"
+            f"ORDER BY cursor_value {direction}, record_id {direction} LIMIT ?"
         )
         return self._rows(sql, [*params, limit])
 
@@ -216,7 +216,9 @@ def _build(dataset: Dataset) -> sqlite3.Connection:
                 row.connection_id,
                 row.stream,
                 row.record_id,
-                None if cursor_value is None else str(cursor_value),
+                ""
+                if cursor_value is None
+                else str(cursor_value),  # '' sorts first and keeps the index usable
                 seq,
                 orjson.dumps(row.data).decode(),
                 row.emitted_at,
