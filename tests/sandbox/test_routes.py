@@ -322,3 +322,40 @@ async def test_introspection(shared_sandbox: Any) -> None:
         assert revoked == {"active": False, "inactive_reason": "grant_revoked"}
         _, unknown = await introspect("nope")
         assert unknown["active"] is False
+
+
+async def test_expand_embeds_bounded_children(shared_sandbox: Any) -> None:
+    status, page, _ = await _get(
+        shared_sandbox, f"{Q}?{WORK}&limit=3&expand=message_bodies&expand_limit[message_bodies]=1"
+    )
+    assert status == 200
+    for record in page["data"]:
+        children = record["expanded"]["message_bodies"]
+        assert children["object"] == "list"
+        assert len(children["data"]) == 1
+        assert children["data"][0]["data"]["message_id"] == record["id"]
+
+
+@pytest.mark.parametrize(
+    ("query", "check"),
+    [
+        ("metric=count", lambda v: isinstance(v, int) and v > 100),
+        ("metric=sum&field=size_bytes", lambda v: isinstance(v, float | int) and v > 0),
+        ("metric=min&field=received_at", lambda v: v.startswith("2025-05")),
+        ("metric=max&field=received_at", lambda v: v.startswith("2026-")),
+        ("metric=count_distinct&field=from_email", lambda v: 5 <= v <= 20),
+    ],
+)
+async def test_scalar_aggregates(shared_sandbox: Any, query: str, check: Any) -> None:
+    status, body, _ = await _get(shared_sandbox, f"/v1/streams/messages/aggregate?{query}&{WORK}")
+    assert status == 200
+    assert check(body["value"]), body
+
+
+async def test_grouped_aggregate_counts_add_up(shared_sandbox: Any) -> None:
+    _, body, _ = await _get(
+        shared_sandbox, f"/v1/streams/messages/aggregate?metric=count&group_by=from_email&limit=3&{WORK}"
+    )
+    counts = [g["count"] for g in body["groups"]]
+    assert counts == sorted(counts, reverse=True)
+    assert sum(counts) + body["other_count"] == body["filtered_record_count"]
