@@ -20,6 +20,7 @@ from pdpp_gateway import __version__
 # Subcommand name -> module. Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
     "stdio": "pdpp_gateway.commands.stdio",
+    "serve": "pdpp_gateway.commands.serve",
     "search": "pdpp_gateway.commands.search",
     "read-field": "pdpp_gateway.commands.read_field",
     "sandbox": "pdpp_gateway.sandbox.command",

@@ -1,19 +1,53 @@
 """Logging set-up for every front door: diagnostics go to stderr, never stdout.
 
 Contract: ``configure_logging`` sends all records to stderr (stdout may carry protocol
-frames), one line each, and quiets the chattiest libraries. Secrets are kept out by
-construction: no module logs a token, an Authorization header or a query value.
+frames), one line each, and quiets the chattiest libraries. With ``json_lines=True``
+(the hosted door) each line is one JSON object with ``ts``, ``level``, ``logger``,
+``msg``, the current ``request_id`` (set per HTTP request through ``REQUEST_ID``) and
+any ``extra={"fields": {...}}`` members. Secrets are kept out by construction: no
+module logs a token, an Authorization header or a query value.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
+from contextvars import ContextVar
+from typing import Final
+
+import orjson
+
+REQUEST_ID: Final[ContextVar[str | None]] = ContextVar("request_id", default=None)
 
 
-def configure_logging(level: str = "INFO") -> None:
+class JsonLines(logging.Formatter):
+    """One JSON object per record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        request_id = REQUEST_ID.get()
+        if request_id:
+            entry["request_id"] = request_id
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            entry.update(fields)
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return orjson.dumps(entry, default=str).decode()
+
+
+def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        JsonLines() if json_lines else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -44,6 +44,8 @@ from pdpp_gateway.rs.errors import (
 _log = logging.getLogger(__name__)
 
 Query = Sequence[tuple[str, str]]
+# Told of every read: (path, HTTP status or None when no answer came, seconds).
+Observer = Callable[[str, int | None, float], None]
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 _CHUNK = 64 * 1024
 
@@ -123,6 +125,7 @@ class RsClient:
         retry: RetryPolicy | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         user_agent: str = f"pdpp-gateway/{__version__}",
+        observer: Observer | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._timeouts = timeouts or RsTimeouts()
@@ -130,6 +133,7 @@ class RsClient:
         self._max_body_bytes = max_body_bytes
         self._user_agent = user_agent
         self._client: RetryClient | None = None
+        self._observer = observer
 
     async def start(self) -> None:
         if self._client is None:
@@ -164,11 +168,14 @@ class RsClient:
         self, path: str, query: Query = (), *, token: str, headers: Mapping[str, str] | None = None
     ) -> RsResponse:
         started = time.perf_counter()
-        async with self._request(path, query, token, "application/json", headers) as response:
-            request_id = response.headers.get("Request-Id")
-            raw = await self._read_capped(response, self._max_body_bytes)
-            status = response.status
-        _log.debug("GET %s -> %s in %.1f ms", path, status, (time.perf_counter() - started) * 1000)
+        answered: int | None = None
+        try:
+            async with self._request(path, query, token, "application/json", headers) as response:
+                status = answered = response.status
+                request_id = response.headers.get("Request-Id")
+                raw = await self._read_capped(response, self._max_body_bytes)
+        finally:
+            self._observe(path, answered, started)
         if status >= 400 or status < 200:
             raise RsStatusError.from_body(status, _parse_lenient(raw), request_id)
         if raw is None:
@@ -182,6 +189,25 @@ class RsClient:
         return RsResponse(status=status, body=body, request_id=request_id, url_path=path)
 
     async def get_bytes(self, path: str, query: Query = (), *, token: str, max_bytes: int) -> RsBlob:
+        started = time.perf_counter()
+        status: int | None = None
+        try:
+            blob = await self._read_blob(path, query, token, max_bytes)
+            status = 200
+            return blob
+        except RsStatusError as error:
+            status = error.status
+            raise
+        finally:
+            self._observe(path, status, started)
+
+    def _observe(self, path: str, status: int | None, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        _log.debug("GET %s -> %s in %.1f ms", path, status, elapsed * 1000)
+        if self._observer is not None:
+            self._observer(path, status, elapsed)
+
+    async def _read_blob(self, path: str, query: Query, token: str, max_bytes: int) -> RsBlob:
         async with self._request(path, query, token, "*/*", None) as response:
             request_id = response.headers.get("Request-Id")
             if response.status >= 400:
@@ -209,7 +235,7 @@ class RsClient:
             self._client,
             self.base_url + path,
             list(query),
-            {**(headers or {}), "Accept": accept, "Authorization": f"Bearer {token}"},
+            {**(headers or {}), "Accept": accept, **({"Authorization": f"Bearer {token}"} if token else {})},
             self._timeouts,
         )
 

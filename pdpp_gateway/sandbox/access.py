@@ -12,11 +12,12 @@ routes a client asking for an ungranted stream or connection gets the reference'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Final
 
 from aiohttp import web
 
-from pdpp_gateway.sandbox.config import PRINCIPALS, TOKEN_NAMES, Principal
+from pdpp_gateway.sandbox.config import PRINCIPALS, TOKEN_NAMES, GrantStatus, Principal
 from pdpp_gateway.sandbox.envelope import RsHttpError
 from pdpp_gateway.sandbox.manifests import Catalog, Connector, StreamManifest
 
@@ -44,13 +45,20 @@ def token_of(request: web.Request) -> str:
     return header[7:].strip()
 
 
-def principal_of(token: str) -> Principal | None:
+# token name -> status that replaces the fixture's, for this app (revocation at run time)
+STATUS_OVERRIDES: Final = web.AppKey("status_overrides", dict[str, GrantStatus])
+
+
+def principal_of(token: str, overrides: dict[str, GrantStatus] | None = None) -> Principal | None:
     name = TOKEN_NAMES.get(token)
-    return PRINCIPALS.get(name) if name else None
+    principal = PRINCIPALS.get(name) if name else None
+    if principal is None or name is None or not overrides or name not in overrides:
+        return principal
+    return replace(principal, status=overrides[name])
 
 
 def authenticate(request: web.Request) -> Principal:
-    principal = principal_of(token_of(request))
+    principal = principal_of(token_of(request), request.app.get(STATUS_OVERRIDES))
     if principal is None:
         raise RsHttpError(401, "context.active_false", "Token introspection failed closed")
     if principal.kind == "mcp_package":

@@ -14,7 +14,7 @@ from typing import Final
 from aiohttp import web
 
 from pdpp_gateway.sandbox import aggregate, blobs, discovery, records, schema, search
-from pdpp_gateway.sandbox.access import Access, authenticate
+from pdpp_gateway.sandbox.access import STATUS_OVERRIDES, Access, authenticate
 from pdpp_gateway.sandbox.config import SandboxConfig
 from pdpp_gateway.sandbox.envelope import CALLS, Call, envelope_middleware
 from pdpp_gateway.sandbox.store import Store
@@ -38,6 +38,7 @@ def create_app(config: SandboxConfig | None = None) -> web.Application:
     app = web.Application(middlewares=[envelope_middleware(settings.public_origin)])
     app[CONFIG] = settings
     app[CALLS] = []
+    app[STATUS_OVERRIDES] = {}
 
     async def storage(app: web.Application) -> AsyncIterator[None]:
         app[STORE] = Store.open(settings)
@@ -94,4 +95,4 @@ def create_app(config: SandboxConfig | None = None) -> web.Application:
     return app
 
 
-__all__ = ["CALLS", "CONFIG", "STORE", "Call", "create_app"]
+__all__ = ["CALLS", "CONFIG", "STATUS_OVERRIDES", "STORE", "Call", "create_app"]

@@ -5,6 +5,9 @@ fixed, deterministic token strings (sandbox material, safe to print); ``PRINCIPA
 says what each token is: a client grant (streams → granted connections and fields),
 the owner, or an ``mcp_package`` bundling child client tokens.
 
+Grant statuses can change while the sandbox runs (``STATUS_OVERRIDES``, set through
+``SandboxServer.set_status``), so tests can revoke a grant and watch a gateway notice.
+
 Sandbox extensions, documented because gateways read them:
 - a client grant may span several connectors (``client_broad``); introspection then
   reports one ``authorization_details`` entry per connector;
@@ -47,6 +50,7 @@ class Principal:
     status: GrantStatus = "active"
     members: tuple[str, ...] = ()  # package: child token NAMES
     package_id: str | None = None
+    audience: str | None = None  # introspection ``aud``; None: this RS
 
 
 WORK, PERSONAL = "cin_mail_work", "cin_mail_personal"
@@ -80,6 +84,9 @@ PRINCIPALS: Final[dict[str, Principal]] = {
     "client_chat": Principal("client", "sbx_app_pkg", "grt_chat", _CHAT),
     "client_expired": Principal("client", "sbx_app_old", "grt_expired", _WORK_MAIL, status="expired"),
     "client_revoked": Principal("client", "sbx_app_old", "grt_revoked", _WORK_MAIL, status="revoked"),
+    "client_foreign": Principal(
+        "client", "sbx_app_other", "grt_foreign", _WORK_MAIL, audience="https://other-rs.example"
+    ),
     "owner": Principal("owner", "sbx_owner_cli"),
     "package": Principal(
         "mcp_package", "sbx_app_pkg", members=("client_work_mail", "client_chat"), package_id="gpk_demo"
@@ -96,6 +103,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "client_chat": "client grant: Acme Slack (package child)",
     "client_expired": "client grant that has expired (403 grant_expired)",
     "client_revoked": "client grant the person revoked (403 grant_revoked)",
+    "client_foreign": "client token issued for another resource (introspection aud mismatch)",
     "owner": "owner token: the whole store (refused by the gateway)",
     "package": "mcp_package token: Work mail + Acme Slack child grants",
 }

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from pdpp_gateway.sandbox.access import principal_of
+from pdpp_gateway.sandbox.access import STATUS_OVERRIDES, principal_of
 from pdpp_gateway.sandbox.config import PRINCIPALS, TOKENS, Principal, SandboxConfig
 from pdpp_gateway.sandbox.envelope import json_response, origin
 from pdpp_gateway.sandbox.manifests import Catalog
@@ -171,14 +171,16 @@ def _details(principal: Principal, catalog: Catalog) -> list[dict[str, Any]]:
     ]
 
 
-def _introspection(principal: Principal, base: str, catalog: Catalog) -> dict[str, Any]:
+def _introspection(
+    principal: Principal, base: str, catalog: Catalog, overrides: dict[str, str]
+) -> dict[str, Any]:
     answer: dict[str, Any] = {
         "active": True,
         "pdpp_token_kind": principal.kind,
         "subject_id": "sub_sandbox_person",
         "client_id": principal.client_id,
         "iss": base,
-        "aud": base,
+        "aud": principal.audience or base,
         "exp": int(time.time()) + TOKEN_LIFETIME_SECONDS,
     }
     if principal.kind == "client":
@@ -188,7 +190,7 @@ def _introspection(principal: Principal, base: str, catalog: Catalog) -> dict[st
         members = []
         for name in principal.members:
             child = PRINCIPALS[name]
-            if child.status != "active":
+            if overrides.get(name, child.status) != "active":
                 continue
             details = _details(child, catalog)
             connections = sorted({i for d in details for s in d["streams"] for i in s["instance_ids"]})
@@ -229,9 +231,12 @@ async def introspect(request: web.Request, config: SandboxConfig, catalog: Catal
         )
     form = await request.post()
     token = form.get("token")
-    principal = principal_of(token) if isinstance(token, str) else None
+    overrides = request.app.get(STATUS_OVERRIDES, {})
+    principal = principal_of(token, overrides) if isinstance(token, str) else None
     if principal is None:
         return json_response({"active": False, "inactive_reason": "token_unknown"})
     if principal.status != "active":
         return json_response({"active": False, "inactive_reason": f"grant_{principal.status}"})
-    return json_response(_introspection(principal, origin(request, config.public_origin), catalog))
+    return json_response(
+        _introspection(principal, origin(request, config.public_origin), catalog, dict(overrides))
+    )

@@ -11,7 +11,7 @@ Contract:
 - Every response echoes ``Request-Id`` (the inbound one, or a new ``req_…``) and
   ``PDPP-Version``; an unsupported ``PDPP-Version`` is a 400 ``unsupported_version``.
 - ``finalise`` adds the ``links``/``meta`` defaults the RS puts on JSON success bodies.
-- Every ``/v1`` request is appended to ``app[CALLS]`` (method, path, query string), so
+- Every ``/v1`` request is appended to ``app[CALLS]`` (method, path, query string, and the NAME of the token presented), so
   tests can prove a refused gateway call never reached the RS.
 """
 
@@ -25,6 +25,8 @@ from typing import Any, Final
 
 import orjson
 from aiohttp import web
+
+from pdpp_gateway.sandbox.config import TOKEN_NAMES
 
 PDPP_VERSION: Final = "2026-04-06"
 NEXT_STEP_401: Final = (
@@ -48,6 +50,7 @@ class Call:
     method: str
     path: str
     query: str
+    token_name: str | None = None  # which fixture token was presented (its NAME, never the token)
 
 
 CALLS: Final = web.AppKey("calls", list[Call])
@@ -124,7 +127,9 @@ def envelope_middleware(public_origin: str | None) -> Callable[..., Awaitable[we
             inbound if 0 < len(inbound) <= 128 and inbound.isprintable() else f"req_{secrets.token_hex(8)}"
         )
         if request.path.startswith("/v1"):
-            request.app[CALLS].append(Call(request.method, request.path, request.query_string))
+            request.app[CALLS].append(
+                Call(request.method, request.path, request.query_string, _token_name(request))
+            )
         try:
             version = request.headers.get("PDPP-Version")
             if version is not None and version != PDPP_VERSION:
@@ -163,3 +168,8 @@ def envelope_middleware(public_origin: str | None) -> Callable[..., Awaitable[we
         return response
 
     return middleware
+
+
+def _token_name(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    return TOKEN_NAMES.get(header[7:].strip()) if header.startswith("Bearer ") else None

@@ -3,7 +3,8 @@
 Contract: ``async with start_sandbox(config) as server:`` serves the sandbox on
 ``host:port`` (ephemeral by default) until the block ends. ``server.url`` is its
 origin, ``server.tokens`` the fixture tokens by name, ``server.calls`` the recorded
-``/v1`` requests (``reset_calls()`` clears them).
+``/v1`` requests (``reset_calls()`` clears them); ``set_status(name, "revoked")``
+revokes a grant while the server runs.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from pdpp_gateway.sandbox.app import create_app
-from pdpp_gateway.sandbox.config import TOKENS, SandboxConfig
+from pdpp_gateway.sandbox.app import STATUS_OVERRIDES, create_app
+from pdpp_gateway.sandbox.config import TOKENS, GrantStatus, SandboxConfig
 from pdpp_gateway.sandbox.envelope import CALLS, Call
 
 
@@ -32,6 +33,10 @@ class SandboxServer:
 
     def reset_calls(self) -> None:
         self.app[CALLS].clear()
+
+    def set_status(self, name: str, status: GrantStatus) -> None:
+        """Revoke (or expire, or restore) the grant behind token ``name`` while serving."""
+        self.app[STATUS_OVERRIDES][name] = status
 
 
 @asynccontextmanager

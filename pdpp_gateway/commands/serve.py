@@ -1,0 +1,85 @@
+"""``pdpp-gateway serve``: the hosted Streamable HTTP gateway, as a PaaS web process.
+
+Contract: settings come from flags, then ``PDPP_*`` environment variables (``PORT`` for
+the port), then ``config/gateway.toml``; see ``pdpp_gateway.settings``. With only
+``--provider-url`` it works against a real RS, validating each bearer through
+``GET /v1/schema``; with the three introspection settings it uses RFC 7662 instead (and
+can serve MCP package tokens). Logs are JSON lines on stderr. Exit codes: 0 after a
+clean shutdown, 64 for invalid settings, 1 when a worker died.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "Serve the read tools over Streamable HTTP at /mcp (the hosted gateway)."
+EXIT_USAGE = 64
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--provider-url", help="the RS's public origin (env PDPP_PROVIDER_URL)")
+    add("--host", help="interface to bind (env PDPP_HOST; default 127.0.0.1, use 0.0.0.0 on a PaaS)")
+    add("--port", type=int, help="port to bind (env PORT; default 8080)")
+    add("--rs-internal-url", help="base URL for the gateway's own /v1 reads (env PDPP_RS_INTERNAL_URL)")
+    add("--public-url", help="the public origin clients reach, when it is fixed (env PDPP_PUBLIC_URL)")
+    add(
+        "--trusted-proxy",
+        action="append",
+        dest="trusted_proxies",
+        help="IP or CIDR whose X-Forwarded-* headers are believed (repeatable; env PDPP_TRUSTED_PROXIES, comma-separated)",
+    )
+    add(
+        "--allowed-host",
+        action="append",
+        dest="allowed_hosts",
+        help="extra Host name the gateway answers (repeatable; env PDPP_ALLOWED_HOSTS)",
+    )
+    add(
+        "--allowed-origin",
+        action="append",
+        dest="allowed_origins",
+        help="extra browser Origin allowed (repeatable; env PDPP_ALLOWED_ORIGINS)",
+    )
+    add(
+        "--introspection-url",
+        help="RFC 7662 endpoint of the authorization server (env PDPP_INTROSPECTION_URL)",
+    )
+    add("--introspection-client-id", help="env PDPP_INTROSPECTION_CLIENT_ID")
+    add(
+        "--introspection-client-secret", help="prefer env PDPP_INTROSPECTION_CLIENT_SECRET (flags show in ps)"
+    )
+    add(
+        "--issuer",
+        help="expected introspection iss (env PDPP_ISSUER; default the introspection URL's origin)",
+    )
+    add(
+        "--introspection-cache-seconds",
+        type=float,
+        help="verdict cache bound, at most 60 (env PDPP_INTROSPECTION_CACHE_SECONDS)",
+    )
+    add("--workers", type=int, help="worker processes sharing the port (env PDPP_WORKERS; default 1)")
+    add("--max-body-bytes", type=int, help="request body cap (env PDPP_MAX_BODY_BYTES; default 4 MiB)")
+    add(
+        "--shutdown-grace-seconds",
+        type=float,
+        help="how long in-flight calls may finish on SIGTERM (default 30)",
+    )
+    add("--log-level", help="env PDPP_LOG_LEVEL; default INFO")
+    add("--server-name", help="MCP server name (env PDPP_MCP_SERVER_NAME)")
+    add("--config", type=Path, help="settings file (default config/gateway.toml when it exists)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pdpp_gateway.hosted.serve import serve_workers
+    from pdpp_gateway.settings import SettingsError, load_settings
+
+    flags = {key: value for key, value in vars(args).items() if key not in {"config", "command", "_run"}}
+    try:
+        settings = load_settings(flags, config_path=args.config)
+    except SettingsError as error:
+        print(f"pdpp-gateway serve: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return serve_workers(settings)

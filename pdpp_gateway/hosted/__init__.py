@@ -1,0 +1,1 @@
+"""The hosted Streamable HTTP front door (aiohttp)."""

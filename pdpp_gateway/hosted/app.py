@@ -1,0 +1,219 @@
+"""The hosted gateway's aiohttp application, wired once from ``HostedSettings``.
+
+Contract: ``create_app(settings)`` returns an application serving
+
+- ``POST /mcp``: shape checks → bearer check → the Streamable HTTP endpoint (``GET`` and
+  ``DELETE`` answer 405); every ``/mcp`` answer carries the icon ``Link`` header;
+- ``/.well-known/oauth-protected-resource/mcp``, ``/icon.svg``, ``/connect``,
+  ``/llms.txt``;
+- ``/healthz``, ``/readyz``, ``/metrics``;
+
+behind two app-wide middlewares: ``observe`` (request id, access log, counts) then the
+Host/Origin guard. Upstream clients (one pooled ``RsClient`` on the internal RS URL,
+one session for introspection) open when the app starts and close when it stops; on
+shutdown ``/readyz`` turns 503 while in-flight requests drain.
+
+There is one MCP ``Server`` per public origin (created on first use; origins come only
+from settings or trusted proxies), so ``serverInfo.icons`` always names the
+``/icon.svg`` of the origin the client actually reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import mcp.types as types
+from aiohttp import web
+from mcp.server import Server, ServerRequestContext
+
+from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.hosted import pages
+from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
+from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_resource_metadata
+from pdpp_gateway.hosted.metrics import Metrics
+from pdpp_gateway.hosted.ops import DRAINING, healthz, metrics_route, observe, readyz
+from pdpp_gateway.hosted.origin import OriginPolicy, host_guard
+from pdpp_gateway.hosted.packages import IntrospectionPackageResolver, PackageResolver
+from pdpp_gateway.hosted.refusals import icon_link
+from pdpp_gateway.hosted.tokens import (
+    BearerValidator,
+    CachedValidator,
+    IntrospectionValidator,
+    SchemaProbeValidator,
+)
+from pdpp_gateway.hosted.transport import McpEndpoint, method_not_allowed, shape_checks
+from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.server import build_server
+from pdpp_gateway.settings import HostedSettings
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Stage = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class Gateway:
+    """Everything the routes share; upstream parts are set when the app starts."""
+
+    settings: HostedSettings
+    metrics: Metrics
+    policy: OriginPolicy
+    packages: PackageResolver | None
+    rs: RsClient | None = None
+    discovery: RsDiscovery | None = None
+    endpoint_chain: Handler | None = None
+    endpoints: dict[str, McpEndpoint] = field(default_factory=dict)
+
+    def endpoint_for(self, origin: str) -> McpEndpoint:
+        endpoint = self.endpoints.get(origin)
+        if endpoint is None:
+            icon = types.Icon(src=f"{origin}/icon.svg", mime_type="image/svg+xml", sizes=["any"])
+            server: Server[Any] = build_server(_caller_context, name=self.settings.server_name, icons=[icon])
+            endpoint = self.endpoints[origin] = McpEndpoint(server, {}, self.metrics)
+        return endpoint
+
+
+def _caller_context(ctx: ServerRequestContext) -> GatewayContext:
+    """The context the bearer check put on this HTTP request."""
+    request = ctx.request
+    if not isinstance(request, web.Request):
+        raise TypeError("the hosted MCP server only serves requests from its aiohttp endpoint")
+    return request[GATEWAY_CONTEXT]
+
+
+def chain(stages: Sequence[Stage], handler: Handler) -> Handler:
+    """Compose ``(request, handler)`` stages around ``handler``, first stage outermost."""
+    wrapped = handler
+    for stage in reversed(stages):
+        wrapped = _bind(stage, wrapped)
+    return wrapped
+
+
+def _bind(stage: Stage, inner: Handler) -> Handler:
+    async def bound(request: web.Request) -> web.StreamResponse:
+        return await stage(request, inner)
+
+    return bound
+
+
+def create_app(settings: HostedSettings, *, packages: PackageResolver | None = None) -> web.Application:
+    metrics = Metrics()
+    policy = OriginPolicy.from_settings(settings)
+    resolver = (
+        packages
+        if packages is not None
+        else (IntrospectionPackageResolver() if settings.uses_introspection else None)
+    )
+    gateway = Gateway(settings, metrics, policy, resolver)
+    app = web.Application(
+        middlewares=[observe(metrics), host_guard(policy)], client_max_size=settings.max_body_bytes
+    )
+    app[DRAINING] = [False]
+    app.cleanup_ctx.append(_upstream(gateway))
+    app.on_shutdown.append(_start_draining)
+
+    async def mcp_post(request: web.Request) -> web.StreamResponse:
+        assert gateway.endpoint_chain is not None
+        response = await gateway.endpoint_chain(request)
+        response.headers.setdefault("Link", icon_link(policy.public_origin(request)))
+        return response
+
+    async def mcp_other(request: web.Request) -> web.StreamResponse:
+        response = await method_not_allowed(request)
+        response.headers["Link"] = icon_link(policy.public_origin(request))
+        return response
+
+    async def resource_metadata(request: web.Request) -> web.Response:
+        assert gateway.discovery is not None
+        servers = await gateway.discovery.authorization_servers()
+        document = mcp_resource_metadata(
+            policy.public_origin(request), settings.provider_url, servers, packages=resolver is not None
+        )
+        return web.json_response(document, headers={"Cache-Control": "public, max-age=300"})
+
+    async def icon(request: web.Request) -> web.Response:
+        return web.Response(
+            body=pages.ICON_SVG,
+            content_type="image/svg+xml",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    async def connect(request: web.Request) -> web.Response:
+        origin = policy.public_origin(request)
+        return web.Response(
+            text=pages.connect_page(f"{origin}/mcp", settings.provider_url), content_type="text/html"
+        )
+
+    async def llms(request: web.Request) -> web.Response:
+        origin = policy.public_origin(request)
+        return web.Response(
+            text=pages.llms_txt(f"{origin}/mcp", settings.provider_url), content_type="text/plain"
+        )
+
+    def current_discovery() -> RsDiscovery:
+        assert gateway.discovery is not None
+        return gateway.discovery
+
+    router = app.router
+    router.add_post("/mcp", mcp_post)
+    router.add_get("/mcp", mcp_other, allow_head=False)
+    router.add_delete("/mcp", mcp_other)
+    router.add_get("/.well-known/oauth-protected-resource/mcp", resource_metadata)
+    router.add_get("/icon.svg", icon)
+    router.add_get("/connect", connect)
+    router.add_get("/llms.txt", llms)
+    router.add_get("/healthz", healthz)
+    router.add_get("/readyz", readyz(current_discovery))
+    router.add_get("/metrics", metrics_route(metrics))
+    return app
+
+
+def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[None]]:
+    settings = gateway.settings
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        async with (
+            RsClient(settings.upstream_url, observer=gateway.metrics.observe_upstream) as rs,
+            aiohttp.ClientSession() as introspection,
+        ):
+            gateway.rs = rs
+            gateway.discovery = RsDiscovery(rs)
+            validator = CachedValidator(
+                _validator(settings, rs, introspection),
+                settings.introspection_cache_seconds,
+                on_lookup=gateway.metrics.observe_token_cache,
+            )
+            bearer = BearerCheck(validator, gateway.packages, rs, settings.provider_url, gateway.policy)
+
+            async def dispatch(request: web.Request) -> web.StreamResponse:
+                return await gateway.endpoint_for(gateway.policy.public_origin(request)).post(request)
+
+            gateway.endpoint_chain = chain(
+                [shape_checks(settings.max_body_bytes), bearer.middleware()], dispatch
+            )
+            yield
+
+    return lifecycle
+
+
+def _validator(settings: HostedSettings, rs: RsClient, session: aiohttp.ClientSession) -> BearerValidator:
+    if settings.introspection is None:
+        return SchemaProbeValidator(rs)
+    url, client_id, client_secret = settings.introspection
+    audiences = {settings.provider_url, f"{settings.provider_url}/mcp"}
+    if settings.public_url:
+        audiences |= {settings.public_url, f"{settings.public_url}/mcp"}
+    return IntrospectionValidator(
+        session,
+        url,
+        client_id,
+        client_secret,
+        issuer=settings.expected_issuer,
+        audiences=frozenset(audiences),
+    )
+
+
+async def _start_draining(app: web.Application) -> None:
+    app[DRAINING][0] = True

@@ -1,0 +1,165 @@
+"""The bearer check of ``/mcp``: who the caller is, decided before any read.
+
+Contract (an aiohttp middleware over the ``/mcp`` handler):
+
+- No ``Authorization: Bearer <token>`` → 401 challenge (``authentication_error``).
+- The token is validated (introspection or the ``/v1/schema`` probe, cached ≤ 60 s).
+  Inactive, wrong issuer, wrong audience, revoked or expired → 401 challenge whose code
+  says which, so the client knows to get a new grant.
+- ``owner`` → 403 ``permission_error`` before any read; any kind other than ``client``
+  and ``mcp_package`` → 403 too.
+- ``mcp_package`` → the package resolver's usable children; none → 403
+  ``package_revoked``. The context reads each child with the child's own token.
+- The authorization server unreachable → 503 ``authorization_unavailable`` with
+  ``Retry-After`` (never a pass, never a misleading "invalid token").
+
+On success the request carries a ``GatewayContext`` under ``GATEWAY_CONTEXT``, whose
+RS client is bound to the caller's own token, and nothing else in the gateway ever sees
+the raw ``Authorization`` header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final
+
+from aiohttp import web
+
+from pdpp_gateway.context import GatewayContext, PackageMember
+from pdpp_gateway.hosted.origin import OriginPolicy
+from pdpp_gateway.hosted.packages import PackageResolver
+from pdpp_gateway.hosted.refusals import refusal
+from pdpp_gateway.hosted.tokens import AuthServerUnavailable, BearerValidator, Verdict
+from pdpp_gateway.logs import REQUEST_ID
+from pdpp_gateway.rs.client import RsClient
+
+GATEWAY_CONTEXT: Final = web.RequestKey("gateway_context", GatewayContext)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+OWNER_REFUSAL: Final = (
+    "MCP requires a grant-scoped client token (or an MCP package token). Owner tokens are never "
+    "accepted here: connect the app through the provider to get a scoped, read-only grant."
+)
+_INACTIVE: Final[dict[str, tuple[str, str]]] = {
+    "grant_revoked": (
+        "grant_revoked",
+        "The grant behind this token was revoked. Ask the person to approve a new grant for this app.",
+    ),
+    "grant_expired": (
+        "grant_expired",
+        "The grant behind this token has expired. Ask the person to approve a new grant for this app.",
+    ),
+    "token_expired": ("token_expired", "This token has expired. Refresh it or authorize again."),
+    "token_revoked": ("token_revoked", "This token was revoked. Authorize again to get a new one."),
+    "package_revoked": (
+        "package_revoked",
+        "This MCP package was revoked. Ask the person to approve it again.",
+    ),
+    "audience_mismatch": (
+        "context.audience_mismatch",
+        "This token was issued for another resource and is never forwarded. Get a token for this provider's /mcp resource.",
+    ),
+    "issuer_mismatch": (
+        "context.issuer_mismatch",
+        "This token comes from an authorization server this provider does not trust.",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BearerCheck:
+    validator: BearerValidator
+    packages: PackageResolver | None
+    rs: RsClient
+    provider_url: str
+    policy: OriginPolicy
+
+    def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+        async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+            origin = self.policy.public_origin(request)
+            token = bearer_of(request)
+            if token is None:
+                return refusal(401, "authentication_error", "Missing Bearer token", origin)
+            try:
+                verdict = await self.validator.validate(token)
+            except AuthServerUnavailable:
+                return refusal(
+                    503,
+                    "authorization_unavailable",
+                    "The token could not be checked right now (the authorization server did not answer). Retry shortly.",
+                    origin,
+                    headers={"Retry-After": "5"},
+                )
+            outcome = await self._context(token, verdict, origin)
+            if isinstance(outcome, web.Response):
+                return outcome
+            request[GATEWAY_CONTEXT] = outcome
+            response = await handler(request)
+            if outcome.package:
+                response.headers["X-Pdpp-Grant-Package-Member-Count"] = str(len(outcome.package))
+            return response
+
+        return check
+
+    async def _context(self, token: str, verdict: Verdict, origin: str) -> GatewayContext | web.Response:
+        if not verdict.active:
+            code, message = _INACTIVE.get(
+                verdict.reason or "",
+                ("context.active_false", "The bearer token is not active for this resource."),
+            )
+            return refusal(401, code, message, origin)
+        labels = {"request_id": REQUEST_ID.get() or ""}
+        if verdict.kind == "client":
+            return GatewayContext(rs=self.rs.bind(token), provider_url=self.provider_url, labels=labels)
+        if verdict.kind == "mcp_package":
+            if self.packages is None:
+                return refusal(
+                    403,
+                    "permission_error",
+                    "MCP package tokens need this gateway's introspection settings; use a client grant token.",
+                    origin,
+                )
+            children = await self.packages.members(verdict)
+            if not children:
+                return refusal(
+                    403,
+                    "package_revoked",
+                    "This MCP package has no active child grant left. Approve it again.",
+                    origin,
+                )
+            members = [
+                PackageMember(
+                    rs=self.rs.bind(child.token),
+                    grant_id=child.grant_id,
+                    connection_ids=child.connection_ids,
+                    streams=child.streams,
+                    connector_key=child.connector_key,
+                    display_name=child.display_name,
+                )
+                for child in children
+            ]
+            package = GatewayContext.for_package(members, self.provider_url)
+            return GatewayContext(
+                rs=package.rs,
+                provider_url=package.provider_url,
+                token_kind=package.token_kind,
+                package=package.package,
+                labels=labels,
+            )
+        if verdict.kind == "owner":
+            return refusal(403, "permission_error", OWNER_REFUSAL, origin)
+        return refusal(
+            403,
+            "permission_error",
+            f"Token kind {verdict.kind or 'unknown'!r} is not accepted at /mcp.",
+            origin,
+        )
+
+
+def bearer_of(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Bearer "):
+        return None
+    token = header[7:].strip()
+    return token or None

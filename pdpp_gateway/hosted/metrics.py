@@ -1,0 +1,118 @@
+"""Prometheus metrics of the hosted gateway (``prometheus_client``).
+
+Contract: one ``Metrics`` per application, on its own registry (several apps can live
+in one test process). Labels are bounded sets: the MCP method, the tool name (only the
+six known tools, else ``other``), an outcome (``ok``, ``tool_error``, ``protocol_error``,
+``refused``), a coarse upstream route (``records``, ``search``, ...), never an id, a
+query value or a token. With ``--workers N`` the processes share one view through
+``prometheus_client``'s multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, set by the
+serve command before any metric exists); ``exposition()`` then aggregates every worker.
+
+Why a library: the text exposition format, histogram buckets and multi-process
+aggregation are exactly what ``prometheus_client`` maintains; re-writing them would be
+code of our own with none of its users.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Final
+
+from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+
+from pdpp_gateway.tools.specs import TOOL_NAMES
+
+LATENCY_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_ROUTES: Final = (
+    (re.compile(r"^/v1/schema$"), "schema"),
+    (re.compile(r"^/v1/streams$"), "streams"),
+    (re.compile(r"^/v1/connectors$"), "connectors"),
+    (re.compile(r"^/v1/streams/[^/]+$"), "stream"),
+    (re.compile(r"^/v1/streams/[^/]+/records$"), "records"),
+    (re.compile(r"^/v1/streams/[^/]+/records/[^/]+$"), "record"),
+    (re.compile(r"^/v1/streams/[^/]+/records/[^/]+/field-window$"), "field_window"),
+    (re.compile(r"^/v1/streams/[^/]+/aggregate$"), "aggregate"),
+    (re.compile(r"^/v1/search(/semantic|/hybrid)?$"), "search"),
+    (re.compile(r"^/v1/blobs/[^/]+$"), "blob"),
+)
+
+__all__ = ["CONTENT_TYPE", "Metrics", "upstream_route"]
+
+
+def upstream_route(path: str) -> str:
+    """A bounded label for an RS path (ids and stream names removed)."""
+    plain = path.split("?", 1)[0]
+    for pattern, label in _ROUTES:
+        if pattern.match(plain):
+            return label
+    return "other"
+
+
+def tool_label(name: object) -> str:
+    return name if isinstance(name, str) and name in TOOL_NAMES else "other"
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "pdpp_gateway_mcp_requests",
+            "MCP requests answered, by method, tool and outcome.",
+            ["method", "tool", "outcome"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "pdpp_gateway_mcp_request_seconds",
+            "Time to answer an MCP request, by method, tool and outcome.",
+            ["method", "tool", "outcome"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.responses = Counter(
+            "pdpp_gateway_http_responses",
+            "HTTP responses, by route and status (refusals show here as 4xx/5xx on /mcp).",
+            ["route", "status"],
+            registry=self.registry,
+        )
+        self.upstream_latency = Histogram(
+            "pdpp_gateway_upstream_seconds",
+            "Time of RS reads, by coarse route and status class.",
+            ["route", "status"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.upstream_errors = Counter(
+            "pdpp_gateway_upstream_errors",
+            "RS reads that failed (non-2xx answer or no answer), by coarse route and status.",
+            ["route", "status"],
+            registry=self.registry,
+        )
+        self.token_cache = Counter(
+            "pdpp_gateway_token_cache_lookups",
+            "Bearer verdict cache lookups (introspection or schema probe), by result.",
+            ["result"],
+            registry=self.registry,
+        )
+
+    def observe_request(self, method: str, tool: str, outcome: str, seconds: float) -> None:
+        self.requests.labels(method, tool, outcome).inc()
+        self.latency.labels(method, tool, outcome).observe(seconds)
+
+    def observe_upstream(self, path: str, status: int | None, seconds: float) -> None:
+        route = upstream_route(path)
+        label = f"{status // 100}xx" if status is not None else "none"
+        self.upstream_latency.labels(route, label).observe(seconds)
+        if status is None or status >= 400:
+            self.upstream_errors.labels(route, str(status) if status is not None else "no_answer").inc()
+
+    def observe_token_cache(self, hit: bool) -> None:
+        self.token_cache.labels("hit" if hit else "miss").inc()
+
+    def exposition(self) -> bytes:
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            combined = CollectorRegistry()
+            multiprocess.MultiProcessCollector(combined)  # type: ignore[no-untyped-call]
+            return generate_latest(combined)
+        return generate_latest(self.registry)

@@ -1,0 +1,113 @@
+"""Operations: request ids, the JSON access log, health and readiness, metrics.
+
+Contract:
+
+- ``observe`` (outermost aiohttp middleware): gives every request an id (a sane inbound
+  ``Request-Id``/``X-Request-Id`` is kept, else ``req_<hex>``), echoes it as
+  ``Request-Id``, binds it to ``logs.REQUEST_ID`` for every log line of the request,
+  counts the response by route and status, and writes one JSON access line (method,
+  path without query, status, milliseconds). It never logs headers or bodies.
+- ``/healthz``: 200 while the process serves. ``/readyz``: 200 when the RS answers its
+  discovery document, 503 when it does not or while the process drains on shutdown.
+- ``/metrics``: the Prometheus text exposition.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from pdpp_gateway.hosted.discovery import RsDiscovery
+from pdpp_gateway.hosted.metrics import CONTENT_TYPE, Metrics
+from pdpp_gateway.logs import REQUEST_ID
+
+_access = logging.getLogger("pdpp_gateway.access")
+_SANE_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+_ROUTES: Final = frozenset(
+    {
+        "/mcp",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/connect",
+        "/llms.txt",
+        "/icon.svg",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    }
+)
+DRAINING: Final = web.AppKey("draining", list[bool])
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def observe(metrics: Metrics) -> Middleware:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        inbound = request.headers.get("Request-Id") or request.headers.get("X-Request-Id") or ""
+        request_id = inbound if _SANE_ID.match(inbound) else f"req_{secrets.token_hex(8)}"
+        token = REQUEST_ID.set(request_id)
+        started = time.perf_counter()
+        status = 500
+        try:
+            try:
+                response = await handler(request)
+            except web.HTTPException as error:
+                status = error.status
+                error.headers["Request-Id"] = request_id
+                raise
+            status = response.status
+            response.headers["Request-Id"] = request_id
+            return response
+        finally:
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            route = request.path if request.path in _ROUTES else "other"
+            metrics.responses.labels(route, str(status)).inc()
+            _access.info(
+                "%s %s %s",
+                request.method,
+                route,
+                status,
+                extra={
+                    "fields": {
+                        "method": request.method,
+                        "path": route,
+                        "status": status,
+                        "ms": round(elapsed_ms, 2),
+                    }
+                },
+            )
+            REQUEST_ID.reset(token)
+
+    return middleware
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+def readyz(discovery: Callable[[], RsDiscovery]) -> Handler:
+    async def handler(request: web.Request) -> web.Response:
+        if request.app[DRAINING][0]:
+            return web.json_response({"status": "draining"}, status=503)
+        if not await discovery().reachable():
+            return web.json_response(
+                {"status": "unready", "reason": "the resource server did not answer"}, status=503
+            )
+        return web.json_response({"status": "ready"})
+
+    return handler
+
+
+def metrics_route(metrics: Metrics) -> Handler:
+    async def handler(request: web.Request) -> web.Response:
+        response = web.Response(body=metrics.exposition())
+        response.headers["Content-Type"] = CONTENT_TYPE
+        return response
+
+    return handler

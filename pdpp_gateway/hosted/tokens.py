@@ -1,0 +1,196 @@
+"""What a hosted caller's bearer is: RFC 7662 introspection, or the ``/v1/schema`` probe.
+
+Contract: a ``BearerValidator`` turns a bearer into a ``Verdict`` (active or not, its
+token kind, its grant, and for package tokens the introspection claims the package
+resolver reads). Two implementations:
+
+- ``IntrospectionValidator``: ``POST`` to the authorization server's introspection
+  endpoint with HTTP Basic client credentials. An active answer must carry the
+  expected ``iss`` and an ``aud`` naming this resource (the RS origin or the public
+  ``/mcp`` URL); otherwise the token is treated as invalid and never forwarded.
+- ``SchemaProbeValidator``: without introspection credentials, ``GET /v1/schema`` with
+  the bearer and read ``bearer.token_kind`` (what the RS itself says the token is).
+
+Both sit behind ``CachedValidator``: verdicts are cached under a hash of the token for
+no longer than min(exp, the configured bound ≤ 60 s), so a revoked grant stops working
+within that bound. An unreachable authorization server is ``AuthServerUnavailable``
+(a 503 to the caller), never a silent pass and never a false "invalid token".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+import aiohttp
+import orjson
+
+from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.rs.errors import RsError, RsStatusError
+
+CACHE_ENTRIES: Final = 10_000
+INTROSPECTION_TIMEOUT: Final = aiohttp.ClientTimeout(total=5.0, sock_connect=2.0)
+
+
+class AuthServerUnavailable(Exception):
+    """The token could not be checked (the introspection endpoint or RS did not answer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    active: bool
+    kind: str | None = None
+    grant_id: str | None = None
+    client_id: str | None = None
+    reason: str | None = None  # why inactive: grant_revoked, audience_mismatch, ...
+    expires_at: float | None = None  # epoch seconds, when the token says
+    claims: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def inactive(cls, reason: str) -> Verdict:
+        return cls(active=False, reason=reason)
+
+
+class BearerValidator(Protocol):
+    async def validate(self, token: str) -> Verdict: ...
+
+
+class IntrospectionValidator:
+    """RFC 7662 introspection with client credentials; issuer and audience checked."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        issuer: str | None,
+        audiences: frozenset[str],
+    ) -> None:
+        self._session = session
+        self._url = url
+        self._headers = {
+            "Accept": "application/json",
+            "Authorization": aiohttp.encode_basic_auth(client_id, client_secret),
+        }
+        self._issuer = issuer
+        self._audiences = audiences
+
+    async def validate(self, token: str) -> Verdict:
+        try:
+            async with self._session.post(
+                self._url,
+                data={"token": token},
+                headers=self._headers,
+                timeout=INTROSPECTION_TIMEOUT,
+            ) as response:
+                raw = await response.read()
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise AuthServerUnavailable(f"introspection failed: {type(error).__name__}") from None
+        if status != 200:
+            raise AuthServerUnavailable(f"introspection answered HTTP {status}")
+        try:
+            answer = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise AuthServerUnavailable("introspection answered a non-JSON body") from None
+        if not isinstance(answer, dict):
+            raise AuthServerUnavailable("introspection answered a non-object body")
+        return self._judge(answer)
+
+    def _judge(self, answer: dict[str, Any]) -> Verdict:
+        if answer.get("active") is not True:
+            reason = answer.get("inactive_reason")
+            return Verdict.inactive(reason if isinstance(reason, str) else "inactive")
+        if self._issuer is not None and str(answer.get("iss", "")).rstrip("/") != self._issuer:
+            return Verdict.inactive("issuer_mismatch")
+        audience = answer.get("aud")
+        named = {audience} if isinstance(audience, str) else set(audience or ())
+        if not {str(a).rstrip("/") for a in named} & self._audiences:
+            return Verdict.inactive("audience_mismatch")
+        exp = answer.get("exp")
+        if isinstance(exp, int | float) and exp <= time.time():
+            return Verdict.inactive("token_expired")
+        return Verdict(
+            active=True,
+            kind=_text(answer.get("pdpp_token_kind")),
+            grant_id=_text(answer.get("grant_id")),
+            client_id=_text(answer.get("client_id")),
+            expires_at=float(exp) if isinstance(exp, int | float) else None,
+            claims=answer,
+        )
+
+
+class SchemaProbeValidator:
+    """Without introspection credentials: ask the RS what the bearer is."""
+
+    def __init__(self, rs: RsClient) -> None:
+        self._rs = rs
+
+    async def validate(self, token: str) -> Verdict:
+        try:
+            response = await self._rs.get_json("/v1/schema", (("view", "compact"),), token=token)
+        except RsStatusError as error:
+            if error.status in {401, 403, 404}:
+                return Verdict.inactive(str(error.envelope.get("code") or "inactive"))
+            raise AuthServerUnavailable(f"the RS answered HTTP {error.status} to the bearer probe") from None
+        except RsError:
+            raise AuthServerUnavailable("the RS did not answer the bearer probe") from None
+        bearer = response.body.get("bearer")
+        if not isinstance(bearer, dict):
+            return Verdict.inactive("kind_unknown")
+        return Verdict(
+            active=True,
+            kind=_text(bearer.get("token_kind")),
+            grant_id=_text(bearer.get("grant_id")),
+            client_id=_text(bearer.get("client_id")),
+        )
+
+
+class CachedValidator:
+    """Caches verdicts for at most min(exp, ``ttl``) seconds, bounded in entries."""
+
+    def __init__(
+        self,
+        inner: BearerValidator,
+        ttl: float,
+        *,
+        on_lookup: Callable[[bool], None] = lambda hit: None,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = CACHE_ENTRIES,
+    ) -> None:
+        self._inner = inner
+        self._ttl = ttl
+        self._on_lookup = on_lookup
+        self._clock = clock
+        self._max_entries = max_entries
+        self._entries: OrderedDict[bytes, tuple[float, Verdict]] = OrderedDict()
+
+    async def validate(self, token: str) -> Verdict:
+        key = hashlib.sha256(token.encode()).digest()
+        now = self._clock()
+        cached = self._entries.get(key)
+        if cached is not None and cached[0] > now:
+            self._entries.move_to_end(key)
+            self._on_lookup(True)
+            return cached[1]
+        self._on_lookup(False)
+        verdict = await self._inner.validate(token)
+        lifetime = self._ttl
+        if verdict.expires_at is not None:
+            lifetime = min(lifetime, verdict.expires_at - time.time())
+        if lifetime > 0:
+            self._entries[key] = (self._clock() + lifetime, verdict)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        return verdict
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

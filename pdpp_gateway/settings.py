@@ -1,0 +1,220 @@
+"""Settings of the hosted gateway: one frozen object, parsed once at the edge.
+
+Contract: ``load_settings(flags, env, config_path)`` merges, per setting, the first
+source that has it: command-line flags, then ``PDPP_*`` environment variables, then the
+``[gateway]`` table of ``config/gateway.toml`` (when the file exists), then the
+defaults below. Everything is validated here, at start-up, so a bad value stops the
+process with one clear line (``SettingsError``) instead of failing a request later.
+
+Secrets (the introspection client secret) are kept out of ``repr`` so a logged settings
+object never shows them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from pdpp_gateway.credentials import CredentialError, normalize_provider_url
+
+DEFAULT_CONFIG_PATH: Final = Path("config/gateway.toml")
+MAX_INTROSPECTION_CACHE_SECONDS: Final = 60.0
+LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+# setting name -> environment variable
+ENV_NAMES: Final[dict[str, str]] = {
+    "provider_url": "PDPP_PROVIDER_URL",
+    "host": "PDPP_HOST",
+    "port": "PORT",
+    "rs_internal_url": "PDPP_RS_INTERNAL_URL",
+    "public_url": "PDPP_PUBLIC_URL",
+    "trusted_proxies": "PDPP_TRUSTED_PROXIES",
+    "allowed_hosts": "PDPP_ALLOWED_HOSTS",
+    "allowed_origins": "PDPP_ALLOWED_ORIGINS",
+    "introspection_url": "PDPP_INTROSPECTION_URL",
+    "introspection_client_id": "PDPP_INTROSPECTION_CLIENT_ID",
+    "introspection_client_secret": "PDPP_INTROSPECTION_CLIENT_SECRET",
+    "issuer": "PDPP_ISSUER",
+    "introspection_cache_seconds": "PDPP_INTROSPECTION_CACHE_SECONDS",
+    "workers": "PDPP_WORKERS",
+    "max_body_bytes": "PDPP_MAX_BODY_BYTES",
+    "shutdown_grace_seconds": "PDPP_SHUTDOWN_GRACE_SECONDS",
+    "log_level": "PDPP_LOG_LEVEL",
+    "server_name": "PDPP_MCP_SERVER_NAME",
+}
+_LISTS: Final = frozenset({"trusted_proxies", "allowed_hosts", "allowed_origins"})
+
+
+class SettingsError(ValueError):
+    """A setting is missing or invalid; the message names it and its sources."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostedSettings:
+    provider_url: str
+    host: str = "127.0.0.1"
+    port: int = 8080
+    rs_internal_url: str | None = None
+    public_url: str | None = None
+    trusted_proxies: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    introspection_url: str | None = None
+    introspection_client_id: str | None = None
+    introspection_client_secret: str | None = field(default=None, repr=False)
+    issuer: str | None = None
+    introspection_cache_seconds: float = MAX_INTROSPECTION_CACHE_SECONDS
+    workers: int = 1
+    max_body_bytes: int = 4 * 1024 * 1024
+    shutdown_grace_seconds: float = 30.0
+    log_level: str = "INFO"
+    server_name: str = "pdpp-gateway"
+
+    @property
+    def upstream_url(self) -> str:
+        """Where the gateway sends its ``/v1`` reads (the internal URL when one is set)."""
+        return self.rs_internal_url or self.provider_url
+
+    @property
+    def introspection(self) -> tuple[str, str, str] | None:
+        """``(url, client_id, client_secret)`` when all three are set."""
+        url, client, secret = (
+            self.introspection_url,
+            self.introspection_client_id,
+            self.introspection_client_secret,
+        )
+        return (url, client, secret) if url and client and secret else None
+
+    @property
+    def uses_introspection(self) -> bool:
+        return self.introspection is not None
+
+    @property
+    def expected_issuer(self) -> str | None:
+        """The ``iss`` introspection answers must carry: configured, else the AS's origin."""
+        if self.issuer:
+            return self.issuer.rstrip("/")
+        if not self.introspection_url:
+            return None
+        parts = urlsplit(self.introspection_url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    def host_allow_list(self) -> frozenset[str]:
+        """Lower-cased ``host`` or ``host:port`` entries a request's Host may name."""
+        allowed = {entry.lower() for entry in self.allowed_hosts}
+        for url in (self.provider_url, self.public_url):
+            if url:
+                allowed.add(urlsplit(url).netloc.lower())
+        if self.host in LOOPBACK_HOSTS or self.host in {"0.0.0.0", "::"}:
+            allowed.update(f"{name}:{self.port}" for name in ("127.0.0.1", "localhost", "[::1]"))
+        return frozenset(allowed)
+
+    def origin_allow_list(self) -> frozenset[str]:
+        allowed = {origin.rstrip("/").lower() for origin in self.allowed_origins}
+        for url in (self.provider_url, self.public_url):
+            if url:
+                parts = urlsplit(url)
+                allowed.add(f"{parts.scheme}://{parts.netloc}".lower())
+        if self.host in LOOPBACK_HOSTS:
+            allowed.update(f"http://{name}:{self.port}" for name in ("127.0.0.1", "localhost", "[::1]"))
+        return frozenset(allowed)
+
+
+def load_settings(
+    flags: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    config_path: Path | None = None,
+) -> HostedSettings:
+    """Merge flags > env > config file > defaults and validate the result."""
+    environ = os.environ if env is None else env
+    file_values = _read_config(config_path)
+    raw: dict[str, Any] = {}
+    for setting in fields(HostedSettings):
+        name = setting.name
+        if flags.get(name) not in (None, [], ()):
+            raw[name] = flags[name]
+        elif environ.get(ENV_NAMES[name], "").strip():
+            raw[name] = environ[ENV_NAMES[name]].strip()
+        elif name in file_values:
+            raw[name] = file_values[name]
+    return _validated(raw)
+
+
+def _read_config(path: Path | None) -> dict[str, Any]:
+    target = path if path is not None else DEFAULT_CONFIG_PATH
+    if not target.is_file():
+        if path is not None:
+            raise SettingsError(f"config file {target} does not exist")
+        return {}
+    try:
+        document = tomllib.loads(target.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise SettingsError(f"config file {target} is not valid TOML: {error}") from None
+    table = document.get("gateway", {})
+    if not isinstance(table, dict):
+        raise SettingsError(f"config file {target}: [gateway] must be a table")
+    unknown = sorted(set(table) - set(ENV_NAMES))
+    if unknown:
+        raise SettingsError(f"config file {target}: unknown setting(s) {', '.join(unknown)}")
+    return table
+
+
+def _validated(raw: dict[str, Any]) -> HostedSettings:
+    if not raw.get("provider_url"):
+        raise SettingsError("missing provider URL: pass --provider-url or set PDPP_PROVIDER_URL")
+    values: dict[str, Any] = {}
+    for name, value in raw.items():
+        values[name] = _as_list(value) if name in _LISTS else value
+    for name in ("provider_url", "rs_internal_url", "public_url", "introspection_url"):
+        if values.get(name):
+            values[name] = _url(name, str(values[name]))
+    for name in ("port", "workers", "max_body_bytes"):
+        if name in values:
+            values[name] = _number(name, values[name], int, minimum=1 if name != "port" else 0)
+    for name in ("introspection_cache_seconds", "shutdown_grace_seconds"):
+        if name in values:
+            values[name] = _number(name, values[name], float, minimum=0)
+    cache = values.get("introspection_cache_seconds", MAX_INTROSPECTION_CACHE_SECONDS)
+    values["introspection_cache_seconds"] = min(cache, MAX_INTROSPECTION_CACHE_SECONDS)
+    for proxy in values.get("trusted_proxies", ()):
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise SettingsError(f"trusted proxy {proxy!r} is not an IP address or CIDR network") from None
+    introspection = [
+        values.get(n) for n in ("introspection_url", "introspection_client_id", "introspection_client_secret")
+    ]
+    if any(introspection) and not all(introspection):
+        raise SettingsError(
+            "introspection needs all three of --introspection-url, --introspection-client-id and "
+            "--introspection-client-secret (or none, to validate bearers through GET /v1/schema)"
+        )
+    return HostedSettings(**values)
+
+
+def _as_list(value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
+def _url(name: str, value: str) -> str:
+    try:
+        return normalize_provider_url(value)
+    except CredentialError:
+        raise SettingsError(f"{name} {value!r} is not an http(s) URL") from None
+
+
+def _number(name: str, value: Any, kind: type[int] | type[float], *, minimum: float) -> Any:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{name} must be a number, got {value!r}") from None
+    if number < minimum:
+        raise SettingsError(f"{name} must be at least {minimum}, got {number}")
+    return number
