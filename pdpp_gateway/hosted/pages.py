@@ -1,15 +1,114 @@
-"""Placeholder until the connect page lands (replaced in this same change)."""
+"""The hosted gateway's public assets: the icon, the "Connect an AI app" page, llms.txt.
+
+Contract: pure functions of the public MCP URL and the provider URL, no I/O.
+
+- ``ICON_SVG``: the scalable icon named by ``serverInfo.icons`` and the ``Link`` header.
+- ``connect_page``: one primary payload, the MCP URL, then exact copy-paste setup for
+  Claude Code, Codex, remote-connector apps (ChatGPT, Claude.ai, ...) and the CLI-first
+  path, and a pointer to ``llms.txt``. Every interpolated value is HTML-escaped.
+- ``llms_txt``: the same facts for an agent, plus one line per read tool.
+
+Neither ever asks for, explains or shows owner credentials: an MCP setup that pasted an
+owner bearer would hand an app the person's whole store, which is exactly what a
+scoped grant exists to prevent. Neither mentions tool-surface variants: there is one
+surface, the same for every client.
+"""
 
 from __future__ import annotations
 
+from html import escape
 from typing import Final
 
-ICON_SVG: Final = b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12"/></svg>'
+ICON_SVG: Final = b"""<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" role="img" aria-label="PDPP gateway">
+<rect width="64" height="64" rx="14" fill="#1f3a5f"/>
+<path d="M32 10 50 17v13c0 12-7.6 20.6-18 24-10.4-3.4-18-12-18-24V17z" fill="#e8f0fa"/>
+<circle cx="32" cy="29" r="6" fill="#1f3a5f"/>
+<path d="M29.5 33h5l1.5 11h-8z" fill="#1f3a5f"/>
+</svg>
+"""
+
+TOOL_LINES: Final = (
+    ("schema", "what the grant covers: streams, fields, connections, capabilities. Start here."),
+    (
+        "query_records",
+        "page through one stream's records, with typed filters, ordering and field projection.",
+    ),
+    ("aggregate", "count, sum, min, max or count_distinct over a stream, grouped by a field or by time."),
+    ("search", "lexical, semantic or hybrid search across granted streams; each hit is a fetch handle."),
+    ("fetch", "one record by the handle search returned, as a readable document."),
+    ("read_record_field", "a bounded window of one long text field, when a document was cut."),
+)
+
+_STYLE: Final = """
+body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#1b2430}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.1rem;margin-top:1.8rem}
+.primary{background:#eef4fb;border:1px solid #c9d9ec;border-radius:10px;padding:1rem 1.2rem}
+#mcp-url{font-size:1.15rem;font-weight:600;word-break:break-all}
+pre{background:#f5f6f8;border-radius:8px;padding:.7rem 1rem;overflow-x:auto}
+.note{color:#4a5565;font-size:.92rem}
+"""
+
+
+def _origin(mcp_url: str) -> str:
+    return mcp_url.removesuffix("/mcp")
+
+
+def _block(command: str) -> str:
+    return f"<pre><code>{escape(command)}</code></pre>"
 
 
 def connect_page(mcp_url: str, provider_url: str) -> str:
-    return f"<!doctype html><title>Connect an AI app</title><code id=mcp-url>{mcp_url}</code>"
+    url = escape(mcp_url)
+    llms = escape(f"{_origin(mcp_url)}/llms.txt")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<title>Connect an AI app</title><link rel="icon" href="/icon.svg" type="image/svg+xml">
+<style>{_STYLE}</style></head>
+<body>
+<h1>Connect an AI app</h1>
+<p class="note">Each app gets its own scoped, read-only grant that you approve and can revoke.</p>
+<div class="primary"><p>Paste this MCP server URL into your AI app:</p>
+<p><code id="mcp-url">{url}</code></p></div>
+<h2>Claude Code</h2>
+{_block(f"claude mcp add --transport http pdpp {mcp_url}")}
+<h2>Codex</h2>
+{_block(f"codex mcp add pdpp --url {mcp_url}")}
+<h2>ChatGPT, Claude.ai and other remote MCP clients</h2>
+<p>Add a custom connector (a remote MCP server) with this URL:</p>
+{_block(mcp_url)}
+<p>The app sends you to the provider to sign in and approve what it may read.</p>
+<h2>From a terminal</h2>
+<p>Approve a grant once with the PDPP CLI, then run the gateway locally over stdio:</p>
+{_block(f"pdpp connect {provider_url}")}
+{_block(f"pdpp-gateway stdio --provider-url {provider_url}")}
+<h2>For agents</h2>
+<p>A plain-text summary of how to connect lives at <a href="{llms}">{llms}</a>.</p>
+</body></html>
+"""
 
 
 def llms_txt(mcp_url: str, provider_url: str) -> str:
-    return f"# PDPP\n\n{mcp_url}\n"
+    tools = "\n".join(f"- `{name}`: {what}" for name, what in TOOL_LINES)
+    return f"""# PDPP gateway
+
+> Read-only, grant-scoped MCP access to a person's data held by this PDPP provider.
+
+## Endpoint
+
+- MCP server URL: {mcp_url}
+- Transport: Streamable HTTP; POST one JSON-RPC message, get one JSON response (stateless, no sessions).
+- Auth: a scoped client bearer token from this provider's OAuth flow. Protected-resource metadata:
+  {_origin(mcp_url)}/.well-known/oauth-protected-resource/mcp
+
+## Connect
+
+- Claude Code: `claude mcp add --transport http pdpp {mcp_url}`
+- Codex: `codex mcp add pdpp --url {mcp_url}`
+- Remote-connector apps (ChatGPT, Claude.ai, ...): add a custom connector with the URL above.
+- From a terminal: `pdpp connect {provider_url}`, then `pdpp-gateway stdio --provider-url {provider_url}`.
+
+## Tools (all read-only)
+
+{tools}
+"""

@@ -1,0 +1,160 @@
+"""Who may call /mcp: every refusal is decided before any read, and says what to do."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import pytest
+
+from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
+
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def post(url: str, token: str | None, body: Any = LIST_TOOLS) -> tuple[int, dict[str, str], Any]:
+    headers = dict(HEADERS)
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    async with aiohttp.ClientSession() as http, http.post(url, json=body, headers=headers) as response:
+        return response.status, dict(response.headers), await response.json(content_type=None)
+
+
+def assert_challenge(url: str, headers: dict[str, str], body: Any, code: str) -> None:
+    metadata = url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource/mcp"
+    assert headers["WWW-Authenticate"] == f'Bearer resource_metadata="{metadata}"'
+    assert body["error"]["resource_metadata"] == metadata
+    assert body["error"]["code"] == code
+    assert body["error"]["next_step"]
+    assert headers["Link"] == f'<{url.removesuffix("/mcp")}/icon.svg>; rel="icon"; type="image/svg+xml"'
+
+
+@pytest.mark.parametrize("introspection", [True, False], ids=["introspection", "schema-probe"])
+async def test_missing_bearer_is_challenged_without_any_upstream_call(
+    sandbox: Any, introspection: bool
+) -> None:
+    async with start_gateway(
+        sandbox_settings(sandbox.url, introspection=introspection), public_self=True
+    ) as url:
+        sandbox.reset_calls()
+        status, headers, body = await post(url, None)
+        assert status == 401
+        assert_challenge(url, headers, body, "authentication_error")
+        assert sandbox.calls == []
+
+
+@pytest.mark.parametrize(
+    ("token", "code"),
+    [
+        ("not-a-real-token", "context.active_false"),
+        ("client_expired", "grant_expired"),
+        ("client_revoked", "grant_revoked"),
+        ("client_foreign", "context.audience_mismatch"),
+    ],
+)
+async def test_invalid_bearers_are_challenged_and_make_no_reads(sandbox: Any, token: str, code: str) -> None:
+    async with start_gateway(sandbox_settings(sandbox.url), public_self=True) as url:
+        sandbox.reset_calls()
+        bearer = sandbox.tokens.get(token, token)
+        status, headers, body = await post(url, bearer)
+        assert status == 401
+        assert_challenge(url, headers, body, code)
+        assert bearer not in str(body)
+        assert sandbox.calls == []
+
+
+async def test_owner_token_is_refused_with_403_before_any_read(sandbox: Any) -> None:
+    async with start_gateway(sandbox_settings(sandbox.url)) as url:
+        sandbox.reset_calls()
+        status, headers, body = await post(url, sandbox.tokens["owner"])
+        assert status == 403
+        assert body["error"]["code"] == "permission_error"
+        assert "WWW-Authenticate" not in headers
+        assert "owner" in body["error"]["message"].lower()
+        assert sandbox.calls == []
+
+
+async def test_schema_probe_refuses_owner_after_its_single_check(sandbox: Any) -> None:
+    """Without introspection the only way to learn the kind is the RS's own answer."""
+    async with start_gateway(sandbox_settings(sandbox.url, introspection=False)) as url:
+        sandbox.reset_calls()
+        status, _, body = await post(
+            url,
+            sandbox.tokens["owner"],
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "search", "arguments": {"query": "x"}},
+            },
+        )
+        assert status == 403
+        assert body["error"]["code"] == "permission_error"
+        assert [(c.path, c.query) for c in sandbox.calls] == [("/v1/schema", "view=compact")]
+
+
+async def test_package_with_no_active_child_is_refused(sandbox: Any) -> None:
+    sandbox.set_status("client_work_mail", "revoked")
+    sandbox.set_status("client_chat", "expired")
+    async with start_gateway(sandbox_settings(sandbox.url)) as url:
+        sandbox.reset_calls()
+        status, _, body = await post(url, sandbox.tokens["package"])
+        assert status == 403
+        assert body["error"]["code"] == "package_revoked"
+        assert sandbox.calls == []
+
+
+async def test_revoked_child_leaves_the_package_and_is_never_offered(sandbox: Any) -> None:
+    sandbox.set_status("client_chat", "revoked")
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "schema", "arguments": {}}}
+    async with start_gateway(sandbox_settings(sandbox.url)) as url:
+        status, _, body = await post(url, sandbox.tokens["package"], call)
+        assert status == 200
+        text = body["result"]["content"][0]["text"]
+        assert "cin_mail_work" in text
+        assert "cin_slack_acme" not in text
+        assert {c.token_name for c in sandbox.calls} == {"client_work_mail"}
+
+
+async def test_revocation_is_seen_within_the_cache_bound(sandbox: Any) -> None:
+    settings = sandbox_settings(sandbox.url, introspection_cache_seconds=0.5)
+    async with start_gateway(settings) as url:
+        token = sandbox.tokens["client_work_mail"]
+        assert (await post(url, token))[0] == 200
+        sandbox.set_status("client_work_mail", "revoked")
+        assert (await post(url, token))[0] == 200  # still inside the cached verdict's lifetime
+        await asyncio.sleep(0.6)
+        status, _, body = await post(url, token)
+        assert status == 401
+        assert body["error"]["code"] == "grant_revoked"
+
+
+async def test_verdicts_are_cached_not_reintrospected(sandbox: Any) -> None:
+    async with start_gateway(sandbox_settings(sandbox.url)) as url:
+        for _ in range(3):
+            assert (await post(url, sandbox.tokens["client_narrow"]))[0] == 200
+        async with aiohttp.ClientSession() as http, http.get(url.replace("/mcp", "/metrics")) as response:
+            metrics = await response.text()
+        assert 'pdpp_gateway_token_cache_lookups_total{result="miss"} 1.0' in metrics
+        assert 'pdpp_gateway_token_cache_lookups_total{result="hit"} 2.0' in metrics
+
+
+async def test_unreachable_authorization_server_is_503_not_a_pass(sandbox: Any) -> None:
+    settings = sandbox_settings(sandbox.url, introspection_url="http://127.0.0.1:9/introspect")
+    async with start_gateway(settings) as url:
+        sandbox.reset_calls()
+        status, headers, body = await post(url, sandbox.tokens["client_broad"])
+        assert status == 503
+        assert headers["Retry-After"] == "5"
+        assert body["error"]["code"] == "authorization_unavailable"
+        assert sandbox.calls == []
+
+
+async def test_wrong_introspection_credentials_are_an_outage_not_a_bad_token(sandbox: Any) -> None:
+    settings = sandbox_settings(sandbox.url, introspection_client_secret="wrong")
+    async with start_gateway(settings) as url:
+        status, _, body = await post(url, sandbox.tokens["client_broad"])
+        assert status == 503
+        assert body["error"]["code"] == "authorization_unavailable"

@@ -1,0 +1,154 @@
+"""What the hosted gateway advertises (metadata, icon, connect page, llms.txt) and its probes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import pytest
+
+from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
+
+METADATA = "/.well-known/oauth-protected-resource/mcp"
+
+
+async def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+    async with aiohttp.ClientSession() as http, http.get(url, headers=headers or {}) as response:
+        return response.status, dict(response.headers), await response.text()
+
+
+def base(url: str) -> str:
+    return url.removesuffix("/mcp")
+
+
+async def test_mcp_metadata_names_the_public_endpoint_and_client_kinds_only(shared_sandbox: Any) -> None:
+    async with start_gateway(sandbox_settings(shared_sandbox.url), public_self=True) as url:
+        async with aiohttp.ClientSession() as http, http.get(base(url) + METADATA) as response:
+            assert response.status == 200
+            document = await response.json()
+        assert document["resource"] == url
+        assert document["pdpp_agent_discovery"]["mcp"]["endpoint"] == url
+        assert document["pdpp_token_kinds_supported"] == ["client", "mcp_package"]
+        assert document["authorization_servers"] == [shared_sandbox.url]
+        assert document["pdpp_core_query_base"] == f"{shared_sandbox.url}/v1"
+        text = str(document).lower()
+        assert "logo_uri" not in text
+        assert "profile" not in text
+        assert "owner" not in document["pdpp_token_kinds_supported"]
+
+
+async def test_schema_probe_gateway_does_not_advertise_package_tokens(shared_sandbox: Any) -> None:
+    async with start_gateway(
+        sandbox_settings(shared_sandbox.url, introspection=False), public_self=True
+    ) as url:
+        status, _, _ = await get(base(url) + METADATA)
+        assert status == 200
+        async with aiohttp.ClientSession() as http, http.get(base(url) + METADATA) as response:
+            assert (await response.json())["pdpp_token_kinds_supported"] == ["client"]
+
+
+TRUSTED = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "data.example.org"}
+
+
+async def test_trusted_proxy_forwarded_origin_shapes_metadata_and_challenges(shared_sandbox: Any) -> None:
+    settings = sandbox_settings(
+        shared_sandbox.url, trusted_proxies=("127.0.0.1",), allowed_hosts=("data.example.org",)
+    )
+    async with start_gateway(settings) as url:
+        async with aiohttp.ClientSession() as http:
+            async with http.get(base(url) + METADATA, headers=TRUSTED) as response:
+                document = await response.json()
+            async with http.post(
+                url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=TRUSTED
+            ) as response:
+                challenge = response.headers["WWW-Authenticate"]
+                link = response.headers["Link"]
+        assert document["resource"] == "https://data.example.org/mcp"
+        assert challenge == f'Bearer resource_metadata="https://data.example.org{METADATA}"'
+        assert link.startswith("<https://data.example.org/icon.svg>")
+
+
+async def test_untrusted_peer_cannot_choose_the_advertised_origin(shared_sandbox: Any) -> None:
+    settings = sandbox_settings(
+        shared_sandbox.url, trusted_proxies=("10.9.8.7",), allowed_hosts=("data.example.org",)
+    )
+    async with start_gateway(settings) as url:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(base(url) + METADATA, headers=TRUSTED) as response,
+        ):
+            document = await response.json()
+        assert document["resource"] == f"{shared_sandbox.url}/mcp"
+        assert "data.example.org" not in str(document)
+
+
+async def test_forwarded_host_outside_the_allow_list_is_misdirected(shared_sandbox: Any) -> None:
+    settings = sandbox_settings(shared_sandbox.url, trusted_proxies=("127.0.0.1",))
+    async with start_gateway(settings) as url:
+        status, _, body = await get(base(url) + METADATA, TRUSTED)
+        assert status == 421
+        assert "misdirected_request" in body
+
+
+async def test_icon_connect_page_and_llms_txt(shared_sandbox: Any) -> None:
+    async with start_gateway(sandbox_settings(shared_sandbox.url), public_self=True) as url:
+        status, headers, icon = await get(base(url) + "/icon.svg")
+        assert status == 200
+        assert headers["Content-Type"].startswith("image/svg+xml")
+        assert icon.lstrip().startswith("<svg")
+
+        status, headers, page = await get(base(url) + "/connect")
+        assert status == 200
+        assert headers["Content-Type"].startswith("text/html")
+        assert f"claude mcp add --transport http pdpp {url}" in page
+        assert f"codex mcp add pdpp --url {url}" in page
+        assert f"pdpp connect {shared_sandbox.url}" in page
+        assert "llms.txt" in page
+
+        status, headers, llms = await get(base(url) + "/llms.txt")
+        assert status == 200
+        assert headers["Content-Type"].startswith("text/plain")
+        assert url in llms
+        for document in (page, llms):
+            lowered = document.lower()
+            assert "owner token" not in lowered
+            assert "pdpp_owner_token" not in lowered
+            assert "owner bearer" not in lowered
+            assert "profile" not in lowered
+
+
+async def test_health_readiness_and_metrics(shared_sandbox: Any) -> None:
+    async with start_gateway(sandbox_settings(shared_sandbox.url)) as url:
+        assert (await get(base(url) + "/healthz"))[0] == 200
+        assert (await get(base(url) + "/readyz"))[0] == 200
+        async with aiohttp.ClientSession() as http:
+            headers = {
+                "Authorization": f"Bearer {shared_sandbox.tokens['client_narrow']}",
+                "Accept": "application/json",
+            }
+            call = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "schema", "arguments": {}},
+            }
+            async with http.post(url, json=call, headers=headers) as response:
+                assert response.status == 200
+                assert response.headers["Request-Id"].startswith("req_")
+        status, headers, metrics = await get(base(url) + "/metrics", {"Host": "internal-probe:9999"})
+        assert status == 200
+        assert headers["Content-Type"].startswith("text/plain")
+        assert (
+            'pdpp_gateway_mcp_requests_total{method="tools/call",outcome="ok",tool="schema"} 1.0' in metrics
+        )
+        assert 'pdpp_gateway_upstream_seconds_count{route="schema",status="2xx"}' in metrics
+        assert shared_sandbox.tokens["client_narrow"] not in metrics
+
+
+@pytest.mark.parametrize("path", ["/readyz"])
+async def test_readiness_fails_when_the_rs_is_down(path: str) -> None:
+    settings = sandbox_settings("http://127.0.0.1:9", introspection=False)
+    async with start_gateway(settings) as url:
+        status, _, body = await get(base(url) + path)
+        assert status == 503
+        assert "resource server" in body

@@ -1,0 +1,58 @@
+"""The public assets as text: the URL is the payload, setup copy is exact, no owner material."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pdpp_gateway.hosted.pages import ICON_SVG, connect_page, llms_txt
+from pdpp_gateway.tools.specs import TOOL_NAMES
+
+MCP = "https://data.example.com/mcp"
+PROVIDER = "https://data.example.com"
+FORBIDDEN = ("owner token", "pdpp_owner_token", "owner bearer", "profile")
+
+
+def test_connect_page_leads_with_the_mcp_url_and_exact_setup() -> None:
+    page = connect_page(MCP, PROVIDER)
+    assert f'<code id="mcp-url">{MCP}</code>' in page
+    assert page.index('id="mcp-url"') < page.index("claude mcp add")
+    assert f"claude mcp add --transport http pdpp {MCP}" in page
+    assert f"codex mcp add pdpp --url {MCP}" in page
+    assert f"pdpp connect {PROVIDER}" in page
+    assert f"pdpp-gateway stdio --provider-url {PROVIDER}" in page
+    assert "https://data.example.com/llms.txt" in page
+    assert len(page.encode()) < 8_000
+
+
+def test_connect_page_escapes_what_it_interpolates() -> None:
+    page = connect_page("https://x.example/<script>alert(1)</script>/mcp", PROVIDER)
+    assert "<script>" not in page
+    assert "&lt;script&gt;" in page
+
+
+def test_llms_txt_names_endpoint_metadata_and_every_tool() -> None:
+    text = llms_txt(MCP, PROVIDER)
+    assert text.startswith("# ")
+    assert f"MCP server URL: {MCP}" in text
+    assert "https://data.example.com/.well-known/oauth-protected-resource/mcp" in text
+    for tool in TOOL_NAMES:
+        assert f"`{tool}`" in text
+    assert text.endswith("\n")
+    assert len(text.encode()) < 4_000
+
+
+@pytest.mark.parametrize("render", [connect_page, llms_txt])
+def test_no_owner_credentials_and_no_profiles(render: object) -> None:
+    assert callable(render)
+    lowered = str(render(MCP, PROVIDER)).lower()
+    for phrase in FORBIDDEN:
+        assert phrase not in lowered
+
+
+def test_icon_is_a_small_scalable_svg() -> None:
+    root = ET.fromstring(ICON_SVG)  # noqa: S314 - our own constant, not untrusted input
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert root.get("viewBox") == "0 0 64 64"
+    assert len(ICON_SVG) < 1_500

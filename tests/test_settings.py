@@ -1,0 +1,86 @@
+"""Hosted settings: flags over environment over config file over defaults, checked at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pdpp_gateway.settings import SettingsError, load_settings
+
+
+def write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "gateway.toml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def test_flags_beat_env_beat_file_beat_defaults(tmp_path: Path) -> None:
+    config = write(
+        tmp_path,
+        '[gateway]\nprovider_url = "https://file.example"\nport = 7000\nworkers = 3\nlog_level = "DEBUG"\n',
+    )
+    env = {"PDPP_PROVIDER_URL": "https://env.example", "PORT": "7100"}
+    settings = load_settings({"port": 7200}, env, config)
+    assert settings.provider_url == "https://env.example"
+    assert settings.port == 7200
+    assert settings.workers == 3
+    assert settings.log_level == "DEBUG"
+    assert settings.max_body_bytes == 4 * 1024 * 1024
+
+
+def test_list_settings_accept_commas_in_env(tmp_path: Path) -> None:
+    env = {"PDPP_PROVIDER_URL": "data.example.com", "PDPP_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.4"}
+    settings = load_settings({}, env, write(tmp_path, ""))
+    assert settings.provider_url == "https://data.example.com"
+    assert settings.trusted_proxies == ("10.0.0.0/8", "192.168.1.4")
+
+
+def test_cache_bound_never_exceeds_sixty_seconds(tmp_path: Path) -> None:
+    settings = load_settings(
+        {"provider_url": "https://a.example", "introspection_cache_seconds": 600}, {}, write(tmp_path, "")
+    )
+    assert settings.introspection_cache_seconds == 60
+
+
+def test_secret_is_not_in_repr(tmp_path: Path) -> None:
+    flags = {
+        "provider_url": "https://a.example",
+        "introspection_url": "https://a.example/introspect",
+        "introspection_client_id": "gw",
+        "introspection_client_secret": "s3cret-value",
+    }
+    settings = load_settings(flags, {}, write(tmp_path, ""))
+    assert settings.uses_introspection
+    assert settings.expected_issuer == "https://a.example"
+    assert "s3cret-value" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("flags", "config", "message"),
+    [
+        ({}, "", "missing provider URL"),
+        ({"provider_url": "ftp://x"}, "", "not an http(s) URL"),
+        ({"provider_url": "https://a.example", "port": "eighty"}, "", "port must be a number"),
+        ({"provider_url": "https://a.example", "trusted_proxies": ["proxy.local"]}, "", "not an IP address"),
+        ({"provider_url": "https://a.example", "introspection_url": "https://a.example/i"}, "", "all three"),
+        (
+            {"provider_url": "https://a.example"},
+            "[gateway]\nport_number = 1\n",
+            "unknown setting(s) port_number",
+        ),
+        ({"provider_url": "https://a.example"}, "[gateway\n", "not valid TOML"),
+    ],
+)
+def test_invalid_settings_fail_at_start_with_one_clear_line(
+    tmp_path: Path, flags: dict[str, object], config: str, message: str
+) -> None:
+    with pytest.raises(SettingsError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_settings(flags, {}, write(tmp_path, config))
+
+
+def test_shipped_config_file_is_valid() -> None:
+    shipped = Path(__file__).resolve().parents[1] / "config" / "gateway.toml"
+    settings = load_settings({"provider_url": "https://a.example"}, {}, shipped)
+    assert settings.workers == 1
+    assert settings.introspection_cache_seconds == 60
