@@ -1,11 +1,12 @@
-"""``pdpp-gateway demo``: the gateway on the embedded sandbox RS, ready to connect.
+"""``pdpp-gateway demo``: the hosted gateway on the embedded sandbox RS, ready to connect.
 
-Contract: starts the sandbox RS on loopback, caches a demo client grant the way
-``pdpp connect`` would (in ``--cache-root``, default ``.pdpp-demo``), proves the gateway
-works by running one real stdio session through the SDK client (tools/list, then the
-``schema`` index and a ``search`` as a model would read them), prints copy-paste MCP
-client configuration for that stdio server, and keeps the RS running until Ctrl-C.
-The demo token is sandbox material; printing it is intended.
+Contract: starts the sandbox RS and the hosted gateway (``/mcp``, bearer introspection
+against the sandbox) on loopback, proves the pair works with one real session through
+the SDK's HTTP client (tools/list, then the ``schema`` index and a ``search`` as a model
+reads them), then prints the MCP URL, a demo client token and copy-paste setup for
+Claude Code, Codex and a generic client, and serves until Ctrl-C. It also caches the
+demo grant the way ``pdpp connect`` would (``--cache-root``) and prints the stdio
+alternative. The demo token is sandbox material; printing it is intended.
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ import contextlib
 import sys
 from pathlib import Path
 
-HELP = "Run the gateway on the embedded sandbox RS and print how to connect an MCP client."
+HELP = "Run the hosted gateway on the embedded sandbox RS and print how to connect an MCP client."
+DEMO_TOKEN_NAME = "client_broad"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=7663, help="sandbox RS port (0 picks a free one)")
-    parser.add_argument("--cache-root", default=".pdpp-demo", help="where the demo grant is cached")
+    parser.add_argument(
+        "--gateway-port", type=int, default=7664, help="hosted gateway port (0 picks a free one)"
+    )
+    parser.add_argument("--cache-root", default=".pdpp-demo", help="where the demo grant is cached for stdio")
     parser.add_argument("--once", action="store_true", help="exit after the smoke session instead of serving")
 
 
@@ -38,36 +43,61 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
     import json
     import shutil
 
-    from mcp import Client, StdioServerParameters
-
     from pdpp_gateway.credentials import write_credential
+    from pdpp_gateway.hosted.testing import mcp_http, sandbox_settings, start_gateway
+    from pdpp_gateway.logs import configure_logging
     from pdpp_gateway.sandbox.testing import start_sandbox
 
+    configure_logging("WARNING", json_lines=True)
     async with start_sandbox(host=args.host, port=args.port) as sandbox:
-        token = sandbox.tokens["client_broad"]
-        write_credential(cache_root, sandbox.url, token, grant_id="grt_broad")
-        command = shutil.which("pdpp-gateway") or sys.executable
-        prefix = [] if command != sys.executable else ["-m", "pdpp_gateway"]
-        stdio_args = [*prefix, "stdio", "--provider-url", sandbox.url, "--cache-root", str(cache_root)]
-        print(f"Sandbox RS: {sandbox.url}  (demo client grant: every stream, both mail connections)")
-        print(f"Demo grant cached in {cache_root} (token {token})\n")
-        params = StdioServerParameters(command=command, args=stdio_args)
-        async with Client(params, cache=None) as client:
-            tools = await client.list_tools()
+        token = sandbox.tokens[DEMO_TOKEN_NAME]
+        settings = sandbox_settings(sandbox.url, host=args.host, port=args.gateway_port)
+        async with start_gateway(settings, public_self=True) as url:
+            print(f"Sandbox RS:      {sandbox.url}")
+            print(f"MCP server URL:  {url}")
+            print(f"Demo token:      {token}   (client grant: every stream, both mail connections)\n")
+            async with mcp_http(url, token, "auto") as client:
+                tools = await client.list_tools()
+                print(
+                    f"Connected over Streamable HTTP ({client.protocol_version}); "
+                    f"tools: {', '.join(t.name for t in tools.tools)}\n"
+                )
+                for tool, arguments in (("schema", {}), ("search", {"query": "Lisbon deposit", "limit": 3})):
+                    result = await client.call_tool(tool, arguments)
+                    text = (
+                        result.content[0].text if result.content and result.content[0].type == "text" else ""
+                    )
+                    print(f"--- {tool} {json.dumps(arguments)} ---\n{text}\n")
+            header = f"Authorization: Bearer {token}"
+            print("Connect an MCP client to the hosted gateway:")
+            print(f'  Claude Code: claude mcp add --transport http pdpp-sandbox {url} --header "{header}"')
+            print(f"  Codex:       export PDPP_SANDBOX_TOKEN={token}")
             print(
-                f"Connected over stdio ({client.protocol_version}); tools: {', '.join(t.name for t in tools.tools)}\n"
+                f"               codex mcp add pdpp-sandbox --url {url} --bearer-token-env-var PDPP_SANDBOX_TOKEN"
             )
-            for tool, arguments in (("schema", {}), ("search", {"query": "Lisbon deposit", "limit": 3})):
-                result = await client.call_tool(tool, arguments)
-                text = result.content[0].text if result.content and result.content[0].type == "text" else ""
-                print(f"--- {tool} {json.dumps(arguments)} ---\n{text}\n")
-        config = {"mcpServers": {"pdpp-sandbox": {"command": command, "args": stdio_args}}}
-        print("Add this server to an MCP client (Claude Desktop, Claude Code, Codex, ...):")
-        print(json.dumps(config, indent=2))
-        print(f"\nClaude Code: claude mcp add pdpp-sandbox -- {command} {' '.join(stdio_args)}")
-        print(f"Codex:       codex mcp add pdpp-sandbox -- {command} {' '.join(stdio_args)}")
-        if args.once:
-            return 0
-        print("\nThe sandbox RS keeps running for your client; Ctrl-C to stop.", flush=True)
-        await asyncio.Event().wait()
+            generic = {
+                "mcpServers": {
+                    "pdpp-sandbox": {
+                        "type": "http",
+                        "url": url,
+                        "headers": {"Authorization": f"Bearer {token}"},
+                    }
+                }
+            }
+            print("  Any client (JSON config):")
+            print(json.dumps(generic, indent=2))
+            print(
+                f"\nConnect page: {url.removesuffix('/mcp')}/connect   Agent summary: {url.removesuffix('/mcp')}/llms.txt"
+            )
+
+            write_credential(cache_root, sandbox.url, token, grant_id="grt_broad")
+            command = shutil.which("pdpp-gateway") or f"{sys.executable} -m pdpp_gateway"
+            print(
+                f"\nOr run it locally over stdio (grant cached in {cache_root}):\n"
+                f"  {command} stdio --provider-url {sandbox.url} --cache-root {cache_root}"
+            )
+            if args.once:
+                return 0
+            print("\nServing until Ctrl-C.", flush=True)
+            await asyncio.Event().wait()
     return 0

@@ -28,19 +28,30 @@ def _cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subproces
     )
 
 
-def test_demo_runs_the_gateway_on_the_sandbox_and_prints_client_setup(tmp_path: Path) -> None:
-    done = _cli("demo", "--port", "0", "--cache-root", str(tmp_path / "cache"), "--once")
+def test_demo_runs_the_hosted_gateway_on_the_sandbox_and_prints_client_setup(tmp_path: Path) -> None:
+    done = _cli(
+        "demo", "--port", "0", "--gateway-port", "0", "--cache-root", str(tmp_path / "cache"), "--once"
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
+    url = re.search(r"MCP server URL:\s+(http://127\.0\.0\.1:\d+/mcp)", out)
+    token = re.search(r"Demo token:\s+(\S+)", out)
+    assert url, out
+    assert token, out
     assert "tools: schema, query_records, aggregate, search, fetch, read_record_field" in out
     for stream in ("messages", "message_bodies", "issues", "recently_played", "pay_statements"):
         assert stream in out  # the schema index, as a model reads it
     assert "read_record_field {" in out  # the search evidence ladder
+    header = f"Authorization: Bearer {token.group(1)}"
+    assert f'claude mcp add --transport http pdpp-sandbox {url.group(1)} --header "{header}"' in out
+    assert f"codex mcp add pdpp-sandbox --url {url.group(1)} --bearer-token-env-var PDPP_SANDBOX_TOKEN" in out
     config = json.loads(out[out.index('{\n  "mcpServers"') : out.index("\n}\n") + 2])
-    server = config["mcpServers"]["pdpp-sandbox"]
-    assert "stdio" in server["args"]
-    assert "claude mcp add pdpp-sandbox" in out
-    assert "codex mcp add pdpp-sandbox" in out
+    assert config["mcpServers"]["pdpp-sandbox"] == {
+        "type": "http",
+        "url": url.group(1),
+        "headers": {"Authorization": f"Bearer {token.group(1)}"},
+    }
+    assert "stdio --provider-url" in out
 
 
 def test_cli_search_then_read_field_walks_the_evidence_ladder(tmp_path: Path, shared_sandbox: Any) -> None:
