@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
+from typing import Final
 from urllib.parse import quote, unquote
 
 import orjson
@@ -53,6 +55,9 @@ class RecordRef:
         return RECORD_URI_PREFIX + quote(self.handle, safe="")
 
 
+_CONTROL_CHARS: Final = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def segment_problem(value: object) -> str | None:
     """Why ``value`` cannot be an id segment (stream, record id, connection id), or None."""
     if not isinstance(value, str) or not value:
@@ -63,7 +68,7 @@ def segment_problem(value: object) -> str | None:
         return "contains '..'"
     if "/" in value or "\\" in value:
         return "contains a path separator"
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+    if _CONTROL_CHARS.search(value):
         return "contains control characters"
     return None
 

@@ -21,7 +21,7 @@ the raw ``Authorization`` header.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from aiohttp import web
@@ -139,14 +139,7 @@ class BearerCheck:
                 )
                 for child in children
             ]
-            package = GatewayContext.for_package(members, self.provider_url)
-            return GatewayContext(
-                rs=package.rs,
-                provider_url=package.provider_url,
-                token_kind=package.token_kind,
-                package=package.package,
-                labels=labels,
-            )
+            return replace(GatewayContext.for_package(members, self.provider_url), labels=labels)
         if verdict.kind == "owner":
             return refusal(403, "permission_error", OWNER_REFUSAL, origin)
         return refusal(

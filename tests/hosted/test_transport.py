@@ -46,9 +46,11 @@ async def send(
 
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
 async def test_get_and_delete_answer_405(gateway: str, shared_sandbox: Any, method: str) -> None:
+    shared_sandbox.reset_calls()
     status, headers, _ = await send(method, gateway, auth(shared_sandbox))
     assert status == 405
     assert headers["Allow"] == "POST"
+    assert shared_sandbox.calls == []
 
 
 @pytest.mark.parametrize(
@@ -66,9 +68,11 @@ async def test_get_and_delete_answer_405(gateway: str, shared_sandbox: Any, meth
 async def test_bad_requests_get_json_rpc_errors(
     gateway: str, shared_sandbox: Any, headers: dict[str, str], data: bytes, status: int, code: int
 ) -> None:
+    shared_sandbox.reset_calls()
     got, _, body = await send("POST", gateway, auth(shared_sandbox, **headers), data)
     assert got == status
     assert orjson.loads(body)["error"]["code"] == code
+    assert shared_sandbox.calls == []
 
 
 async def test_oversize_body_is_413_without_introspection(shared_sandbox: Any) -> None:

@@ -1,0 +1,193 @@
+"""Hosted gateway benchmark: what /mcp adds over a direct RS read, throughput, memory.
+
+Run: ``.venv/bin/python benchmarks/gateway_bench.py [--calls N] [--seconds S]``
+
+Three processes on this machine: the sandbox RS (``pdpp-gateway sandbox``), the hosted
+gateway (``pdpp-gateway serve``, introspection on, one worker) and this load client
+(aiohttp, keep-alive). The measured tool call is ``query_records`` for one stream page,
+which the gateway turns into exactly one RS GET (checked from the gateway's own
+metrics), so the baseline is that same GET sent straight to the RS in the same run.
+
+Prints, with ratios against the baseline measured in the same run:
+- latency p50/p99 of the direct GET and of the ``tools/call``, and the gateway's added
+  p50/p99 (target: added p50 under 1.5 ms);
+- requests per second at concurrency 1, 16 and 64, direct and through the gateway;
+- the gateway's RSS after warm-up and after 5,000 / 10,000 / 20,000 calls (target: flat).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import re
+import socket
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "sbx_client_narrow_7c1e94b2"  # sandbox fixture material
+QUERY = (("limit", "5"), ("connection_id", "cin_mail_work"))
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {
+        "name": "query_records",
+        "arguments": {"stream": "messages", "limit": 5, "connection_id": "cin_mail_work"},
+    },
+}
+HEADERS = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.asynccontextmanager
+async def process(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "pdpp_gateway",
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    try:
+        yield child
+    finally:
+        child.terminate()
+        await child.wait()
+
+
+async def wait_up(url: str) -> None:
+    deadline = time.monotonic() + 60
+    async with aiohttp.ClientSession() as http:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(aiohttp.ClientError):
+                async with http.get(url) as response:
+                    if response.status < 500:
+                        return
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def timed(n: int, once: Callable[[], Awaitable[None]]) -> list[float]:
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        await once()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+async def throughput(concurrency: int, seconds: float, once: Callable[[], Awaitable[None]]) -> float:
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal done
+        while time.perf_counter() < stop:
+            await once()
+            done += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done / (time.perf_counter() - started)
+
+
+def rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    match = re.search(r"VmRSS:\s+(\d+) kB", status)
+    return int(match.group(1)) / 1024 if match else float("nan")
+
+
+async def main(calls: int, seconds: float) -> None:
+    rs_port, gw_port = free_port(), free_port()
+    rs_url, gw_url = f"http://127.0.0.1:{rs_port}", f"http://127.0.0.1:{gw_port}/mcp"
+    serve_args = [
+        "serve", "--provider-url", rs_url, "--port", str(gw_port), "--log-level", "WARNING",
+        "--introspection-url", f"{rs_url}/introspect", "--introspection-client-id", "pdpp-gateway",
+        "--introspection-client-secret", "sandbox-introspection-secret",
+    ]  # fmt: skip
+    async with process("sandbox", "--port", str(rs_port)), process(*serve_args) as gateway:
+        await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
+        await wait_up(gw_url.replace("/mcp", "/healthz"))
+        connector = aiohttp.TCPConnector(limit=128)
+        async with aiohttp.ClientSession(connector=connector) as http:
+
+            async def direct() -> None:
+                async with http.get(
+                    f"{rs_url}/v1/streams/messages/records", params=QUERY, headers=HEADERS
+                ) as r:
+                    assert r.status == 200
+                    await r.read()
+
+            async def through() -> None:
+                async with http.post(gw_url, json=CALL, headers=HEADERS) as r:
+                    assert r.status == 200
+                    body = await r.json()
+                    assert not body["result"].get("isError"), body
+
+            await timed(300, direct)
+            await timed(300, through)
+            async with http.get(gw_url.replace("/mcp", "/metrics")) as r:
+                metrics = await r.text()
+            gets = re.search(
+                r'pdpp_gateway_upstream_seconds_count\{route="records",status="2xx"\} (\S+)', metrics
+            )
+            upstream_per_call = float(gets.group(1)) / 300 if gets else float("nan")
+            rss_warm = rss_mib(gateway.pid)
+
+            base = await timed(calls, direct)
+            via = await timed(calls, through)
+            b50, b99 = statistics.median(base), percentile(base, 0.99)
+            g50, g99 = statistics.median(via), percentile(via, 0.99)
+            print(f"tool call = query_records (1 page of 5); RS GETs per tool call: {upstream_per_call:.2f}")
+            print(f"sequential latency over {calls} calls (ms)")
+            print(f"  direct RS GET   p50 {b50:6.2f}  p99 {b99:6.2f}  (baseline)")
+            print(
+                f"  via /mcp        p50 {g50:6.2f}  p99 {g99:6.2f}  (x{g50 / b50:.2f} p50, x{g99 / b99:.2f} p99)"
+            )
+            print(
+                f"  gateway adds    p50 {g50 - b50:6.2f}  p99 {g99 - b99:6.2f}  (target: added p50 < 1.5 ms)"
+            )
+
+            print(f"throughput (req/s over {seconds:.0f} s each)")
+            for concurrency in (1, 16, 64):
+                d = await throughput(concurrency, seconds, direct)
+                g = await throughput(concurrency, seconds, through)
+                print(f"  concurrency {concurrency:>2}: direct {d:7.0f}  via /mcp {g:7.0f}  (x{g / d:.2f})")
+
+            print("gateway RSS (MiB)")
+            print(f"  after warm-up           {rss_warm:7.1f}  (baseline)")
+            total = 0
+            for mark in (5_000, 10_000, 20_000):
+                while total < mark:
+                    await asyncio.gather(*(through() for _ in range(50)))
+                    total += 50
+                rss = rss_mib(gateway.pid)
+                print(f"  after {mark:>6,} calls      {rss:7.1f}  (x{rss / rss_warm:.2f})")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    options = parser.parse_args()
+    asyncio.run(main(options.calls, options.seconds))
