@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 JSONObject = dict[str, Any]
+In = TypeVar("In")
+Out = TypeVar("Out")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +60,26 @@ class Middleware(Protocol):
 
 def compose(stages: Sequence[Middleware], terminal: Next) -> Next:
     """Chain ``stages`` around ``terminal``; ``stages[0]`` runs first."""
+    return chain(stages, terminal)
+
+
+def chain(
+    stages: Sequence[Callable[[In, Callable[[In], Awaitable[Out]]], Awaitable[Out]]],
+    terminal: Callable[[In], Awaitable[Out]],
+) -> Callable[[In], Awaitable[Out]]:
+    """The same composition for any ``(request, next_) -> response`` stage shape
+    (the hosted door chains its aiohttp stages with it)."""
     handler = terminal
     for stage in reversed(stages):
         handler = _bind(stage, handler)
     return handler
 
 
-def _bind(stage: Middleware, next_: Next) -> Next:
-    async def run(call: ToolCall) -> ToolResult:
-        return await stage(call, next_)
+def _bind(
+    stage: Callable[[In, Callable[[In], Awaitable[Out]]], Awaitable[Out]],
+    next_: Callable[[In], Awaitable[Out]],
+) -> Callable[[In], Awaitable[Out]]:
+    async def run(request: In) -> Out:
+        return await stage(request, next_)
 
     return run

@@ -20,7 +20,7 @@ from settings or trusted proxies), so ``serverInfo.icons`` always names the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ import mcp.types as types
 from aiohttp import web
 from mcp.server import Server, ServerRequestContext
 
+from middleware import chain
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
@@ -50,7 +51,6 @@ from pdpp_gateway.server import build_server
 from pdpp_gateway.settings import HostedSettings
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Stage = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 
 @dataclass
@@ -81,21 +81,6 @@ def _caller_context(ctx: ServerRequestContext) -> GatewayContext:
     if not isinstance(request, web.Request):
         raise TypeError("the hosted MCP server only serves requests from its aiohttp endpoint")
     return request[GATEWAY_CONTEXT]
-
-
-def chain(stages: Sequence[Stage], handler: Handler) -> Handler:
-    """Compose ``(request, handler)`` stages around ``handler``, first stage outermost."""
-    wrapped = handler
-    for stage in reversed(stages):
-        wrapped = _bind(stage, wrapped)
-    return wrapped
-
-
-def _bind(stage: Stage, inner: Handler) -> Handler:
-    async def bound(request: web.Request) -> web.StreamResponse:
-        return await stage(request, inner)
-
-    return bound
 
 
 def create_app(settings: HostedSettings, *, packages: PackageResolver | None = None) -> web.Application:

@@ -87,6 +87,9 @@ def serve_workers(settings: HostedSettings) -> int:
     if settings.workers <= 1:
         run_worker(settings, reuse_port=False)
         return 0
+    from pdpp_gateway.logs import configure_logging
+
+    configure_logging(settings.log_level, json_lines=True)
     metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     cleanup: tempfile.TemporaryDirectory[str] | None = None
     if not metrics_dir:

@@ -64,7 +64,7 @@ async def serve(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[
         "--port",
         "0",
         *args,
-        stdout=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         env=gateway_env(env),
     )
@@ -74,7 +74,9 @@ async def serve(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[
     finally:
         if process.returncode is None:
             process.kill()
-            await process.wait()
+        assert process.stderr is not None
+        await process.stderr.read()  # to end of file, so the pipe transport closes
+        await process.wait()
 
 
 def introspection_args(sandbox: Any) -> list[str]:
