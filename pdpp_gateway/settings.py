@@ -41,6 +41,7 @@ ENV_NAMES: Final[dict[str, str]] = {
     "introspection_client_id": "PDPP_INTROSPECTION_CLIENT_ID",
     "introspection_client_secret": "PDPP_INTROSPECTION_CLIENT_SECRET",
     "issuer": "PDPP_ISSUER",
+    "package_file": "PDPP_PACKAGE_FILE",
     "introspection_cache_seconds": "PDPP_INTROSPECTION_CACHE_SECONDS",
     "workers": "PDPP_WORKERS",
     "max_body_bytes": "PDPP_MAX_BODY_BYTES",
@@ -69,6 +70,7 @@ class HostedSettings:
     introspection_client_id: str | None = None
     introspection_client_secret: str | None = field(default=None, repr=False)
     issuer: str | None = None
+    package_file: str | None = None  # operator file: grant_package_id -> child grants (token env names)
     introspection_cache_seconds: float = MAX_INTROSPECTION_CACHE_SECONDS
     workers: int = 1
     max_body_bytes: int = 4 * 1024 * 1024
@@ -195,6 +197,14 @@ def _validated(raw: dict[str, Any]) -> HostedSettings:
             "introspection needs all three of --introspection-url, --introspection-client-id and "
             "--introspection-client-secret (or none, to validate bearers through GET /v1/schema)"
         )
+    package_file = values.get("package_file")
+    if package_file:
+        if not Path(str(package_file)).is_file():
+            raise SettingsError(f"package file {package_file} does not exist")
+        if not all(introspection):
+            raise SettingsError(
+                "a package file needs introspection (package tokens are only recognised by it)"
+            )
     return HostedSettings(**values)
 
 

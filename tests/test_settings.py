@@ -70,6 +70,7 @@ def test_secret_is_not_in_repr(tmp_path: Path) -> None:
             "unknown setting(s) port_number",
         ),
         ({"provider_url": "https://a.example"}, "[gateway\n", "not valid TOML"),
+        ({"provider_url": "https://a.example", "package_file": "/nonexistent.json"}, "", "does not exist"),
     ],
 )
 def test_invalid_settings_fail_at_start_with_one_clear_line(
@@ -84,3 +85,12 @@ def test_shipped_config_file_is_valid() -> None:
     settings = load_settings({"provider_url": "https://a.example"}, {}, shipped)
     assert settings.workers == 1
     assert settings.introspection_cache_seconds == 60
+
+
+def test_package_file_needs_introspection(tmp_path: Path) -> None:
+    packages = tmp_path / "packages.json"
+    packages.write_text("{}", encoding="utf-8")
+    with pytest.raises(SettingsError, match="needs introspection"):
+        load_settings(
+            {"provider_url": "https://a.example", "package_file": str(packages)}, {}, write(tmp_path, "")
+        )

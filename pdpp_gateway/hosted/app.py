@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -37,7 +38,7 @@ from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_resource_metadata
 from pdpp_gateway.hosted.metrics import Metrics
 from pdpp_gateway.hosted.ops import DRAINING, healthz, metrics_route, observe, readyz
 from pdpp_gateway.hosted.origin import OriginPolicy, host_guard
-from pdpp_gateway.hosted.packages import IntrospectionPackageResolver, PackageResolver
+from pdpp_gateway.hosted.packages import FilePackageResolver, IntrospectionPackageResolver, PackageResolver
 from pdpp_gateway.hosted.refusals import icon_link
 from pdpp_gateway.hosted.tokens import (
     BearerValidator,
@@ -86,11 +87,7 @@ def _caller_context(ctx: ServerRequestContext) -> GatewayContext:
 def create_app(settings: HostedSettings, *, packages: PackageResolver | None = None) -> web.Application:
     metrics = Metrics()
     policy = OriginPolicy.from_settings(settings)
-    resolver = (
-        packages
-        if packages is not None
-        else (IntrospectionPackageResolver() if settings.uses_introspection else None)
-    )
+    resolver = packages if packages is not None else _package_resolver(settings)
     gateway = Gateway(settings, metrics, policy, resolver)
     app = web.Application(
         middlewares=[observe(metrics), host_guard(policy)], client_max_size=settings.max_body_bytes
@@ -198,6 +195,14 @@ def _validator(settings: HostedSettings, rs: RsClient, session: aiohttp.ClientSe
         issuer=settings.expected_issuer,
         audiences=frozenset(audiences),
     )
+
+
+def _package_resolver(settings: HostedSettings) -> PackageResolver | None:
+    if not settings.uses_introspection:
+        return None
+    if settings.package_file:
+        return FilePackageResolver(Path(settings.package_file))
+    return IntrospectionPackageResolver()
 
 
 async def _start_draining(app: web.Application) -> None:

@@ -121,6 +121,13 @@ class BearerCheck:
                     origin,
                 )
             children = await self.packages.members(verdict)
+            if children is None:
+                return refusal(
+                    403,
+                    "permission_error",
+                    "This gateway cannot resolve this MCP package's child grants; use a client grant token.",
+                    origin,
+                )
             if not children:
                 return refusal(
                     403,

@@ -1,7 +1,8 @@
 """Package resolution: which child grants an ``mcp_package`` bearer stands for.
 
 Contract: a ``PackageResolver`` maps an active package ``Verdict`` to its usable child
-grants (``ChildGrant``: the child's OWN client token, grant id, connections, streams,
+grants, or to ``None`` when it has no knowledge of that package at all (so the caller
+hears "cannot resolve", not a false "revoked") (``ChildGrant``: the child's OWN client token, grant id, connections, streams,
 source labels). The gateway reads each child with that child's token and never with
 the package token, which the RS refuses on ``/v1``. A child that is not active is left
 out, so it is never offered as a usable connection. An empty answer means the package
@@ -40,17 +41,17 @@ class ChildGrant:
 
 
 class PackageResolver(Protocol):
-    async def members(self, verdict: Verdict) -> Sequence[ChildGrant]: ...
+    async def members(self, verdict: Verdict) -> Sequence[ChildGrant] | None: ...
 
 
 class IntrospectionPackageResolver:
     """Children straight from the introspection answer's ``package.members``."""
 
-    async def members(self, verdict: Verdict) -> Sequence[ChildGrant]:
+    async def members(self, verdict: Verdict) -> Sequence[ChildGrant] | None:
         package = verdict.claims.get("package")
         listed = package.get("members") if isinstance(package, Mapping) else None
         if not isinstance(listed, list):
-            return ()
+            return None
         return tuple(child for entry in listed if (child := _child(entry)) is not None)
 
 
@@ -66,9 +67,11 @@ class FilePackageResolver:
         }
         self._env = os.environ if env is None else env
 
-    async def members(self, verdict: Verdict) -> Sequence[ChildGrant]:
+    async def members(self, verdict: Verdict) -> Sequence[ChildGrant] | None:
         package_id = verdict.claims.get("grant_package_id")
-        entries = self._packages.get(str(package_id), []) if package_id else []
+        if not package_id or str(package_id) not in self._packages:
+            return None
+        entries = self._packages[str(package_id)]
         found = []
         for entry in entries:
             if not isinstance(entry, dict):

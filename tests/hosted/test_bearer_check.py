@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
+from pdpp_gateway.hosted.packages import FilePackageResolver
 from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -158,3 +161,54 @@ async def test_wrong_introspection_credentials_are_an_outage_not_a_bad_token(san
         status, _, body = await post(url, sandbox.tokens["client_broad"])
         assert status == 503
         assert body["error"]["code"] == "authorization_unavailable"
+
+
+async def test_foreign_issuer_is_challenged(sandbox: Any) -> None:
+    settings = sandbox_settings(sandbox.url, issuer="https://some-other-as.example")
+    async with start_gateway(settings, public_self=True) as url:
+        sandbox.reset_calls()
+        status, headers, body = await post(url, sandbox.tokens["client_broad"])
+        assert status == 401
+        assert_challenge(url, headers, body, "context.issuer_mismatch")
+        assert sandbox.calls == []
+
+
+def package_file(tmp_path: Path, package_id: str) -> Path:
+    path = tmp_path / "packages.json"
+    member = {
+        "token_env": "CHILD_WORK_MAIL",
+        "grant_id": "grt_work_mail",
+        "connection_ids": ["cin_mail_work"],
+        "streams": ["messages", "threads", "message_bodies", "attachments"],
+        "source": {"connector_key": "gmail", "display_name": "Work"},
+    }
+    path.write_bytes(orjson.dumps({package_id: [member]}))
+    return path
+
+
+async def test_operator_package_file_resolves_children_from_the_environment(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    resolver = FilePackageResolver(
+        package_file(tmp_path, "gpk_demo"), env={"CHILD_WORK_MAIL": sandbox.tokens["client_work_mail"]}
+    )
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "schema", "arguments": {}}}
+    async with start_gateway(sandbox_settings(sandbox.url), packages=resolver) as url:
+        status, headers, body = await post(url, sandbox.tokens["package"], call)
+        assert status == 200
+        assert headers["X-Pdpp-Grant-Package-Member-Count"] == "1"
+        text = body["result"]["content"][0]["text"]
+        assert "cin_mail_work" in text
+        assert "cin_slack_acme" not in text
+        assert {c.token_name for c in sandbox.calls} == {"client_work_mail"}
+
+
+async def test_unknown_package_is_refused_as_unresolvable_not_revoked(sandbox: Any, tmp_path: Path) -> None:
+    resolver = FilePackageResolver(package_file(tmp_path, "gpk_other"), env={})
+    async with start_gateway(sandbox_settings(sandbox.url), packages=resolver) as url:
+        sandbox.reset_calls()
+        status, _, body = await post(url, sandbox.tokens["package"])
+        assert status == 403
+        assert body["error"]["code"] == "permission_error"
+        assert "cannot resolve" in body["error"]["message"]
+        assert sandbox.calls == []
