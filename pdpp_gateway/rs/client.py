@@ -16,7 +16,9 @@ Contract:
 - JSON bodies are read with a size cap and must be objects; blobs are read up to
   ``max_bytes`` and never buffered beyond it.
 - Logs name the method, path, status and elapsed time: never the token, never query
-  values (they may carry a person's search terms).
+  values (they may carry a person's search terms). An optional ``observer`` is told
+  (path, status or None, seconds) of every read, for metrics.
+- An empty token sends no ``Authorization`` header (public discovery documents only).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ and client, capabilities, discovery hints) and ``/.well-known/oauth-protected-re
 mcp_package, ``pdpp_agent_discovery.mcp``); ``GET /`` the discovery index;
 ``POST /introspect`` (form ``token=``, HTTP Basic client credentials; wrong credentials
 401 with ``WWW-Authenticate: Basic realm="introspection"``). Active answers carry
-``iss`` (the sandbox origin), ``aud`` (the RS origin), ``exp``, ``pdpp_token_kind`` and the
+``iss`` (the sandbox origin), ``aud`` (the RS origin, or a fixture's foreign audience), ``exp``, ``pdpp_token_kind`` and the
 grant; inactive ones are ``{"active": false, "inactive_reason": ...}``. Package tokens
 list their members with each child's own token (a sandbox extension, see ``config``).
 """
