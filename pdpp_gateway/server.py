@@ -72,7 +72,7 @@ def build_server(
     ) -> types.ReadResourceResult:
         return await resources.read(context_for(ctx), str(params.uri))
 
-    return Server(
+    server: Server = Server(
         name,
         version=__version__,
         title="PDPP gateway",
@@ -85,3 +85,9 @@ def build_server(
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
     )
+    # The SDK's only default middleware opens an OpenTelemetry span per request. With no
+    # exporter it records nothing, yet it cost about 0.3 ms a request here (tools/list over
+    # HTTP: 1.13 -> 0.74 ms p50 without it). The gateway reports through Prometheus and
+    # JSON logs instead.
+    server.middleware.clear()
+    return server
