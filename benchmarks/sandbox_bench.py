@@ -84,6 +84,20 @@ async def main(records: int, samples: int) -> None:
             )
             print(
                 _line(
+                    "FTS search, one common word (events)",
+                    await _timed(samples, lambda: get("/v1/search?q=project&streams=events&limit=25")),
+                    baseline,
+                )
+            )
+            print(
+                _line(
+                    "FTS search, one common word (all)",
+                    await _timed(samples, lambda: get("/v1/search?q=team&limit=25")),
+                    baseline,
+                )
+            )
+            print(
+                _line(
                     "FTS search, rare word",
                     await _timed(
                         samples, lambda: get("/v1/search?q=workshop+forecast+renewal&streams=events&limit=25")

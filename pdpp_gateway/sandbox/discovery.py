@@ -5,7 +5,16 @@ and client, capabilities, discovery hints) and ``/.well-known/oauth-protected-re
 (the hosted MCP resource: ``resource`` = ``<origin>/mcp``, token kinds client and
 mcp_package, ``pdpp_agent_discovery.mcp``); ``GET /`` the discovery index;
 ``POST /introspect`` (form ``token=``, HTTP Basic client credentials; wrong credentials
-401 with ``WWW-Authenticate: Basic realm="introspection"``). Active answers carry
+401 with ``WWW-Authenticate: Basic realm="introspection"``; a body that is not UTF-8 form
+data 400 ``invalid_request``).
+
+The metadata documents carry every member of the reference's (captures 01/02) that the
+sandbox can state truthfully. Left out on purpose, because the sandbox has no such thing:
+``capabilities.client_event_subscriptions`` (no webhooks), the embedding-model members
+of ``semantic_retrieval`` (``dimensions``, ``score.comparable_with``, ``language_bias``:
+the scorer is token overlap), and ``pdpp_agent_discovery.cli`` / ``.skill_name`` /
+``.mcp.authorization`` (it serves no OAuth, device-code or agent-connect endpoint; its
+tokens come from the fixture config). Active answers carry
 ``iss`` (the sandbox origin), ``aud`` (the RS origin, or a fixture's foreign audience), ``exp``, ``pdpp_token_kind`` and the
 grant; inactive ones are ``{"active": false, "inactive_reason": ...}``. Package tokens
 list their members with each child's own token (a sandbox extension, see ``config``).
@@ -55,6 +64,7 @@ def protected_resource(request: web.Request, config: SandboxConfig) -> web.Respo
                     "filter_requires_single_stream": True,
                 },
                 "hybrid_pagination_supported": False,
+                "owner_polyfill_requires_source_kind_connector": True,
             },
             "capabilities": {
                 "lexical_retrieval": {
@@ -66,24 +76,45 @@ def protected_resource(request: web.Request, config: SandboxConfig) -> web.Respo
                     "snippets": True,
                     "default_limit": 25,
                     "max_limit": 100,
-                    "score": {"kind": "bm25", "order": "lower_is_better"},
+                    "index_state": "built",
+                    "score": {
+                        "kind": "bm25",
+                        "order": "lower_is_better",
+                        "supported": True,
+                        "value_semantics": "implementation_relative",
+                    },
                 },
                 "semantic_retrieval": {
                     "supported": True,
                     "endpoint": "/v1/search/semantic",
                     "cursor_supported": True,
+                    "count_supported": False,
+                    "cross_stream": True,
+                    "snippets": True,
                     "default_limit": 25,
                     "max_limit": 100,
                     "stability": "experimental",
+                    "index_state": "built",
+                    "lexical_blending": False,
+                    "query_input": "text",
                     "model": "sandbox-token-overlap",
                     "distance_metric": "jaccard",
+                    "score": {
+                        "kind": "semantic_distance",
+                        "order": "lower_is_better",
+                        "supported": True,
+                        "value_semantics": "distance",
+                    },
                 },
                 "hybrid_retrieval": {
                     "supported": True,
                     "endpoint": "/v1/search/hybrid",
                     "cursor_supported": False,
+                    "count_supported": False,
+                    "cross_stream": True,
                     "default_limit": 25,
                     "max_limit": 100,
+                    "stability": "experimental",
                     "sources": ["lexical", "semantic"],
                 },
             },
@@ -104,6 +135,7 @@ def protected_resource_mcp(request: web.Request, config: SandboxConfig) -> web.R
             "pdpp_self_export_supported": True,
             "pdpp_provider_connect_version": "draft-2026-04-16",
             "pdpp_agent_discovery": {
+                "advisory": True,
                 "recommended_flow": "pdpp connect",
                 "mcp": {
                     "endpoint": f"{base}/mcp",
@@ -229,7 +261,20 @@ async def introspect(request: web.Request, config: SandboxConfig, catalog: Catal
             401,
             {"WWW-Authenticate": 'Basic realm="introspection"'},
         )
-    form = await request.post()
+    try:
+        form = await request.post()
+    except (UnicodeDecodeError, ValueError):  # not UTF-8 form data, or a broken multipart body
+        return json_response(
+            {
+                "error": {
+                    "type": "invalid_request_error",
+                    "code": "invalid_request",
+                    "message": "The introspection request must be an application/x-www-form-urlencoded "
+                    "UTF-8 body with token=...",
+                }
+            },
+            400,
+        )
     token = form.get("token")
     overrides = request.app.get(STATUS_OVERRIDES, {})
     principal = principal_of(token, overrides) if isinstance(token, str) else None

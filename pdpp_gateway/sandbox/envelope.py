@@ -10,7 +10,8 @@ Contract:
   ``api_error`` envelope (logged), never an HTML traceback.
 - Every response echoes ``Request-Id`` (the inbound one, or a new ``req_…``) and
   ``PDPP-Version``; an unsupported ``PDPP-Version`` is a 400 ``unsupported_version``.
-- ``finalise`` adds the ``links``/``meta`` defaults the RS puts on JSON success bodies.
+- ``finalise`` adds the ``links``/``meta`` defaults the RS puts on JSON success bodies;
+  ``next_link`` builds a list page's ``links.next`` from its ``next_cursor``.
 - Every ``/v1`` request is appended to ``app[CALLS]`` (method, path, query string, and the NAME of the token presented), so
   tests can prove a refused gateway call never reached the RS.
 """
@@ -22,6 +23,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
+from urllib.parse import unquote_plus
 
 import orjson
 from aiohttp import web
@@ -95,6 +97,21 @@ def finalise(
     meta.setdefault("warnings", warnings or [])
     body["links"] = links
     return body
+
+
+def next_link(request: web.Request, cursor: str) -> str:
+    """``links.next``: this request's path and query as sent, its ``cursor`` replaced by ``cursor``.
+
+    The reference keeps the other parameters verbatim and appends ``&cursor=<next_cursor>``
+    (captures 14, 15, 28, 30, 32).
+    """
+    url = request.rel_url
+    kept = [
+        part
+        for part in url.raw_query_string.split("&")
+        if part and unquote_plus(part.partition("=")[0]) != "cursor"
+    ]
+    return f"{url.raw_path}?{'&'.join([*kept, f'cursor={cursor}'])}"
 
 
 def error_body(

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import re
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import orjson
@@ -25,6 +27,7 @@ from pdpp_gateway.sandbox.store import Condition
 
 DEFAULT_LIMIT: Final = 25
 MAX_LIMIT: Final = 100
+_INTEGER = re.compile(r"-?\d+")
 _BRACKET = re.compile(r"^(\w+)\[([^\[\]]*)\](?:\[([^\[\]]*)\])?$")
 
 
@@ -122,20 +125,46 @@ def filters(query: MultiMapping[str], source: Source) -> list[Condition]:
 
 
 def typed(raw: str, declared: str, field: str) -> Any:
+    """A filter value in the form the stored JSON compares with; junk is 400 ``invalid_request``.
+
+    Like the reference (``coerceComparableValue(..., strict=True)``): integers must be
+    whole numbers, numbers finite, dates parseable. A date is normalised to the stored
+    form (UTC, ``YYYY-MM-DDTHH:MM:SS.mmmZ``) so comparing the strings compares instants.
+    """
     if declared == "boolean":
         if raw not in ("true", "false"):
-            raise RsHttpError(
-                400, "invalid_request", f"filter on {field} needs true or false", param="filter"
-            )
+            raise _bad_value(field, "true or false")
         return 1 if raw == "true" else 0
-    if declared in ("integer", "number"):
+    if declared == "integer":
+        if not _INTEGER.fullmatch(raw.strip()):
+            raise _bad_value(field, "an integer")
+        return int(raw.strip())
+    if declared == "number":
         try:
-            return float(raw)
+            number = float(raw)
         except ValueError:
-            raise RsHttpError(
-                400, "invalid_request", f"filter on {field} needs a number", param="filter"
-            ) from None
+            raise _bad_value(field, "a number") from None
+        if not math.isfinite(number):
+            raise _bad_value(field, "a finite number")
+        return number
+    if declared in ("date", "date-time"):
+        return _instant(raw, field)
     return raw
+
+
+def _instant(raw: str, field: str) -> str:
+    try:
+        moment = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        raise _bad_value(field, "an ISO 8601 date or date-time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _bad_value(field: str, wanted: str) -> RsHttpError:
+    return RsHttpError(400, "invalid_request", f"filter on {field} needs {wanted}", param="filter")
 
 
 def encode_token(payload: Mapping[str, Any]) -> str:

@@ -2,14 +2,23 @@
 
 Contract (reference RS rules, rs-contract.md):
 - list: unknown keys 400; ``order``/``sort`` only on the cursor field; cursors bound to
-  their order (else 400 ``invalid_cursor``); fan-in over several connections returns
-  ``has_more`` without ``next_cursor`` and a ``partial_results`` warning;
-  ``changes_since`` needs one connection, pages with ``next_cursor``, always returns
-  ``next_changes_since``, yields tombstones, and a token from another history epoch
-  is 410 ``cursor_expired``.
+  their stream and order, and any cursor that is not exactly one the sandbox issued is
+  400 ``invalid_cursor`` (never a 500); fan-in over several connections returns
+  ``has_more`` without ``next_cursor`` and a ``partial_results`` warning; ``links.next``
+  is the request again with the next cursor; ``window=exact`` adds
+  ``meta.window {total, earliest_at, latest_at}`` over the consent-time (= cursor) field.
+- ``changes_since`` needs one connection, applies ``filter`` and ``fields`` like a list
+  (a tombstone appears only if the record's last data matched), pages with
+  ``next_cursor``, always returns ``next_changes_since`` and yields tombstones; a
+  malformed token (or a position this history never reached) is 400 ``invalid_cursor``,
+  a token from another history epoch 410 ``cursor_expired``.
 - detail: 404 ``not_found``; 409 ``ambiguous_connection`` when the id exists under
-  several readable connections and no ``connection_id`` narrows it.
-- field window: bounded character windows of one top-level string field.
+  several readable connections and no ``connection_id`` narrows it; ``fields`` names
+  unknown to the stream are a 400, names outside the grant are dropped silently (as the
+  reference does on this route; the list route refuses them with 403).
+- field window: bounded character windows of one top-level string field;
+  ``window.limit_chars`` is the limit applied (requested and clamped, else 4096, or
+  ``before + len(q) + after`` for a context window), not the length of the text.
 - With ``reference_client_rules`` a client's ``filter``/``expand``/``expand_limit``/
   ``view`` is refused the reference way (400 ``invalid_request``).
 """
@@ -18,12 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, Final
-from urllib.parse import quote
 
 from aiohttp import web
 
 from pdpp_gateway.sandbox.access import Access, Source
-from pdpp_gateway.sandbox.envelope import RsHttpError, finalise, json_response
+from pdpp_gateway.sandbox.envelope import RsHttpError, finalise, json_response, next_link
 from pdpp_gateway.sandbox.params import (
     allow_only,
     bracketed,
@@ -148,7 +156,11 @@ def by_connector(request: web.Request, sources: list[Source]) -> list[Source]:
     return narrowed
 
 
-def _fields(request: web.Request, sources: Sequence[Source]) -> list[str] | None:
+def _fields(
+    request: web.Request, sources: Sequence[Source], drop_ungranted: bool = False
+) -> list[str] | None:
+    """The ``fields`` projection: unknown names 400; names outside the grant 403, or
+    dropped silently where the reference does so (``drop_ungranted``, the detail route)."""
     names = list_param(request.query, "fields")
     if "fields" in request.query and not names:
         raise RsHttpError(400, "invalid_request", "fields must name at least one field", param="fields")
@@ -159,9 +171,9 @@ def _fields(request: web.Request, sources: Sequence[Source]) -> list[str] | None
     for name in names:
         if all(name not in s.manifest.fields for s in sources):
             raise RsHttpError(400, "unknown_field", f"Unknown field: {name}", param="fields")
-        if not any(s.field_granted(name) for s in sources):
+        if not drop_ungranted and not any(s.field_granted(name) for s in sources):
             raise RsHttpError(403, "field_not_granted", f"Field {name} is not granted", param="fields")
-    return names
+    return [name for name in names if any(s.field_granted(name) for s in sources)]
 
 
 def _order(request: web.Request, source: Source) -> bool:
@@ -260,31 +272,19 @@ async def list_records(request: web.Request, access: Access, store: Store, refer
     count = request.query.get("count", "none")
     if count not in ("none", "estimated", "exact"):
         raise RsHttpError(400, "invalid_request", "count must be none, estimated or exact", param="count")
+    window = request.query.get("window", "none")
+    if window not in ("none", "exact"):
+        raise RsHttpError(400, "invalid_request", "window must be none or exact", param="window")
     conditions = {id(s): filters(request.query, s) for s in sources}
     expand = {id(s): _expand(request, s, access) for s in sources}
     connections = [(s, c) for s in sources for c in s.connections]
     after = None
     if "cursor" in request.query:
-        token = decode_token(request.query["cursor"], "cursor")
-        if token.get("kind") != "page" or token.get("session") != "records" or token.get("stream") != stream:
-            raise RsHttpError(
-                400,
-                "invalid_cursor",
-                "This cursor is not a records cursor for this stream; restart without it.",
-                param="cursor",
-            )
-        if token.get("order") != ("DESC" if descending else "ASC"):
-            raise RsHttpError(
-                400,
-                "invalid_cursor",
-                "The cursor was issued for another order; reuse the same order/sort.",
-                param="cursor",
-            )
+        after = _page_position(request.query["cursor"], stream, descending)
         if len(connections) > 1:
             raise RsHttpError(
                 400, "invalid_cursor", "Cursors page one connection; pass connection_id.", param="cursor"
             )
-        after = (token.get("cursor_value"), str(token.get("primary_key", [""])[0]))
     rows: list[tuple[Source, StoredRecord]] = []
     more = False
     for source, connection in connections:
@@ -321,7 +321,7 @@ async def list_records(request: web.Request, access: Access, store: Store, refer
                 "primary_key": [last.record_id],
             }
         )
-        next_url = f"{request.path}?{_without_cursor(request)}cursor={body['next_cursor']}"
+        next_url = next_link(request, body["next_cursor"])
     elif more:
         warnings.append(
             {
@@ -330,15 +330,55 @@ async def list_records(request: web.Request, access: Access, store: Store, refer
                 "message": "This page merges several connections and cannot be continued; page per connection_id.",
             }
         )
+    meta: dict[str, Any] = {}
+    body["meta"] = meta
     if count != "none":
         total = sum(store.count(stream, [c], conditions[id(s)]) for s, c in connections)
-        body["meta"] = {"count": {"kind": "exact", "value": total}}
+        meta["count"] = {"kind": "exact", "value": total}
+    if window == "exact":
+        meta["window"] = _window(store, stream, [(c, conditions[id(s)]) for s, c in connections])
     return json_response(finalise(request, body, is_list=True, next_url=next_url, warnings=warnings))
 
 
-def _without_cursor(request: web.Request) -> str:
-    kept = [f"{quote(k)}={quote(v)}" for k, v in request.query.items() if k != "cursor"]
-    return "&".join(kept) + ("&" if kept else "")
+def _page_position(raw: str, stream: str, descending: bool) -> tuple[str, str]:
+    """The (cursor value, primary key) a records cursor continues after; any junk is 400."""
+    token = decode_token(raw, "cursor")
+    if token.get("kind") != "page" or token.get("session") != "records" or token.get("stream") != stream:
+        raise RsHttpError(
+            400,
+            "invalid_cursor",
+            "This cursor is not a records cursor for this stream; restart without it.",
+            param="cursor",
+        )
+    if token.get("order") != ("DESC" if descending else "ASC"):
+        raise RsHttpError(
+            400,
+            "invalid_cursor",
+            "The cursor was issued for another order; reuse the same order/sort.",
+            param="cursor",
+        )
+    value, key = token.get("cursor_value"), token.get("primary_key")
+    if not (value is None or isinstance(value, str)) or not (
+        isinstance(key, list) and len(key) == 1 and isinstance(key[0], str) and key[0]
+    ):
+        raise RsHttpError(400, "invalid_cursor", "Malformed cursor; restart without it.", param="cursor")
+    return value or "", key[0]
+
+
+def _window(store: Store, stream: str, scopes: Sequence[tuple[str, Sequence[Condition]]]) -> dict[str, Any]:
+    """``meta.window``: how many records match and the span of their consent-time values."""
+    total, earliest, latest = 0, None, None
+    for connection, conditions in scopes:
+        count, low, high = store.window(stream, [connection], conditions)
+        total += count
+        earliest = low if earliest is None or (low is not None and low < earliest) else earliest
+        latest = high if latest is None or (high is not None and high > latest) else latest
+    out: dict[str, Any] = {"total": total}
+    if earliest is not None:
+        out["earliest_at"] = earliest
+    if latest is not None:
+        out["latest_at"] = latest
+    return out
 
 
 def _changes(
@@ -353,7 +393,7 @@ def _changes(
             raise RsHttpError(
                 400, "invalid_request", f"changes_since cannot be combined with {clash}", param=clash
             )
-    if "expand" in request.query:
+    if "expand" in request.query or "expand[]" in request.query:
         raise RsHttpError(
             400, "invalid_expand", "changes_since cannot be combined with expand", param="expand"
         )
@@ -368,22 +408,18 @@ def _changes(
             available_connections=[_connection_entry(store, c) for _, c in connections],
         )
     source, connection = connections[0]
+    stream = source.manifest.name
     limit = page_limit(request.query, warnings)
-    raw = request.query["changes_since"]
+    fields = _fields(request, sources)
+    conditions = filters(request.query, source)
+    newest = store.max_seq()
     if "cursor" in request.query:
-        page = decode_token(request.query["cursor"], "cursor")
-        if page.get("session") != "changes":
-            raise RsHttpError(
-                400,
-                "invalid_cursor",
-                "Not a changes cursor; restart from next_changes_since.",
-                param="cursor",
-            )
-        after, horizon = int(page.get("after", 0)), int(page.get("horizon", 0))
+        after, horizon = _changes_page(request.query["cursor"], stream, connection, newest)
     else:
-        after = 0 if raw == "beginning" else _changes_token(raw)
-        horizon = store.max_seq()
-    rows = store.changes(source.manifest.name, connection, after, horizon, limit + 1)
+        raw = request.query["changes_since"]
+        after = 0 if raw == "beginning" else _changes_token(raw, newest)
+        horizon = newest
+    rows = store.changes(stream, connection, after, horizon, limit + 1, conditions)
     more = len(rows) > limit
     rows = rows[:limit]
     data = [
@@ -396,7 +432,7 @@ def _changes(
             "emitted_at": r.emitted_at,
         }
         if r.deleted_at
-        else record_json(r, source, store)
+        else record_json(r, source, store, fields=fields)
         for r in rows
     ]
     body: dict[str, Any] = {
@@ -406,30 +442,71 @@ def _changes(
         "data": data,
         "next_changes_since": encode_token({"v": 1, "epoch": HISTORY_EPOCH, "seq": horizon}),
     }
+    next_url = None
     if more:
         body["next_cursor"] = encode_token(
-            {"kind": "page", "session": "changes", "after": rows[-1].seq, "horizon": horizon}
+            {
+                "kind": "page",
+                "session": "changes",
+                "stream": stream,
+                "connection_id": connection,
+                "after": rows[-1].seq,
+                "horizon": horizon,
+            }
         )
-    return json_response(finalise(request, body, is_list=True, warnings=warnings))
+        next_url = next_link(request, body["next_cursor"])
+    return json_response(finalise(request, body, is_list=True, next_url=next_url, warnings=warnings))
 
 
-def _changes_token(raw: str) -> int:
-    token = decode_token(raw, "changes_since", hint='use "beginning" or a next_changes_since value')
-    if token.get("v") != 1 or not isinstance(token.get("seq"), int):
+def _seq(value: object) -> int | None:
+    """A history position: a non-negative integer (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _changes_page(raw: str, stream: str, connection: str, newest: int) -> tuple[int, int]:
+    """(after, horizon) of a changes-session cursor; junk, or another stream's, is 400."""
+    page = decode_token(raw, "cursor", hint="restart from next_changes_since")
+    after, horizon = _seq(page.get("after")), _seq(page.get("horizon"))
+    if (
+        page.get("kind") != "page"
+        or page.get("session") != "changes"
+        or page.get("stream") != stream
+        or page.get("connection_id") != connection
+        or after is None
+        or horizon is None
+        or not after <= horizon <= newest
+    ):
         raise RsHttpError(
             400,
             "invalid_cursor",
-            'Malformed changes_since; use "beginning" or a next_changes_since value.',
-            param="changes_since",
+            "Not a changes cursor for this stream; restart from next_changes_since.",
+            param="cursor",
         )
-    if token.get("epoch") != HISTORY_EPOCH:
+    return after, horizon
+
+
+def _changes_token(raw: str, newest: int) -> int:
+    """The sequence a ``next_changes_since`` token resumes after: junk 400, another epoch 410."""
+    malformed = RsHttpError(
+        400,
+        "invalid_cursor",
+        'Malformed changes_since; use "beginning" or a next_changes_since value.',
+        param="changes_since",
+    )
+    token = decode_token(raw, "changes_since", hint='use "beginning" or a next_changes_since value')
+    version, epoch, seq = token.get("v"), token.get("epoch"), _seq(token.get("seq"))
+    if type(version) is not int or version != 1 or not isinstance(epoch, str) or seq is None:
+        raise malformed
+    if epoch != HISTORY_EPOCH:
         raise RsHttpError(
             410,
             "cursor_expired",
             "This changes_since is older than the retained history; resync with changes_since=beginning.",
             param="changes_since",
         )
-    return int(token["seq"])
+    if seq > newest:
+        raise malformed  # never issued: this history has not reached that point
+    return seq
 
 
 def _connection_entry(store: Store, connection_id: str) -> dict[str, Any]:
@@ -467,11 +544,7 @@ async def get_record(request: web.Request, access: Access, store: Store, referen
     _client_rules(request, access, reference)
     warnings: list[dict[str, Any]] = []
     source, record = locate(request, access, store, warnings)
-    names = list_param(request.query, "fields")
-    for name in names:
-        if name not in source.manifest.fields:
-            raise RsHttpError(400, "unknown_field", f"Unknown field: {name}", param="fields")
-    body = record_json(record, source, store, fields=names or None)
+    body = record_json(record, source, store, fields=_fields(request, [source], drop_ungranted=True))
     expand = _expand(request, source, access)
     if expand:
         body["expanded"] = _expanded(record, source, expand, store, access)
@@ -543,7 +616,12 @@ async def field_window(request: web.Request, access: Access, store: Store) -> we
     else:
         start = min(offset or 0, total)
         end = min(total, start + (limit or WINDOW_DEFAULT))
-    size = limit or (end - start) or WINDOW_DEFAULT
+    if limit is not None:
+        size = limit
+    elif q is not None and (before is not None or after is not None):
+        size = (before or 0) + len(q) + (after or 0)  # the contract's window without limit_chars
+    else:
+        size = WINDOW_DEFAULT
     window = {
         "text": value[start:end],
         "start_chars": start,

@@ -2,11 +2,13 @@
 
 Contract: ``q`` is required; ``limit`` 25/100 clamped; unknown keys 400; a client's
 ``streams[]`` outside the grant is 403 ``grant_stream_not_allowed``; ``filter`` needs
-exactly one stream. Lexical hits carry ``matched_fields``, a bm25 ``score`` and, for
+exactly one stream, and every mode (lexical, semantic, hybrid) applies it. Lexical hits carry ``matched_fields``, a bm25 ``score`` and, for
 matches in text or title fields only, a ``snippet`` and ``evidence_excerpts`` (bounded
 context with ``<mark>``) plus the field-window ``read`` descriptor; a hit matched only on
 metadata fields has neither. Lexical and semantic page with a cursor bound to the query
-and caller (mismatch: 400 ``invalid_cursor``); hybrid never pages and refuses ``cursor``.
+and caller (mismatch: 400 ``invalid_cursor``), and ``links.next`` repeats the request with
+the next cursor; hybrid never pages and refuses ``cursor``. Lexical ranking reads only ids
+and bm25 scores; record bodies and snippets are built for the returned page alone.
 The semantic scorer is token overlap (Jaccard distance): deterministic, shape-faithful.
 """
 
@@ -15,13 +17,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
 from aiohttp import web
 
 from pdpp_gateway.sandbox.access import Access, Source
-from pdpp_gateway.sandbox.envelope import RsHttpError, finalise, json_response
+from pdpp_gateway.sandbox.envelope import RsHttpError, finalise, json_response, next_link
 from pdpp_gateway.sandbox.params import (
     allow_only,
     decode_token,
@@ -31,7 +34,7 @@ from pdpp_gateway.sandbox.params import (
     page_limit,
 )
 from pdpp_gateway.sandbox.records import connection_param
-from pdpp_gateway.sandbox.store import Condition, Store, StoredRecord
+from pdpp_gateway.sandbox.store import Condition, SearchScope, Store, StoredRecord
 
 CANDIDATE_WINDOW: Final = 2000
 _KEYS: Final = ("q", "limit", "cursor", "streams", "streams[]", "connection_id", "connector_instance_id")
@@ -81,14 +84,20 @@ def _check_cursor(request: web.Request, fingerprint: str) -> int:
     if "cursor" not in request.query:
         return 0
     token = decode_token(request.query["cursor"], "cursor", hint="search again without it")
-    if token.get("snap") != fingerprint or not isinstance(token.get("off"), int):
+    offset = token.get("off")
+    if (
+        token.get("snap") != fingerprint
+        or not isinstance(offset, int)
+        or isinstance(offset, bool)
+        or offset < 0
+    ):
         raise RsHttpError(
             400,
             "invalid_cursor",
             "This cursor belongs to another search; search again without it.",
             param="cursor",
         )
-    return int(token["off"])
+    return offset
 
 
 def _fingerprint(request: web.Request, access: Access, mode: str) -> str:
@@ -98,48 +107,116 @@ def _fingerprint(request: web.Request, access: Access, mode: str) -> str:
             request.query.get("q", ""),
             ",".join(list_param(request.query, "streams")),
             request.query.get("connection_id", ""),
+            "&".join(sorted(f"{k}={v}" for k, v in request.query.items() if k.startswith("filter"))),
             str(access.principal.grant_id or access.principal.kind),
         ]
     )
     return hashlib.sha256(scope.encode()).hexdigest()[:16]
 
 
-def _lexical_hits(
-    request: web.Request, access: Access, store: Store, sources: Sequence[Source]
-) -> tuple[list[dict[str, Any]], bool]:
+def _conditions(request: web.Request, sources: Sequence[Source]) -> dict[int, list[Condition]]:
+    """``filter[...]`` per source (the caller has checked there is exactly one stream)."""
+    if not any(k.startswith("filter") for k in request.query):
+        return {}
+    return {id(s): filters(request.query, s) for s in sources}
+
+
+def _expression(request: web.Request) -> str:
     terms = _TOKEN.findall(request.query.get("q", ""))
     if not terms:
         raise RsHttpError(400, "invalid_request", "q must contain at least one word", param="q")
-    expression = " ".join(f'"{term}"' for term in terms)
-    by_scope = {(c, s.manifest.name): s for s in sources for c in s.connections}
-    conditions = (
-        {id(s): filters(request.query, s) for s in sources}
-        if any(k.startswith("filter") for k in request.query)
-        else {}
+    return " ".join(f'"{term}"' for term in terms)
+
+
+def _lexical_hits(
+    request: web.Request, store: Store, sources: Sequence[Source]
+) -> tuple[list[_Lexical], bool]:
+    """Ranked lexical hits, one per record, not yet materialised (see ``_materialise``)."""
+    expression = _expression(request)
+    conditions = _conditions(request, sources)
+    scopes: dict[tuple[str, str], tuple[Source, frozenset[str], frozenset[str]]] = {}
+    for source in sources:
+        fields = source.manifest.fields
+        granted = frozenset(f for f in fields if source.field_granted(f))
+        proven = frozenset(f for f in granted if fields[f].role in PROVEN_ROLES)
+        for connection in source.connections:
+            scopes[(connection, source.manifest.name)] = (source, granted, proven)
+    candidates = store.search(
+        expression,
+        [SearchScope(c, s, tuple(conditions.get(id(v[0]), ()))) for (c, s), v in scopes.items()],
+        CANDIDATE_WINDOW + 1,
     )
-    rows = store.search(expression, by_scope, CANDIDATE_WINDOW + 1)
-    truncated = len(rows) > CANDIDATE_WINDOW
-    grouped: dict[int, dict[str, Any]] = {}
-    for record, field, score, snippet in rows[:CANDIDATE_WINDOW]:
-        source = by_scope[(record.connection_id, record.stream)]
-        if not source.field_granted(field):
+    truncated = len(candidates) > CANDIDATE_WINDOW
+    grouped: dict[int, _Lexical] = {}
+    for fts_rowid, rowid, field, score, connection_id, stream, record_id in candidates[:CANDIDATE_WINDOW]:
+        source, granted, proven = scopes[(connection_id, stream)]
+        if field not in granted:
             continue
-        if conditions.get(id(source)) and not store.all(
-            record.stream, [record.connection_id], [*conditions[id(source)], _id_condition(source, record)]
-        ):
-            continue
-        entry = grouped.get(record.rowid)
+        entry = grouped.get(rowid)
         if entry is None:
-            entry = grouped[record.rowid] = {
-                **_hit(record, source, store),
-                "matched_fields": [],
-                "score": {"kind": "bm25", "value": score, "order": "lower_is_better"},
-            }
-        entry["matched_fields"].append(field)
-        role = source.manifest.fields[field].role
-        if role in PROVEN_ROLES:
-            entry.setdefault("snippet", {"field": field, "text": snippet})
-            entry.setdefault("evidence_excerpts", []).append(
+            entry = grouped[rowid] = _Lexical(
+                rowid, source, expression, score, connection_id, stream, record_id, [], []
+            )
+        entry.matched.append(field)
+        if field in proven:
+            entry.proven.append((field, fts_rowid))
+    return list(grouped.values()), truncated
+
+
+@dataclass(slots=True)
+class _Lexical:
+    """A ranked lexical hit before it is on a page: ids and scores, no body, no snippet."""
+
+    rowid: int
+    source: Source
+    expression: str
+    score: float
+    connection_id: str
+    stream: str
+    record_id: str
+    matched: list[str]
+    proven: list[tuple[str, int]]  # (field, FTS row) matches in text/title fields, best first
+
+    def as_hit(self) -> dict[str, Any]:
+        """The hit's identity and ranking, still to be materialised."""
+        return {
+            "stream": self.stream,
+            "record_key": self.record_id,
+            "connection_id": self.connection_id,
+            "matched_fields": self.matched,
+            "score": {"kind": "bm25", "value": self.score, "order": "lower_is_better"},
+            _PENDING: self,
+        }
+
+
+_PENDING: Final = "_pending"
+Hit = dict[str, Any] | _Lexical
+
+
+def _materialise(page: Sequence[Hit], store: Store) -> list[dict[str, Any]]:
+    """The page as wire hits: record fields, ``snippet`` and ``evidence_excerpts`` filled in."""
+    hits = [item.as_hit() if isinstance(item, _Lexical) else item for item in page]
+    pending: list[_Lexical] = [hit[_PENDING] for hit in hits if _PENDING in hit]
+    records = store.records(p.rowid for p in pending)
+    snippets: dict[int, str] = {}
+    for expression in {p.expression for p in pending}:
+        snippets.update(
+            store.snippets(
+                expression, (row for p in pending if p.expression == expression for _, row in p.proven)
+            )
+        )
+    out = []
+    for hit in hits:
+        todo = hit.get(_PENDING)
+        if not isinstance(todo, _Lexical):
+            out.append(hit)
+            continue
+        record = records[todo.rowid]
+        full = {**_hit(record, todo.source, store), **{k: v for k, v in hit.items() if k != _PENDING}}
+        for field, row in todo.proven:
+            snippet = snippets[row]
+            full.setdefault("snippet", {"field": field, "text": snippet})
+            full.setdefault("evidence_excerpts", []).append(
                 {
                     "object": "evidence_excerpt",
                     "field_path": field,
@@ -154,24 +231,24 @@ def _lexical_hits(
                         "record_id": record.record_id,
                         "field": field,
                         "connection_id": record.connection_id,
-                        "route": f"{entry['record_url']}/field-window",
+                        "route": f"{full['record_url']}/field-window",
                     },
                 }
             )
-    return list(grouped.values()), truncated
-
-
-def _id_condition(source: Source, record: StoredRecord) -> Condition:
-    return Condition(source.manifest.primary_key, "eq", record.record_id)
+        out.append(full)
+    return out
 
 
 def _semantic_hits(request: web.Request, store: Store, sources: Sequence[Source]) -> list[dict[str, Any]]:
     query = {t.lower() for t in _TOKEN.findall(request.query.get("q", ""))}
     if not query:
         raise RsHttpError(400, "invalid_request", "q must contain at least one word", param="q")
+    conditions = _conditions(request, sources)
     scored = []
     for source in sources:
-        for record in store.all(source.manifest.name, list(source.connections)):
+        for record in store.all(
+            source.manifest.name, list(source.connections), conditions.get(id(source), ())
+        ):
             best, best_field = 1.0, None
             for field in source.manifest.semantic:
                 value = record.data.get(field)
@@ -221,9 +298,10 @@ async def search(
     fingerprint = _fingerprint(request, access, mode)
     offset = _check_cursor(request, fingerprint)
     meta: dict[str, Any] = {}
+    hits: Sequence[Hit]
     if mode == "lexical":
         scopes = _scopes(request, access, warnings, semantic=False)
-        hits, truncated = _lexical_hits(request, access, store, scopes)
+        hits, truncated = _lexical_hits(request, store, scopes)
         meta = {
             "count": None if truncated else len(hits),
             "count_accuracy": "lower_bound" if truncated else "exact",
@@ -239,16 +317,19 @@ async def search(
     elif mode == "semantic":
         hits = _semantic_hits(request, store, _scopes(request, access, warnings, semantic=True))
     else:
-        lexical, _ = _lexical_hits(request, access, store, _scopes(request, access, warnings, semantic=False))
+        ranked, _ = _lexical_hits(request, store, _scopes(request, access, warnings, semantic=False))
+        lexical = [hit.as_hit() for hit in ranked]
         semantic = _semantic_hits(request, store, _scopes(request, access, warnings, semantic=True))
         hits = _round_robin(lexical, semantic)
-    page = hits[offset : offset + limit]
+    page = _materialise(hits[offset : offset + limit], store)
     more = len(hits) > offset + limit
     body: dict[str, Any] = {"object": "list", "url": request.path, "has_more": more, "data": page}
+    next_url = None
     if more and mode != "hybrid":
         body["next_cursor"] = encode_token({"off": offset + limit, "snap": fingerprint})
+        next_url = next_link(request, body["next_cursor"])
     body["meta"] = {**meta, "warnings": warnings}
-    return json_response(finalise(request, body, is_list=True, warnings=warnings))
+    return json_response(finalise(request, body, is_list=True, next_url=next_url, warnings=warnings))
 
 
 def _round_robin(lexical: list[dict[str, Any]], semantic: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,8 +4,10 @@ Contract: ``Store.open(config)`` returns a store holding the sample data. The da
 is built once per process (per ``bulk_records`` value) as an in-memory template and
 copied with ``sqlite3.Connection.backup`` into each new store (in memory, or the file
 ``config.db_path``), so starting a sandbox is cheap. Reads are keyset-paginated on
-``(cursor_value, record_id)``; filters run in SQL over ``json_extract``. Every value
-from a request reaches SQLite as a bound parameter, never as SQL text.
+``(cursor_value, record_id)``; filters run in SQL over ``json_extract`` (lists, counts,
+windows, the changes feed and search scopes alike). Search ranks ids and bm25 scores
+only; record bodies and ``snippet()`` are fetched for the page a caller returns. Every
+value from a request reaches SQLite as a bound parameter, never as SQL text.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -57,6 +59,25 @@ class Condition:
     field: str
     op: str  # eq | gte | gt | lte | lt
     value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class SearchScope:
+    connection_id: str
+    stream: str
+    conditions: tuple[Condition, ...] = ()
+
+
+class Candidate(NamedTuple):
+    """One FTS match: the indexed field of one record, ranked (a tuple: thousands per search)."""
+
+    fts_rowid: int
+    rowid: int  # the record's
+    field: str
+    score: float
+    connection_id: str
+    stream: str
+    record_id: str
 
 
 class Store:
@@ -119,35 +140,78 @@ class Store:
         return self._rows(sql, [stream, record_id, *connections]) if connections else []
 
     def changes(
-        self, stream: str, connection: str, after_seq: int, until_seq: int, limit: int
+        self,
+        stream: str,
+        connection: str,
+        after_seq: int,
+        until_seq: int,
+        limit: int,
+        conditions: Sequence[Condition] = (),
     ) -> list[StoredRecord]:
+        """Rows changed in ``(after_seq, until_seq]``, tombstones included; ``conditions`` test
+        each row's (last known) data, so a deleted record appears only if it matched."""
+        where, params = self._conditions(conditions)
         sql = (
-            "SELECT * FROM records WHERE stream = ? AND connection_id = ? AND seq > ? AND seq <= ? "
-            "ORDER BY seq LIMIT ?"
+            "SELECT * FROM records WHERE stream = ? AND connection_id = ? AND seq > ? AND seq <= ? "  # noqa: S608 - fixed fragments
+            f"{''.join(f' AND {w}' for w in where)} ORDER BY seq LIMIT ?"
         )
-        return self._rows(sql, [stream, connection, after_seq, until_seq, limit])
+        return self._rows(sql, [stream, connection, after_seq, until_seq, *params, limit])
 
     def max_seq(self) -> int:
         return int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0])
 
-    def search(
-        self, expression: str, scopes: Iterable[tuple[str, str]], limit: int
-    ) -> list[tuple[StoredRecord, str, float, str]]:
-        """(record, field, bm25, snippet) rows for FTS ``expression`` within (connection, stream) scopes."""
+    def window(
+        self, stream: str, connections: Sequence[str], conditions: Sequence[Condition] = ()
+    ) -> tuple[int, str | None, str | None]:
+        """(live records, earliest and latest non-empty cursor value) under ``conditions``."""
+        where, params = self._scope(stream, connections, conditions)
+        sql = (
+            "SELECT COUNT(*), MIN(NULLIF(cursor_value, '')), MAX(NULLIF(cursor_value, '')) "  # noqa: S608
+            f"FROM records WHERE {' AND '.join(where)} AND deleted_at IS NULL"
+        )
+        total, earliest, latest = self._db.execute(sql, params).fetchone()
+        return int(total), earliest, latest
+
+    def search(self, expression: str, scopes: Iterable[SearchScope], limit: int) -> list[Candidate]:
+        """The best ``limit`` FTS matches of ``expression`` within ``scopes``, bm25 order.
+
+        Ranking only: no record bodies and no snippets here (``snippet()`` over every
+        candidate dominated a common-word search); ``records`` and ``snippets`` load them
+        for the page actually returned.
+        """
         scope_list = list(scopes)
         if not scope_list:
             return []
-        pairs = " OR ".join("(r.connection_id = ? AND r.stream = ?)" for _ in scope_list)
+        clauses: list[str] = []
+        params: list[Any] = [expression]
+        for scope in scope_list:
+            where, bound = self._conditions(scope.conditions, column="r.data")
+            clauses.append("(" + " AND ".join(["r.connection_id = ?", "r.stream = ?", *where]) + ")")
+            params.extend([scope.connection_id, scope.stream, *bound])
         sql = (
-            "SELECT r.*, f.field, bm25(fts), snippet(fts, 0, '<mark>', '</mark>', '…', 24) "  # noqa: S608 - fixed fragments, values bound
-            f"FROM fts f JOIN records r ON r.rowid = f.rid WHERE fts MATCH ? AND ({pairs}) "
+            "SELECT f.rowid, f.rid, f.field, bm25(fts), r.connection_id, r.stream, r.record_id "  # noqa: S608 - fixed fragments, values bound
+            f"FROM fts f JOIN records r ON r.rowid = f.rid WHERE fts MATCH ? AND ({' OR '.join(clauses)}) "
             "AND r.deleted_at IS NULL ORDER BY bm25(fts), r.rowid LIMIT ?"
         )
-        params: list[Any] = [expression]
-        for connection, stream in scope_list:
-            params.extend([connection, stream])
-        cursor = self._db.execute(sql, [*params, limit])
-        return [(_record(row[:10]), row[10], float(row[11]), row[12]) for row in cursor.fetchall()]
+        return [Candidate._make(row) for row in self._db.execute(sql, [*params, limit])]
+
+    def records(self, rowids: Iterable[int]) -> dict[int, StoredRecord]:
+        wanted = sorted(set(rowids))
+        if not wanted:
+            return {}
+        sql = f"SELECT * FROM records WHERE rowid IN ({','.join('?' * len(wanted))})"  # noqa: S608
+        return {record.rowid: record for record in self._rows(sql, wanted)}
+
+    def snippets(self, expression: str, fts_rowids: Iterable[int]) -> dict[int, str]:
+        """``<mark>``ed snippets of ``expression`` for these FTS rows only."""
+        wanted = sorted(set(fts_rowids))
+        if not wanted:
+            return {}
+        sql = (
+            "SELECT rowid, snippet(fts, 0, '<mark>', '</mark>', '…', 24) FROM fts "  # noqa: S608
+            f"WHERE fts MATCH ? AND +rowid IN ({','.join('?' * len(wanted))})"
+        )  # "+rowid": one pass over the match, not one FTS query per listed row
+        return {int(row[0]): str(row[1]) for row in self._db.execute(sql, [expression, *wanted])}
 
     def blob(self, blob_id: str) -> tuple[str, bytes] | None:
         row = self._db.execute("SELECT mime_type, content FROM blobs WHERE blob_id = ?", [blob_id]).fetchone()
@@ -165,10 +229,15 @@ class Store:
         self, stream: str, connections: Sequence[str], conditions: Sequence[Condition]
     ) -> tuple[list[str], list[Any]]:
         marks = ",".join("?" * len(connections)) or "NULL"
-        where = ["stream = ?", f"connection_id IN ({marks})"]
-        params: list[Any] = [stream, *connections]
+        where, params = self._conditions(conditions)
+        return ["stream = ?", f"connection_id IN ({marks})", *where], [stream, *connections, *params]
+
+    @staticmethod
+    def _conditions(conditions: Sequence[Condition], column: str = "data") -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
         for condition in conditions:
-            where.append(f"json_extract(data, ?) {SQL_OPS[condition.op]} ?")
+            where.append(f"json_extract({column}, ?) {SQL_OPS[condition.op]} ?")
             params.extend([f"$.{condition.field}", condition.value])
         return where, params
 

@@ -39,6 +39,23 @@ def _token(payload: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).decode().rstrip("=")
 
 
+_PAGE: dict[str, Any] = {
+    "kind": "page",
+    "session": "records",
+    "stream": "messages",
+    "order": "DESC",
+    "cursor_value": "2026-01-01T00:00:00.000Z",
+    "primary_key": ["msg_work_0001"],
+}
+_CHANGES: dict[str, Any] = {
+    "kind": "page",
+    "session": "changes",
+    "stream": "messages",
+    "connection_id": "cin_mail_work",
+    "after": 0,
+    "horizon": 1,
+}
+
 REFUSALS = [
     # authentication and grant lifecycle
     (None, "/v1/schema", 401, "authentication_error"),
@@ -119,6 +136,81 @@ REFUSALS = [
         "invalid_cursor",
     ),
     ("client_broad", "/v1/blobs/blob_nope", 404, "blob_not_found"),
+    # decodable cursors with junk inside: 400 invalid_cursor, never a 500
+    *[
+        ("client_broad", f"{Q}?{WORK}&cursor={_token(junk)}", 400, "invalid_cursor")
+        for junk in (
+            {**_PAGE, "primary_key": 5},
+            {**_PAGE, "primary_key": []},
+            {**_PAGE, "primary_key": [7]},
+            {**_PAGE, "cursor_value": {"a": 1}},
+            {**_PAGE, "stream": "threads"},
+            {"kind": "page", "session": "changes", "after": 0, "horizon": 1},
+        )
+    ],
+    *[
+        ("client_broad", f"{Q}?{WORK}&changes_since=beginning&cursor={_token(junk)}", 400, "invalid_cursor")
+        for junk in (
+            {"kind": "page", "session": "changes", "after": "x"},
+            {**_CHANGES, "after": -1},
+            {**_CHANGES, "after": 5, "horizon": 2},
+            {**_CHANGES, "horizon": 10**9},
+            {**_CHANGES, "stream": "threads"},
+            _PAGE,
+        )
+    ],
+    # malformed changes_since tokens: 400 invalid_cursor (another epoch is 410, above)
+    *[
+        ("client_broad", f"{Q}?{WORK}&changes_since={_token(junk)}", 400, "invalid_cursor")
+        for junk in (
+            {"v": 1, "epoch": "e2026", "seq": -5},
+            {"v": 1, "epoch": "e2026", "seq": "3"},
+            {"v": 1, "epoch": "e2026", "seq": True},
+            {"v": True, "epoch": "e2026", "seq": 3},
+            {"v": 1, "epoch": 2026, "seq": 3},
+            {"v": 1, "epoch": "e2026", "seq": 10**9},  # a position this history never reached
+        )
+    ],
+    # typed filter values are checked against the field's type
+    ("client_broad", f"{Q}?{WORK}&filter[received_at][gte]=banana", 400, "invalid_request"),
+    ("client_broad", f"{Q}?{WORK}&filter[received_at][lt]=2026-13-45", 400, "invalid_request"),
+    ("client_broad", f"{Q}?{WORK}&filter[size_bytes][gte]=1.5", 400, "invalid_request"),
+    ("client_broad", f"{Q}?{WORK}&filter[size_bytes][gte]=nan", 400, "invalid_request"),
+    # window is none|exact, and not a changes parameter
+    ("client_broad", f"{Q}?{WORK}&window=all", 400, "invalid_request"),
+    ("client_broad", f"{Q}?{WORK}&changes_since=beginning&window=exact", 400, "invalid_request"),
+    # the changes feed checks filter and fields like a list
+    ("client_broad", f"{Q}?{WORK}&changes_since=beginning&fields=nope", 400, "unknown_field"),
+    ("client_broad", f"{Q}?{WORK}&changes_since=beginning&filter[nope]=1", 400, "unknown_field"),
+    ("client_narrow", f"{Q}?changes_since=beginning&fields=thread_id", 403, "field_not_granted"),
+    # detail fields: unknown names are refused (ungranted ones are dropped, see below)
+    ("client_broad", f"/v1/streams/messages/records/msg_work_0001?{WORK}&fields=nope", 400, "unknown_field"),
+    # field window: grant and existence
+    (
+        "client_narrow",
+        "/v1/streams/messages/records/msg_work_0001/field-window?field=thread_id",
+        403,
+        "field_not_granted",
+    ),
+    (
+        "client_broad",
+        f"/v1/streams/message_bodies/records/nope/field-window?{WORK}&field=body_text",
+        404,
+        "not_found",
+    ),
+    # unknown query keys are refused on aggregate and every search mode
+    ("client_broad", f"/v1/streams/messages/aggregate?metric=count&bogus=1&{WORK}", 400, "invalid_request"),
+    ("client_broad", "/v1/search?q=invoice&bogus=1", 400, "invalid_request"),
+    ("client_broad", "/v1/search/semantic?q=invoice&bogus=1", 400, "invalid_request"),
+    ("client_broad", "/v1/search/hybrid?q=invoice&bogus=1", 400, "invalid_request"),
+    ("client_broad", "/v1/search?q=invoice&connection_id=cin_nope", 404, "connection_not_found"),
+    ("client_broad", "/v1/search/semantic?q=invoice&connection_id=cin_nope", 404, "connection_not_found"),
+    # traversal in blob ids and stream names
+    ("client_broad", "/v1/blobs/..%2F..%2Fetc%2Fpasswd", 404, "blob_not_found"),
+    ("client_broad", "/v1/blobs/blob_receipt_png%2F..%2F..", 404, "blob_not_found"),
+    ("client_broad", "/v1/streams/..%2F..%2Fetc%2Fpasswd/records", 401, "context.stream_not_allowed"),
+    ("owner", "/v1/streams/..%2F..%2Fetc%2Fpasswd/records", 404, "not_found"),
+    ("owner", "/v1/streams/messages%2F..%2Fthreads", 404, "not_found"),
 ]
 WINDOW = "/v1/streams/message_bodies/records/body_lisbon_lease/field-window?" + WORK
 WINDOW_REFUSALS = [
@@ -359,3 +451,213 @@ async def test_grouped_aggregate_counts_add_up(shared_sandbox: Any) -> None:
     counts = [g["count"] for g in body["groups"]]
     assert counts == sorted(counts, reverse=True)
     assert sum(counts) + body["other_count"] == body["filtered_record_count"]
+
+
+async def test_links_next_repeats_the_request_with_the_next_cursor(shared_sandbox: Any) -> None:
+    # search (lexical and semantic) and the changes feed, the way captures 28/30/32 show it
+    for path in (
+        "/v1/search?q=invoice&limit=2",
+        "/v1/search/semantic?q=lisbon+apartment+lease&limit=2",
+        f"{Q}?{WORK}&changes_since=beginning&limit=5",
+        f"{Q}?{WORK}&limit=5&filter[received_at][gte]=2026-01-01T00:00:00Z",
+    ):
+        _, first, _ = await _get(shared_sandbox, path)
+        sent = first["links"]["self"]  # the query as it arrived (the client encodes brackets)
+        assert first["links"]["next"] == f"{sent}&cursor={first['next_cursor']}"
+        _, second, _ = await _get(shared_sandbox, first["links"]["next"])
+        assert second["links"]["self"] == first["links"]["next"]
+        assert second["links"]["next"] == f"{sent}&cursor={second['next_cursor']}"
+        assert {r.get("id") or r.get("record_key") for r in first["data"]}.isdisjoint(
+            {r.get("id") or r.get("record_key") for r in second["data"]}
+        )
+    _, hybrid, _ = await _get(shared_sandbox, "/v1/search/hybrid?q=invoice&limit=2")
+    assert hybrid["has_more"] is True
+    assert hybrid["links"]["next"] is None
+
+
+async def test_semantic_and_hybrid_search_apply_filters(shared_sandbox: Any) -> None:
+    base = f"q=lisbon+apartment+lease&streams=messages&{WORK}&limit=100"
+    for mode in ("semantic", "hybrid"):
+        _, everything, _ = await _get(shared_sandbox, f"/v1/search/{mode}?{base}")
+        assert everything["data"]
+        _, nothing, _ = await _get(
+            shared_sandbox, f"/v1/search/{mode}?{base}&filter[received_at][lt]=2000-01-01T00:00:00Z"
+        )
+        assert nothing["data"] == []
+        _, unseen, _ = await _get(shared_sandbox, f"/v1/search/{mode}?{base}&filter[is_seen]=false")
+        assert 0 < len(unseen["data"]) < len(everything["data"])
+        for hit in unseen["data"]:
+            _, record, _ = await _get(shared_sandbox, f"{hit['record_url']}?{WORK}")
+            assert record["data"]["is_seen"] is False
+
+
+async def _changes(sandbox: Any, path: str) -> tuple[list[dict[str, Any]], str]:
+    records: list[dict[str, Any]] = []
+    _, page, _ = await _get(sandbox, path)
+    token = page["next_changes_since"]
+    while True:
+        records.extend(page["data"])
+        if not page["links"]["next"]:
+            return records, token
+        _, page, _ = await _get(sandbox, page["links"]["next"])
+
+
+async def test_changes_feed_applies_filter_and_projection(shared_sandbox: Any) -> None:
+    path = f"{Q}?{WORK}&changes_since=beginning&limit=100"
+    everything, token = await _changes(shared_sandbox, path)
+    seen, _ = await _changes(shared_sandbox, f"{path}&filter[is_seen]=true&fields=id,is_seen")
+    live = [r for r in seen if not r.get("deleted")]
+    assert live
+    assert all(set(r["data"]) == {"id", "is_seen"} and r["data"]["is_seen"] is True for r in live)
+    assert {r["id"] for r in seen} < {r["id"] for r in everything}
+    assert len(live) == sum(1 for r in everything if not r.get("deleted") and r["data"]["is_seen"])
+    none, none_token = await _changes(shared_sandbox, f"{path}&filter[received_at][lt]=2000-01-01T00:00:00Z")
+    assert none == []  # tombstones too: a deleted record shows only if it matched
+    assert none_token == token
+
+
+async def test_window_exact_reports_the_span_of_the_matching_records(shared_sandbox: Any) -> None:
+    _, page, _ = await _get(shared_sandbox, f"{Q}?{WORK}&window=exact&count=exact&limit=1")
+    window = page["meta"]["window"]
+    assert window["total"] == page["meta"]["count"]["value"]
+    _, oldest, _ = await _get(shared_sandbox, f"{Q}?{WORK}&order=asc&limit=1")
+    _, newest, _ = await _get(shared_sandbox, f"{Q}?{WORK}&order=desc&limit=1")
+    assert window["earliest_at"] == oldest["data"][0]["data"]["received_at"]
+    assert window["latest_at"] == newest["data"][0]["data"]["received_at"]
+    since = "2026-01-01T00:00:00Z"
+    _, narrowed, _ = await _get(
+        shared_sandbox, f"{Q}?{WORK}&window=exact&count=exact&filter[received_at][gte]={since}"
+    )
+    assert narrowed["meta"]["window"]["total"] == narrowed["meta"]["count"]["value"] < window["total"]
+    assert narrowed["meta"]["window"]["earliest_at"] >= "2026-01-01"
+    _, none, _ = await _get(shared_sandbox, f"{Q}?{WORK}&window=none")
+    assert "window" not in none["meta"]
+    _, fan_in, _ = await _get(shared_sandbox, f"{Q}?window=exact&count=exact")
+    assert fan_in["meta"]["window"]["total"] == fan_in["meta"]["count"]["value"] > window["total"]
+
+
+async def test_field_window_limit_chars_is_the_limit_applied(shared_sandbox: Any) -> None:
+    _, first, _ = await _get(shared_sandbox, WINDOW + "&field=body_text")
+    total = first["window"]["total_chars"]
+    assert first["window"]["limit_chars"] == 4096
+    _, tail, _ = await _get(shared_sandbox, WINDOW + f"&field=body_text&offset_chars={total - 10}")
+    assert (len(tail["window"]["text"]), tail["window"]["limit_chars"]) == (10, 4096)
+    _, explicit, _ = await _get(
+        shared_sandbox, WINDOW + f"&field=body_text&offset_chars={total - 10}&limit_chars=1000"
+    )
+    assert (len(explicit["window"]["text"]), explicit["window"]["limit_chars"]) == (10, 1000)
+    assert explicit["window"]["previous_offset_chars"] == total - 1010
+    _, context, _ = await _get(
+        shared_sandbox, WINDOW + "&field=body_text&q=security+deposit&before_chars=20&after_chars=60"
+    )
+    assert context["window"]["limit_chars"] == 20 + len("security deposit") + 60
+    _, clamped, _ = await _get(shared_sandbox, WINDOW + "&field=body_text&limit_chars=20000")
+    assert clamped["window"]["limit_chars"] == 16_384
+
+
+async def test_sort_on_the_cursor_field_orders_both_ways(shared_sandbox: Any) -> None:
+    for sort, descending in (("received_at", False), ("-received_at", True)):
+        status, page, _ = await _get(shared_sandbox, f"{Q}?{WORK}&sort={sort}&limit=30")
+        assert status == 200
+        times = [r["data"]["received_at"] for r in page["data"]]
+        assert times == sorted(times, reverse=descending)
+        _, more, _ = await _get(shared_sandbox, page["links"]["next"])
+        later = [r["data"]["received_at"] for r in more["data"]]
+        assert (later[0] <= times[-1]) if descending else (later[0] >= times[-1])
+
+
+async def test_range_operators_are_strict_or_inclusive(shared_sandbox: Any) -> None:
+    _, page, _ = await _get(shared_sandbox, f"{Q}?{WORK}&order=asc&limit=50")
+    low, high = page["data"][10]["data"]["received_at"], page["data"][30]["data"]["received_at"]
+    expected = {
+        ("gt", "lt"): [r["id"] for r in page["data"] if low < r["data"]["received_at"] < high],
+        ("gte", "lte"): [r["id"] for r in page["data"] if low <= r["data"]["received_at"] <= high],
+        ("gt", "lte"): [r["id"] for r in page["data"] if low < r["data"]["received_at"] <= high],
+    }
+    for (above, below), ids in expected.items():
+        _, got, _ = await _get(
+            shared_sandbox,
+            f"{Q}?{WORK}&order=asc&filter[received_at][{above}]={low}&filter[received_at][{below}]={high}",
+        )
+        assert [r["id"] for r in got["data"]] == ids, (above, below)
+    # a date-only bound and an offset are instants too
+    _, day, _ = await _get(shared_sandbox, f"{Q}?{WORK}&count=exact&filter[received_at][gte]=2026-01-01")
+    _, zoned, _ = await _get(
+        shared_sandbox, f"{Q}?{WORK}&count=exact&filter[received_at][gte]=2026-01-01T01:00:00%2B01:00"
+    )
+    assert day["meta"]["count"]["value"] == zoned["meta"]["count"]["value"] > 0
+
+
+async def test_ambiguous_record_resolves_with_connection_id(shared_sandbox: Any) -> None:
+    status, _, _ = await _get(shared_sandbox, "/v1/streams/messages/records/msg_shared_0001")
+    assert status == 409
+    for connection in ("cin_mail_work", "cin_mail_personal"):
+        status, record, _ = await _get(
+            shared_sandbox, f"/v1/streams/messages/records/msg_shared_0001?connection_id={connection}"
+        )
+        assert status == 200
+        assert (record["id"], record["connection_id"]) == ("msg_shared_0001", connection)
+
+
+async def test_record_detail_projects_granted_fields(shared_sandbox: Any) -> None:
+    status, record, _ = await _get(
+        shared_sandbox, "/v1/streams/messages/records/msg_work_0001?fields=subject,is_seen", "client_narrow"
+    )
+    assert status == 200
+    assert set(record["data"]) == {"subject", "is_seen"}
+
+
+async def test_record_detail_drops_ungranted_fields_like_the_reference(shared_sandbox: Any) -> None:
+    status, record, _ = await _get(
+        shared_sandbox, "/v1/streams/messages/records/msg_work_0001?fields=subject,thread_id", "client_narrow"
+    )
+    assert status == 200
+    assert set(record["data"]) == {"subject"}
+
+
+async def test_schema_detail_full_for_one_stream_and_connection(shared_sandbox: Any) -> None:
+    status, body, _ = await _get(
+        shared_sandbox, "/v1/schema?detail=full&stream=messages&connection_id=cin_mail_work"
+    )
+    assert status == 200
+    [connector] = body["connectors"]
+    [stream] = connector["streams"]
+    assert (connector["connector_key"], stream["name"]) == ("gmail", "messages")
+    assert [c["connection_id"] for c in stream["granted_connections"]] == ["cin_mail_work"]
+    capability = stream["field_capabilities"]["received_at"]
+    assert isinstance(capability, dict)
+    assert capability["granted"] is True
+    assert stream["expand_capabilities"][0]["name"] == "message_bodies"
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"\xff\xfe==", "application/x-www-form-urlencoded"),
+        (b"\xff", "multipart/form-data"),  # no boundary
+    ],
+)
+async def test_introspection_refuses_a_body_it_cannot_read(
+    shared_sandbox: Any, body: bytes, content_type: str
+) -> None:
+    config = shared_sandbox.config
+    headers = {
+        "Authorization": _basic(config.introspection_client_id, config.introspection_client_secret),
+        "Content-Type": content_type,
+    }
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(shared_sandbox.url + "/introspect", data=body, headers=headers) as response,
+    ):
+        assert response.status == 400
+        assert (await response.json())["error"]["code"] == "invalid_request"
+
+
+async def test_search_cursor_with_a_forged_offset_is_refused(shared_sandbox: Any) -> None:
+    path = "/v1/search?q=invoice&limit=2"
+    _, page, _ = await _get(shared_sandbox, path)
+    raw = page["next_cursor"]
+    token = orjson.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+    for forged in (-5, True, "2", None):
+        status, body, _ = await _get(shared_sandbox, f"{path}&cursor={_token({**token, 'off': forged})}")
+        assert (status, body["error"]["code"]) == (400, "invalid_cursor"), forged
