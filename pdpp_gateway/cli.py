@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "serve": "pdpp_gateway.commands.serve",
     "search": "pdpp_gateway.commands.search",
     "read-field": "pdpp_gateway.commands.read_field",
+    "call": "pdpp_gateway.commands.call",
+    "resource": "pdpp_gateway.commands.resource",
     "sandbox": "pdpp_gateway.sandbox.command",
     "demo": "pdpp_gateway.commands.demo",
 }

@@ -8,15 +8,19 @@ Contract:
   ``<source label> / <stream> / <authored time>`` (authored/event time preferred over
   ingest time). ``url`` is an absolute citation URL on the provider. ``evidence`` lists
   the RS's proven text matches only (``evidence_excerpts``), each with a bounded preview
-  around the marked match and the exact ``read_record_field`` arguments to read more;
-  a hit matched only on metadata gets no invented body window.
+  around the marked match (``preview_around_mark``: visible chars counted, tags kept
+  well-formed) and the exact ``read_record_field`` arguments that land on the window the
+  preview shows: the RS's offset when it gives one, else ``q`` = a distinctive span of
+  the preview's own text (the RS ``q`` finds the FIRST occurrence, so the bare marked
+  term could land elsewhere). A hit matched only on metadata gets no invented body
+  window. A connection that cannot be embedded in the id travels as ``connection_id``.
 - ``search_envelope`` is the RS envelope minus its hit array (replaced by a count and a
   pointer to ``results``): paging, recall and warnings stay untouched.
 - ``fetch_document`` returns exactly ``{id, title, text, url, metadata}``. ``text`` is
   the record's main text field, or compact JSON of the (projected) record when it has
   none; past ``max_text_chars`` it is cut and ENDS with an explicit marker saying what
-  was cut and the exact ``read_record_field`` call to continue. Blobs are never inlined:
-  metadata names them and their ``pdpp://blob/`` resource URI.
+  was cut and, on its last line, the exact ``read_record_field`` call to continue.
+  Blobs are never inlined: metadata names them and their ``pdpp://blob/`` resource URI.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from urllib.parse import quote
 
 import orjson
 
-from pdpp_gateway.ids import RecordRef, format_handle
+from pdpp_gateway.ids import RecordRef, format_handle, handle_arguments
 
 TITLE_FIELDS: Final = ("title", "name", "subject", "summary")
 TEXT_FIELDS: Final = ("text", "body_text", "body", "content", "selftext", "description", "summary", "snippet")
@@ -47,7 +51,11 @@ AUTHORED_FIELDS: Final = (
 PREVIEW_CHARS: Final = 240
 SNIPPET_CHARS: Final = 320
 CONTEXT_CHARS: Final = 300
-_MARK = re.compile(r"<mark>(.*?)</mark>", re.S)
+QUERY_CHARS: Final = 80
+_SNAP_CHARS: Final = 24
+_TAG = re.compile(r"</?mark>")
+_CUT_TAG_START = re.compile(r"^(?:/?mark>|ark>|rk>|k>)")
+_CUT_TAG_END = re.compile(r"</?(?:m(?:a(?:rk?)?)?)?$")
 
 
 def search_results(body: Mapping[str, Any], *, provider_url: str) -> list[dict[str, Any]]:
@@ -79,7 +87,7 @@ def fetch_document(
     record_id = _text(record_body.get("id")) or ref.record_id
     label = _text(record_body.get("display_name")) or _connector_key(record_body)
     authored = _authored(payload, record_body)
-    handle = format_handle(stream, record_id, connection_id)
+    naming = handle_arguments(stream, record_id, connection_id)
 
     metadata: dict[str, Any] = {
         "stream": stream,
@@ -98,7 +106,7 @@ def fetch_document(
             blob_id=blob.get("blob_id"),
             blob_mime_type=blob.get("mime_type") or blob.get("content_type"),
             blob_size_bytes=blob.get("size_bytes"),
-            blob_uri=_blob_uri(connection_id, blob),
+            blob_uri=blob_uri(connection_id, blob),
             blob_count=len(blobs),
         )
     text_field = next(
@@ -106,10 +114,10 @@ def fetch_document(
     )
     if text_field is not None:
         full = str(payload[text_field])
-        text = _bounded(full, max_text_chars, handle=handle, field=text_field)
+        text = _bounded(full, max_text_chars, naming=naming, field=text_field)
     else:
         full = orjson.dumps(_without_blobs(payload)).decode()
-        text = _bounded(full, max_text_chars, handle=handle, field=None)
+        text = _bounded(full, max_text_chars, naming=naming, field=None)
     metadata.update(
         text_field=text_field, text_total_chars=len(full), text_truncated=len(full) > max_text_chars
     )
@@ -135,31 +143,108 @@ def record_url(provider_url: str, stream: str, record_id: str, connection_id: st
 
 
 def balance_marks(text: str) -> str:
-    """Close or drop ``<mark>`` tags a cut left unbalanced."""
-    text = re.sub(r"<(/?m?a?r?k?)$", "", text)  # a tag cut in the middle
-    opened = text.count("<mark>") - text.count("</mark>")
-    if opened > 0:
-        text += "</mark>" * opened
-    while text.count("</mark>") > text.count("<mark>"):
-        text = text.replace("</mark>", "", 1)
-    return text
+    """``text`` with well-formed ``<mark>`` tags: cut tags at either end dropped, stray
+    closers and nested openers dropped, an unclosed mark closed at the end."""
+    plain, marks = parse_marks(text)
+    return _render_marks(plain, marks, 0, len(plain))
+
+
+def parse_marks(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """The visible text of a ``<mark>``-tagged string and its marked ``[start, end)`` ranges."""
+    text = _CUT_TAG_END.sub("", _CUT_TAG_START.sub("", text))
+    parts: list[str] = []
+    marks: list[tuple[int, int]] = []
+    size = position = 0
+    opened: int | None = None
+    for tag in _TAG.finditer(text):
+        chunk = text[position : tag.start()]
+        parts.append(chunk)
+        size += len(chunk)
+        position = tag.end()
+        if tag.group() == "<mark>":
+            opened = size if opened is None else opened
+        elif opened is not None:
+            if size > opened:
+                marks.append((opened, size))
+            opened = None
+    parts.append(text[position:])
+    size += len(parts[-1])
+    if opened is not None and size > opened:
+        marks.append((opened, size))
+    return "".join(parts), marks
+
+
+def _render_marks(plain: str, marks: list[tuple[int, int]], lo: int, hi: int) -> str:
+    out: list[str] = []
+    position = lo
+    for start, end in marks:
+        start, end = max(start, lo), min(end, hi)
+        if start >= end:
+            continue
+        out.append(plain[position:start])
+        out.append(f"<mark>{plain[start:end]}</mark>")
+        position = end
+    out.append(plain[position:hi])
+    return "".join(out)
+
+
+def _snap(plain: str, lo: int, hi: int, keep: tuple[int, int], bounds: tuple[int, int]) -> tuple[int, int]:
+    """Move a cut ``[lo, hi)`` inward to word boundaries, never past ``keep`` or by much."""
+    floor, ceiling = bounds
+    if lo > floor and not plain[lo - 1].isspace():
+        space = plain.find(" ", lo, min(keep[0], lo + _SNAP_CHARS))
+        lo = space + 1 if space >= 0 else lo
+    if hi < ceiling and not plain[hi].isspace():
+        space = plain.rfind(" ", max(keep[1], hi - _SNAP_CHARS), hi)
+        hi = space if space >= 0 else hi
+    return lo, hi
+
+
+def _around(first: tuple[int, int], budget: int, bounds: tuple[int, int]) -> tuple[int, int]:
+    """A span of at most ``budget`` chars inside ``bounds``, centred on ``first``."""
+    floor, ceiling = bounds
+    start, end = first
+    if end - start >= budget:
+        return start, start + budget
+    lo = max(floor, start - (budget - (end - start)) // 2)
+    hi = min(ceiling, lo + budget)
+    return max(floor, hi - budget), hi
 
 
 def preview_around_mark(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
-    """A window of at most ~``limit`` visible chars centred on the first match; (preview, cut)."""
-    plain_len = len(_MARK.sub(r"\1", text))
-    if plain_len <= limit:
-        return balance_marks(text), False
-    start = text.find("<mark>")
-    if start < 0:
-        return balance_marks(text[:limit]) + "…", True
-    end = text.find("</mark>", start)
-    end = end + len("</mark>") if end >= 0 else start + limit
-    slack = max(0, (limit - (end - start)) // 2)
-    lo, hi = max(0, start - slack), min(len(text), end + slack)
-    window = text[lo:hi]
-    window = re.sub(r"^[^<]*?>", "", window) if lo else window  # never start inside a tag
-    return ("…" if lo else "") + balance_marks(window) + ("…" if hi < len(text) else ""), True
+    """At most ``limit`` visible chars (tags do not count) centred on the first match,
+    with well-formed tags and ``…`` where text was cut; (preview, cut).
+
+    A single mark longer than the limit is itself cut (and still closed)."""
+    plain, marks = parse_marks(text)
+    if len(plain) <= limit:
+        return _render_marks(plain, marks, 0, len(plain)), False
+    budget = max(1, limit - 2)  # room for an ellipsis on each side
+    first = marks[0] if marks else (0, 0)
+    lo, hi = _around(first, budget, (0, len(plain)))
+    lo, hi = _snap(plain, lo, hi, (first[0], min(first[1], hi)), (0, len(plain)))
+    body = _render_marks(plain, marks, lo, hi)
+    return ("…" if lo else "") + body + ("…" if hi < len(plain) else ""), True
+
+
+def read_more_query(text: str, limit: int = QUERY_CHARS) -> str | None:
+    """A literal span of the preview around its first match, for ``read_record_field q``.
+
+    The RS window ``q`` lands on the FIRST occurrence in the field, so the bare marked
+    term can land far from the previewed match. A longer stretch of the preview's own
+    text (one line, no ellipsis, up to ``limit`` chars, whole words) is distinctive
+    enough to land on the window the preview shows."""
+    plain, marks = parse_marks(text)
+    if not marks:
+        return None
+    start, end = marks[0]
+    floor = max(plain.rfind("\n", 0, start), plain.rfind("…", 0, start)) + 1
+    stops = [i for i in (plain.find("\n", end), plain.find("…", end)) if i >= 0]
+    ceiling = min(stops) if stops else len(plain)
+    lo, hi = _around((start, end), limit, (floor, ceiling))
+    lo, hi = _snap(plain, lo, hi, (start, min(end, hi)), (floor, ceiling))
+    query = plain[lo:hi].strip()
+    return query or plain[start:end].strip() or None
 
 
 def _hits(body: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -196,7 +281,8 @@ def _result(hit: Mapping[str, Any], provider_url: str) -> dict[str, Any]:
     for key in ("score", "retrieval_mode", "retrieval_sources", "scores"):
         if hit.get(key) is not None:
             result[key] = hit[key]
-    result["evidence"] = [_evidence(excerpt, handle) for excerpt in _excerpts(hit)]
+    naming = handle_arguments(stream, record_id, connection_id)
+    result["evidence"] = [_evidence(excerpt, naming) for excerpt in _excerpts(hit)]
     return {key: value for key, value in result.items() if value is not None}
 
 
@@ -210,19 +296,34 @@ def _excerpts(hit: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
             yield excerpt
 
 
-def _evidence(excerpt: Mapping[str, Any], handle: str) -> dict[str, Any]:
+def _evidence(excerpt: Mapping[str, Any], naming: Mapping[str, str]) -> dict[str, Any]:
     field = str(excerpt["field_path"])
-    preview, cut = preview_around_mark(str(excerpt["preview_text"]))
-    match = _MARK.search(str(excerpt["preview_text"]))
-    arguments: dict[str, Any] = {"id": handle, "field": field}
-    if match and match.group(1).strip():
-        arguments.update(q=match.group(1), before_chars=CONTEXT_CHARS, after_chars=CONTEXT_CHARS)
+    raw = str(excerpt["preview_text"])
+    preview, cut = preview_around_mark(raw)
+    arguments: dict[str, Any] = {**naming, "field": field}
+    offset = _evidence_offset(excerpt)
+    query = read_more_query(preview) if offset is None else None
+    if offset is not None:
+        arguments.update(offset_chars=max(0, offset - CONTEXT_CHARS), limit_chars=3 * CONTEXT_CHARS)
+    elif query:
+        arguments.update(q=query, before_chars=CONTEXT_CHARS, after_chars=CONTEXT_CHARS)
     return {
         "field": field,
         "preview": preview,
         "truncated": bool(excerpt.get("truncated")) or cut,
         "read": {"tool": "read_record_field", "arguments": arguments},
     }
+
+
+def _evidence_offset(excerpt: Mapping[str, Any]) -> int | None:
+    """Where the previewed match starts in the field, when the RS says so (it may not)."""
+    read = excerpt.get("read")
+    for source in (excerpt, read if isinstance(read, Mapping) else {}):
+        for key in ("match_start_chars", "start_chars", "offset_chars"):
+            value = source.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                return value
+    return None
 
 
 def _title(source: Mapping[str, Any], label: str | None, stream: str, when: str | None, fallback: str) -> str:
@@ -257,7 +358,8 @@ def _blob_refs(payload: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, A
             yield field, value
 
 
-def _blob_uri(connection_id: str | None, blob: Mapping[str, Any]) -> str | None:
+def blob_uri(connection_id: str | None, blob: Mapping[str, Any]) -> str | None:
+    """The readable ``pdpp://blob/[{connection_id}/]{blob_id}`` resource URI of a blob reference."""
     blob_id = _text(blob.get("blob_id"))
     if blob_id is None:
         fetch_url = _text(blob.get("fetch_url")) or ""
@@ -277,7 +379,7 @@ def _without_blobs(payload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _bounded(full: str, limit: int, *, handle: str, field: str | None) -> str:
+def _bounded(full: str, limit: int, *, naming: Mapping[str, str], field: str | None) -> str:
     if len(full) <= limit:
         return full
     if field is None:
@@ -285,10 +387,10 @@ def _bounded(full: str, limit: int, *, handle: str, field: str | None) -> str:
             f"{full[:limit]}\n[… truncated: showing {limit} of {len(full)} chars of the record's JSON. "
             "Narrow it with fetch(fields) or read it with query_records.]"
         )
-    follow = orjson.dumps({"id": handle, "field": field, "offset_chars": limit}).decode()
+    follow = orjson.dumps({**naming, "field": field, "offset_chars": limit}).decode()
     return (
-        f"{full[:limit]}\n[… truncated: showing chars 0–{limit} of {len(full)} of field {field}. "
-        f"Continue with read_record_field {follow}]"
+        f"{full[:limit]}\n[… truncated: showing chars 0–{limit} of {len(full)} of field {field}.]\n"
+        f"Continue with read_record_field {follow}"
     )
 
 

@@ -15,7 +15,8 @@ a bad handle raises a typed ``invalid_id`` ``ToolError``.
 
 ``format_handle`` never wraps what could not be parsed back: a connection id that
 contains ``/`` or ``:`` or a segment that fails the checks leaves the legacy form
-(or the base id) unchanged.
+(or the base id) unchanged; ``handle_arguments`` then adds ``connection_id`` next to
+the id, so a continuation never drops the source.
 """
 
 from __future__ import annotations
@@ -147,6 +148,19 @@ def format_handle(stream: str, record_id: str, connection_id: str | None = None)
         and all(segment_problem(part) is None for part in (connection_id, stream, record_id))
     )
     return f"{connection_id}/{legacy}" if wrappable else legacy
+
+
+def handle_arguments(stream: str, record_id: str, connection_id: str | None = None) -> dict[str, str]:
+    """The arguments naming one record in fetch / read_record_field calls.
+
+    ``{"id": <self-contained handle>}`` when the connection fits in the handle, else the
+    legacy handle plus ``"connection_id"`` (never a bare legacy id that loses the source).
+    """
+    handle = format_handle(stream, record_id, connection_id)
+    arguments = {"id": handle}
+    if connection_id and not handle.startswith(f"{connection_id}/"):
+        arguments["connection_id"] = connection_id
+    return arguments
 
 
 def resolve_connection(ref: RecordRef, explicit: object, *, param: str = "connection_id") -> str | None:

@@ -2,7 +2,9 @@
 
 The twin of the ``read_record_field`` tool: ``pdpp-gateway read-field ID FIELD`` with
 ``--offset``/``--limit-chars`` to page, or ``--q`` with ``--before``/``--after`` to read
-around the first match. The output names the next and previous windows.
+around the first match; ``--connection-id`` picks the source when the id does not embed
+it (as an ``ambiguous_connection`` error asks). The output names the next and previous
+windows as runnable commands.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--q", help="literal text to find (first match)")
     parser.add_argument("--before", type=int, dest="before_chars")
     parser.add_argument("--after", type=int, dest="after_chars")
+    parser.add_argument("--connection-id", help="the source to read from (when the id does not embed it)")
     local_credential.add_arguments(parser)
     local_call.add_output_argument(parser)
 
@@ -32,7 +35,13 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(resolved, int):
         return resolved
     arguments: dict[str, Any] = {"id": args.id, "field": args.field}
-    for name in ("offset_chars", "limit_chars", "q", "before_chars", "after_chars"):
+    for name in ("connection_id", "offset_chars", "limit_chars", "q", "before_chars", "after_chars"):
         if getattr(args, name) is not None:
             arguments[name] = getattr(args, name)
-    return local_call.call_tool(*resolved, "read_record_field", arguments, as_json=args.json)
+    return local_call.call_tool(
+        *resolved,
+        "read_record_field",
+        arguments,
+        as_json=args.json,
+        flags=local_call.credential_flags(args),
+    )

@@ -1,8 +1,10 @@
 """``pdpp-gateway search``: the search tool from a terminal, with evidence previews.
 
-Each hit proven in a text field shows a bounded preview and the exact arguments for
-``pdpp-gateway read-field`` (the terminal twin of ``read_record_field``), so a person
-can go from a hit to the evidence around it without exporting the record.
+Each hit proven in a text field shows a bounded preview and the exact
+``pdpp-gateway read-field ...`` command (the terminal twin of ``read_record_field``), so
+a person can go from a hit to the evidence around it without exporting the record;
+fetch and next-page continuations print as ``pdpp-gateway call TOOL '<json>'``.
+Every printed command runs as printed.
 """
 
 from __future__ import annotations
@@ -34,4 +36,6 @@ def run(args: argparse.Namespace) -> int:
     for name in ("streams", "mode", "limit", "cursor", "connection_id"):
         if getattr(args, name) is not None:
             arguments[name] = getattr(args, name)
-    return local_call.call_tool(*resolved, "search", arguments, as_json=args.json)
+    return local_call.call_tool(
+        *resolved, "search", arguments, as_json=args.json, flags=local_call.credential_flags(args)
+    )

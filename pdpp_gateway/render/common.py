@@ -1,19 +1,24 @@
 """Text helpers shared by the renderers: bounded, copyable, never a dump.
 
-Contract: ``as_mapping`` treats anything but an object as empty; ``clip`` cuts to a length with a visible ellipsis; ``call_text`` prints a
-tool call as ``tool {json}`` (models copy the JSON object as the arguments);
-``preview_value`` shortens long strings inside a value with an explicit
-``…[+N chars]`` marker and replaces blob references by their metadata, reporting
-which fields were shortened; ``kv`` formats ``key=value`` with strings JSON-quoted
-only when they contain spaces or quotes.
+Contract: ``as_mapping`` treats anything but an object as empty; ``clip`` cuts to a
+length with a visible ellipsis; ``call_text`` prints a tool call as ``tool {json}``
+(models copy the JSON object as the arguments); ``preview_value`` shortens long strings
+inside a value with an explicit ``…[+N chars]`` marker and replaces blob references by
+their metadata and readable ``pdpp://blob/`` URI, reporting which fields were
+shortened; ``fit_rows`` lays out a list so every item is listed (detailed first, then
+one-line rows) within a budget, or reports how many fit so the caller can say which
+are left out; ``kv`` formats ``key=value`` with strings JSON-quoted only when they
+contain spaces or quotes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
+
+from pdpp_gateway.documents import blob_uri
 
 
 def as_mapping(value: object) -> Mapping[str, Any]:
@@ -43,8 +48,18 @@ def kv(key: str, value: Any) -> str:
     return f"{key}={value}"
 
 
-def preview_value(value: Any, max_string: int, long_fields: list[tuple[str, int]], path: str = "") -> Any:
-    """``value`` with long strings shortened and blobs summarised; records what was cut."""
+def preview_value(
+    value: Any,
+    max_string: int,
+    long_fields: list[tuple[str, int]],
+    path: str = "",
+    *,
+    connection_id: str | None = None,
+) -> Any:
+    """``value`` with long strings shortened and blobs summarised; records what was cut.
+
+    A blob becomes ``{"blob": <media type>, "size_bytes": n, "uri": "pdpp://blob/..."}``:
+    the URI is the readable resource holding its bytes."""
     if isinstance(value, str):
         if len(value) <= max_string:
             return value
@@ -52,15 +67,51 @@ def preview_value(value: Any, max_string: int, long_fields: list[tuple[str, int]
         return f"{value[:max_string]}…[+{len(value) - max_string} chars]"
     if isinstance(value, Mapping):
         if "blob_id" in value or "fetch_url" in value:
-            return {
+            summary = {
                 "blob": value.get("mime_type") or value.get("content_type") or "binary",
                 "size_bytes": value.get("size_bytes"),
             }
+            uri = blob_uri(connection_id, value)
+            return {**summary, "uri": uri} if uri else summary
         return {
-            k: preview_value(v, max_string, long_fields, f"{path}.{k}" if path else str(k))
+            k: preview_value(
+                v, max_string, long_fields, f"{path}.{k}" if path else str(k), connection_id=connection_id
+            )
             for k, v in value.items()
         }
     if isinstance(value, list):
-        shown = [preview_value(v, max_string, long_fields, path) for v in value[:10]]
+        shown = [
+            preview_value(v, max_string, long_fields, path, connection_id=connection_id) for v in value[:10]
+        ]
         return [*shown, f"…[+{len(value) - 10} items]"] if len(value) > 10 else shown
     return value
+
+
+def fit_rows(
+    budget: int, detailed: Sequence[str], compact: Sequence[str], *, max_detailed: int, reserve: int = 240
+) -> tuple[list[str], int, int]:
+    """Lines listing items within ``budget`` chars: ``(lines, listed, detailed)``.
+
+    Every item gets at least its compact row when they all fit; the first items are then
+    upgraded to their detailed block while the total stays within budget. When even the
+    compact rows do not all fit, as many as fit (keeping ``reserve`` chars for the caller's
+    note about the rest) are listed, none detailed."""
+    compact_total = sum(len(row) + 1 for row in compact)
+    if compact_total > budget:
+        lines: list[str] = []
+        used = 0
+        for row in compact:
+            if used + len(row) + 1 > budget - reserve:
+                break
+            lines.append(row)
+            used += len(row) + 1
+        return lines, len(lines), 0
+    spare = budget - compact_total
+    upgraded = 0
+    for block, row in zip(detailed[:max_detailed], compact, strict=False):
+        extra = len(block) - len(row)
+        if extra > spare:
+            break
+        spare -= extra
+        upgraded += 1
+    return [*detailed[:upgraded], *compact[upgraded:]], len(compact), upgraded

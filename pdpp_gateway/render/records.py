@@ -1,10 +1,15 @@
-"""Text for ``query_records``: paging handles first, then a bounded record preview.
+"""Text for ``query_records``: paging handles first, then every record of the page.
 
-Contract: the text always carries, verbatim, ``next_cursor``, ``next_changes_since``
-and count metadata when the RS returned them, and every warning code; then up to
-``MAX_RECORDS`` records, each with its handle and compact JSON of its data (long
-strings shortened with ``…[+N chars]``, blobs summarised), and one line saying how to
-read a shortened field. Bounded by ``BUDGET`` characters.
+Contract: the text always carries, verbatim, ``next_cursor`` (with the exact next-page
+call), ``next_changes_since`` and count metadata when the RS returned them, and every
+warning code; then, within ``BUDGET`` characters, every record of the page: the first
+ones (up to ``MAX_RECORDS``) with their handle and compact JSON of their data (long
+strings shortened with ``…[+N chars]``, blobs summarised with their readable
+``pdpp://blob/`` URI), the rest as one-line ``[n] handle`` rows. If even those rows
+cannot all fit, the text says exactly which records are not listed and how to list
+them (a smaller ``limit``, then ``next_cursor``). A handle that cannot embed its
+connection is followed by ``connection_id=...``, which every continuation carries too.
+One line says how to read a shortened field.
 """
 
 from __future__ import annotations
@@ -13,12 +18,13 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from middleware import ToolCall, ToolResult
-from pdpp_gateway.ids import format_handle
-from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, preview_value
+from pdpp_gateway.ids import handle_arguments
+from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows, preview_value
 
 BUDGET: Final = 2_800
 MAX_RECORDS: Final = 5
 MAX_STRING: Final = 160
+MAX_LINE: Final = 700
 
 
 def render_records(call: ToolCall, result: ToolResult) -> str:
@@ -29,8 +35,10 @@ def render_records(call: ToolCall, result: ToolResult) -> str:
     head += ", has_more=true" if page.get("has_more") else ", has_more=false"
     lines = [head + "."]
     if page.get("next_cursor"):
+        follow = {**call.arguments, "cursor": page["next_cursor"]}
+        follow.pop("changes_since", None)
         lines.append(
-            f"next_cursor={page['next_cursor']} (pass as cursor, with the same order/sort, for the next page)"
+            f"next_cursor={page['next_cursor']} → next page (same order/sort): {call_text('query_records', follow)}"
         )
     if page.get("next_changes_since"):
         lines.append(
@@ -45,42 +53,97 @@ def render_records(call: ToolCall, result: ToolResult) -> str:
     for warning in meta.get("warnings") or ():
         if isinstance(warning, Mapping):
             lines.append(clip(f"warning {warning.get('code')}: {warning.get('message', '')}", 300))
-    if page.get("has_more") and not page.get("next_cursor") and not page.get("next_changes_since"):
+    fan_in = bool(page.get("has_more") and not page.get("next_cursor") and not page.get("next_changes_since"))
+    if fan_in:
         lines.append(
             "More records exist but this page has no cursor (several sources): page per connection_id."
         )
-    used = sum(len(line) + 1 for line in lines)
-    shortened: list[tuple[str, str]] = []
-    shown = 0
-    for index, record in enumerate(records[:MAX_RECORDS], 1):
-        line = _record_line(index, record, stream, shortened)
-        room = BUDGET - used - 200
-        if room < 80:
-            break
-        lines.append(clip(line, room))
-        used += len(lines[-1]) + 1
-        shown += 1
-    if len(records) > shown:
-        lines.append(
-            f"({len(records) - shown} more record(s) on this page in structured output data.data; narrow with fields)"
-        )
-    if shortened:
-        handle, field = shortened[0]
-        lines.append(
-            "Long fields were shortened; read one in windows with "
-            + call_text("read_record_field", {"id": handle, "field": field})
-        )
+    shortened: list[tuple[int, dict[str, str], str]] = []
+    detailed = [
+        clip(_record_line(n, record, stream, shortened), MAX_LINE) for n, record in enumerate(records, 1)
+    ]
+    compact = [_record_row(n, record, stream) for n, record in enumerate(records, 1)]
+    notes = [_id_only_note(call, len(records), len(records)), _long_field_note(shortened)]
+    used = sum(len(line) + 1 for line in [*lines, *notes])
+    rows, listed, shown = fit_rows(
+        BUDGET - used,
+        detailed,
+        compact,
+        max_detailed=MAX_RECORDS,
+        reserve=len(_not_listed(call, len(records), len(records), fan_in)) + 1,
+    )
+    lines.extend(rows)
+    if shown < listed:
+        lines.append(_id_only_note(call, shown, listed))
+    if listed < len(records):
+        lines.append(_not_listed(call, listed, len(records), fan_in))
+    shown_long = [item for item in shortened if item[0] <= shown]
+    if shown_long:
+        lines.append(_long_field_note(shown_long))
     return "\n".join(lines)
 
 
-def _record_line(index: int, record: Mapping[str, Any], stream: Any, shortened: list[tuple[str, str]]) -> str:
+def _id_only_note(call: ToolCall, shown: int, listed: int) -> str:
+    fields = call.arguments.get("fields")
+    how = "repeat with a smaller limit" if fields else "narrow with fields, or repeat with a smaller limit"
+    return (
+        f"(records {shown + 1}–{listed} are listed by handle only, for the text budget: fetch one, or {how})"
+    )
+
+
+def _not_listed(call: ToolCall, listed: int, total: int, fan_in: bool) -> str:
+    where = f"Records {listed + 1}–{total} ({total - listed}) are not listed in this text (their handles are in structured output data.data)"
+    if fan_in:
+        return f"{where}; to list them, call again per connection_id with limit={max(1, listed)}."
+    if call.arguments.get("cursor") or call.arguments.get("changes_since"):
+        return f"{where}; to list them, repeat this call with limit={max(1, listed)}, then follow its next_cursor."
+    smaller = {**call.arguments, "limit": max(1, listed)}
+    return f"{where}; to list them, follow next_cursor from {call_text('query_records', smaller)}"
+
+
+def _long_field_note(shortened: list[tuple[int, dict[str, str], str]]) -> str:
+    if not shortened:
+        return ""
+    _, naming, field = shortened[0]
+    return "Long fields were shortened; read one in windows with " + call_text(
+        "read_record_field", {**naming, "field": field}
+    )
+
+
+def _naming(record: Mapping[str, Any], stream: Any) -> dict[str, str]:
+    connection = record.get("connection_id")
+    return handle_arguments(
+        str(record.get("stream") or stream),
+        str(record.get("id")),
+        connection if isinstance(connection, str) and connection else None,
+    )
+
+
+def _label(naming: Mapping[str, str]) -> str:
+    return naming["id"] + (f" connection_id={naming['connection_id']}" if "connection_id" in naming else "")
+
+
+def _record_row(index: int, record: Mapping[str, Any], stream: Any) -> str:
     if record.get("deleted"):
         return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
-    record_stream = str(record.get("stream") or stream)
-    handle = format_handle(record_stream, str(record.get("id")), record.get("connection_id"))
+    return f"[{index}] {_label(_naming(record, stream))}"
+
+
+def _record_line(
+    index: int, record: Mapping[str, Any], stream: Any, shortened: list[tuple[int, dict[str, str], str]]
+) -> str:
+    if record.get("deleted"):
+        return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
+    naming = _naming(record, stream)
     long_fields: list[tuple[str, int]] = []
-    data = preview_value(record.get("data") or {}, MAX_STRING, long_fields)
+    connection = record.get("connection_id")
+    data = preview_value(
+        record.get("data") or {},
+        MAX_STRING,
+        long_fields,
+        connection_id=connection if isinstance(connection, str) and connection else None,
+    )
     for path, _ in long_fields:
         if "." not in path:
-            shortened.append((handle, path))
-    return f"[{index}] {handle} {dumps(data)}"
+            shortened.append((index, naming, path))
+    return f"[{index}] {_label(naming)} {dumps(data)}"

@@ -1,12 +1,17 @@
-"""Text for ``search``: hits with complete ids, sources, and proven evidence.
+"""Text for ``search``: every hit's complete id, sources, and proven evidence.
 
-Contract: a summary line (hit count, has_more, next_cursor verbatim, mode), recall and
-source-mix disclosures when the RS sent them, then up to ``MAX_HITS`` hits, each with
-its complete id (never cut), stream, source label, title and snippet. ``connection_id``
-appears separately only for a hit whose id could not embed it. A hit proven in a text
-field shows up to ``MAX_EVIDENCE`` bounded previews with the exact
-``read_record_field`` arguments; a hit matched only on metadata shows no invented body
-window, only how to read it. Bounded by ``BUDGET`` characters.
+Contract: a summary line (hit count, has_more, mode), ``next_cursor`` verbatim with the
+exact next-page call, recall and source-mix disclosures when the RS sent them, then the
+hits within ``BUDGET`` characters. Every returned hit is listed with its complete id
+(never cut): the first ones (up to ``MAX_HITS``) as detailed blocks with stream, source
+label, title, snippet and evidence, the rest as one-line ``[n] id=...`` rows. If even
+the one-line rows cannot all fit, the text says exactly which hits are not listed and
+how to list them (a smaller ``limit``, then ``next_cursor``). ``connection_id`` appears
+separately, and in every continuation's arguments, only for a hit whose id could not
+embed it. A hit proven in a text field shows up to ``MAX_EVIDENCE`` previews (at most
+``PREVIEW_CHARS`` visible chars, tags well-formed) with the exact ``read_record_field``
+arguments; a hit matched only on metadata shows no invented body window, only how to
+read it.
 """
 
 from __future__ import annotations
@@ -15,11 +20,14 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from middleware import ToolCall, ToolResult
-from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps
+from pdpp_gateway.documents import preview_around_mark
+from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows
 
 BUDGET: Final = 3_600
 MAX_HITS: Final = 8
 MAX_EVIDENCE: Final = 2
+PREVIEW_CHARS: Final = 260
+SNIPPET_CHARS: Final = 200
 
 
 def render_search(call: ToolCall, result: ToolResult) -> str:
@@ -29,7 +37,8 @@ def render_search(call: ToolCall, result: ToolResult) -> str:
     head = f"search {dumps(call.arguments.get('query'))} ({mode}): {len(hits)} hit(s), has_more={'true' if envelope.get('has_more') else 'false'}"
     lines = [head + "."]
     if envelope.get("next_cursor"):
-        lines.append(f"next_cursor={envelope['next_cursor']} (pass as cursor with the same query for more)")
+        follow = {**call.arguments, "cursor": envelope["next_cursor"]}
+        lines.append(f"next_cursor={envelope['next_cursor']} → next page: {call_text('search', follow)}")
     meta = as_mapping(envelope.get("meta"))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
@@ -49,27 +58,69 @@ def render_search(call: ToolCall, result: ToolResult) -> str:
     for warning in meta.get("warnings") or ():
         if isinstance(warning, Mapping):
             lines.append(clip(f"warning {warning.get('code')}: {warning.get('message', '')}", 240))
-    used = sum(len(line) + 1 for line in lines)
-    shown = 0
-    for number, hit in enumerate(hits[:MAX_HITS], 1):
-        block = _hit_block(number, hit)
-        if used + len(block) + 200 > BUDGET and shown:
-            break
-        lines.append(block)
-        used += len(block) + 1
-        shown += 1
-    if len(hits) > shown:
-        lines.append(f"({len(hits) - shown} more hit(s) with their ids in structured output results)")
-    if hits:
-        lines.append(
-            'Fetch a hit with fetch {"id": <id as shown>}: ids are self-contained; pass connection_id only where it is shown separately.'
-        )
-    return "\n".join(lines)
+    footer = (
+        [
+            "Ids are self-contained (pass connection_id only where it is shown separately); fetch any "
+            f"hit by its id as shown, e.g. {call_text('fetch', _naming(hits[0]))}"
+        ]
+        if hits
+        else []
+    )
+    used = sum(len(line) + 1 for line in [*lines, *footer])
+    rows, listed, detailed = fit_rows(
+        BUDGET - used - len(_id_only_note(len(hits), len(hits))) - 1,
+        [_hit_block(n, hit) for n, hit in enumerate(hits, 1)],
+        [_hit_row(n, hit) for n, hit in enumerate(hits, 1)],
+        max_detailed=MAX_HITS,
+        reserve=len(_not_listed(call, len(hits), len(hits))) + 1,
+    )
+    lines.extend(rows)
+    if detailed < listed:
+        lines.append(_id_only_note(detailed, listed))
+    if listed < len(hits):
+        lines.append(_not_listed(call, listed, len(hits)))
+    return "\n".join([*lines, *footer])
+
+
+def _id_only_note(detailed: int, listed: int) -> str:
+    return (
+        f"(hits {detailed + 1}–{listed} are listed by id only, for the text budget: fetch one by id, "
+        "or repeat with a smaller limit for their previews)"
+    )
+
+
+def _not_listed(call: ToolCall, listed: int, total: int) -> str:
+    where = f"Hits {listed + 1}–{total} ({total - listed}) are not listed in this text (their ids are in structured output results)"
+    if call.arguments.get("mode") == "hybrid":
+        return f"{where}; hybrid search does not page: narrow the query or streams to list them."
+    smaller = {key: value for key, value in call.arguments.items() if key != "cursor"}
+    smaller["limit"] = max(1, listed)
+    if call.arguments.get("cursor"):
+        return f"{where}; to list them, repeat this call with limit={listed}, then follow its next_cursor."
+    return f"{where}; to list them, follow next_cursor from {call_text('search', smaller)}"
 
 
 def _flat(text: str) -> str:
     """One line: previews keep their words, not their paragraph breaks."""
     return " ".join(text.split())
+
+
+def _connection_part(hit: Mapping[str, Any]) -> str:
+    connection = hit.get("connection_id")
+    hit_id = str(hit.get("id"))
+    return f" connection_id={connection}" if connection and not hit_id.startswith(f"{connection}/") else ""
+
+
+def _naming(hit: Mapping[str, Any]) -> dict[str, Any]:
+    hit_id = str(hit.get("id"))
+    connection = hit.get("connection_id")
+    if connection and not hit_id.startswith(f"{connection}/"):
+        return {"id": hit_id, "connection_id": connection}
+    return {"id": hit_id}
+
+
+def _hit_row(number: int, hit: Mapping[str, Any]) -> str:
+    return f"[{number}] id={hit.get('id')}{_connection_part(hit)}"
 
 
 def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
@@ -80,22 +131,20 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     parts = [f"[{number}] id={hit_id}", f"stream={hit.get('stream')}"]
     if source:
         parts.append(f"source={source}")
-    connection = hit.get("connection_id")
-    if connection and not hit_id.startswith(f"{connection}/"):
-        parts.append(f"connection_id={connection}")
-    lines = [" ".join(parts), f"    title: {clip(str(hit.get('title', '')), 100)}"]
+    lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(str(hit.get('title', '')), 100)}"]
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
     previews = {_flat(str(e.get("preview", ""))) for e in evidence}
     if hit.get("snippet") and _flat(str(hit["snippet"])) not in previews:
-        lines.append(f"    snippet: {clip(_flat(str(hit['snippet'])), 200)}")
+        lines.append(f"    snippet: {preview_around_mark(_flat(str(hit['snippet'])), SNIPPET_CHARS)[0]}")
     for item in evidence[:MAX_EVIDENCE]:
-        lines.append(f"    evidence {item.get('field')}: {clip(_flat(str(item.get('preview', ''))), 260)}")
+        preview = preview_around_mark(_flat(str(item.get("preview", ""))), PREVIEW_CHARS)[0]
+        lines.append(f"    evidence {item.get('field')}: {preview}")
         read = item.get("read")
         if isinstance(read, Mapping):
             lines.append(f"      read more: {call_text(str(read.get('tool')), read.get('arguments') or {})}")
     if not evidence:
         matched = ", ".join(str(f) for f in hit.get("matched_fields") or ()) or "unproven fields"
         lines.append(
-            f"    no text evidence (matched {matched}); read it with " + call_text("fetch", {"id": hit_id})
+            f"    no text evidence (matched {matched}); read it with " + call_text("fetch", _naming(hit))
         )
     return "\n".join(lines)

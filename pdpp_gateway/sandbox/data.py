@@ -37,6 +37,16 @@ BURIED_FACTS: Final = {
     "body_storage_unit": "Your storage unit locker code is 4417-B and the gate opens from 06:00 to 22:00.",
     "body_porto_trip": "Your Porto booking confirmation code is QX7P2M for seat 22A on the morning flight.",
 }
+# The facts' key words again, WITHOUT the answer, earlier in the same bodies (each in its own
+# paragraph, far apart): only a window at the previewed match answers, not the first occurrence.
+DECOYS: Final = {
+    "body_lisbon_lease": (
+        "Deposit questions go to the landlord office.",
+        "The Lisbon apartment inventory is attached.",
+    ),
+    "body_storage_unit": ("Locker code changes are announced by email.", "Storage unit prices rise in May."),
+    "body_porto_trip": ("A confirmation email follows separately.", "Porto airport opens at 05:00."),
+}
 
 _WORDS: Final = [
     "project",
@@ -166,6 +176,18 @@ def _prose(rng: random.Random, chars: int) -> str:
     return "\n\n".join(parts)
 
 
+def _with_decoys(text: str, decoys: tuple[str, ...], spacing: int = 1500) -> str:
+    """``text`` with each decoy as its own paragraph, at paragraph breaks ``spacing`` apart."""
+    position = 0
+    for decoy in decoys:
+        cut = text.find("\n\n", position + spacing)
+        if cut < 0:
+            break
+        text = f"{text[:cut]}\n\n{decoy}{text[cut:]}"
+        position = cut + len(decoy) + 2
+    return text
+
+
 def _png(width: int = 4, height: int = 4) -> bytes:
     def chunk(kind: bytes, body: bytes) -> bytes:
         return (
@@ -271,7 +293,8 @@ def _mail(dataset: Dataset, rng: random.Random) -> None:
     )
     for record_id, subject, sender, email, size in long_bodies:
         moment = _moment(rng)
-        text = _prose(rng, size // 2) + "\n\n" + BURIED_FACTS[record_id] + "\n\n" + _prose(rng, size // 2)
+        first = _with_decoys(_prose(rng, size // 2), DECOYS[record_id])
+        text = first + "\n\n" + BURIED_FACTS[record_id] + "\n\n" + _prose(rng, size // 2)
         message_id = f"msg_long_{record_id[5:]}"
         dataset.rows.append(
             Row(

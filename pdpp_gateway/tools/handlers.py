@@ -1,4 +1,5 @@
-"""The terminal handlers: one forwarded RS read (or two, for the expand gate) per tool.
+"""The terminal handlers: one forwarded RS read per tool (or two: the expand gate's schema
+read, or a binary field's projected record read after the RS refused it as non-text).
 
 Contract: a handler receives a call whose arguments already passed validation. It
 issues GETs to the RS ``/v1`` API through the caller's bound client, never anything
@@ -6,7 +7,9 @@ else, and returns a ``ToolResult`` whose ``structured`` is the tool's structured
 output (``text`` is left to the rendering stage). RS failures propagate as the
 ``RsError`` tree and become ``isError`` results in the error stage, envelope intact.
 Handlers never retry with other credentials and never invent query semantics: the
-arguments a tool accepts map one-to-one onto RS parameters.
+arguments a tool accepts map one-to-one onto RS parameters. ``read_record_field`` on a
+blob field answers (not fails) with the blob's media type, size and ``pdpp://blob/``
+resource URI, never its bytes; any other non-text field keeps the RS's 422.
 """
 
 from __future__ import annotations
@@ -144,7 +147,15 @@ async def read_record_field(call: ToolCall) -> ToolResult:
         *forward(args, ("offset_chars", "limit_chars", "q", "before_chars", "after_chars")),
     ]
     path = rs_path("v1", "streams", ref.stream, "records", ref.record_id, "field-window")
-    response = await context.rs.get_json(path, query)
+    try:
+        response = await context.rs.get_json(path, query)
+    except RsStatusError as error:
+        if error.status != 422 or error.code != "field_not_text":
+            raise
+        blob = await _blob_field(context, ref, str(args["field"]))
+        if blob is None:
+            raise
+        return ToolResult(structured=blob)
     body = response.body
     window = body.get("window")
     if not isinstance(window, Mapping) or not isinstance(window.get("text"), str):
@@ -171,6 +182,44 @@ async def read_record_field(call: ToolCall) -> ToolResult:
         "request_id": response.request_id,
     }
     return ToolResult(structured=structured)
+
+
+async def _blob_field(context: GatewayContext, ref: RecordRef, field: str) -> dict[str, Any] | None:
+    """A binary field's metadata and readable resource URI, or None if it is no blob.
+
+    The RS refuses non-text fields (422 ``field_not_text``); for a blob reference the
+    model still needs its size, media type and where the bytes are: one projected record
+    read (``fields=<field>``) gets them, never the bytes themselves."""
+    query = [("fields", field), *([("connection_id", ref.connection_id)] if ref.connection_id else [])]
+    response = await context.rs.get_json(
+        rs_path("v1", "streams", ref.stream, "records", ref.record_id), query
+    )
+    body = response.body
+    value = as_mapping(body.get("data")).get(field)
+    if not isinstance(value, Mapping) or not ("blob_id" in value or "fetch_url" in value):
+        return None
+    connection = body.get("connection_id") if isinstance(body.get("connection_id"), str) else None
+    connection = connection or ref.connection_id
+    served = RecordRef(stream=ref.stream, record_id=ref.record_id, connection_id=connection)
+    media_type = value.get("mime_type") or value.get("content_type")
+    return {
+        "record": {
+            "id": served.handle,
+            "connection_id": connection,
+            "stream": ref.stream,
+            "record_id": ref.record_id,
+        },
+        "field": {"path": field, "type": "blob"},
+        "window": {"text": "", "binary": True},
+        "blob": {
+            "uri": documents.blob_uri(connection, value),
+            "blob_id": value.get("blob_id"),
+            "media_type": media_type,
+            "size_bytes": value.get("size_bytes"),
+        },
+        "provider_url": context.provider_url,
+        "request_id": response.request_id,
+    }
 
 
 def _field_window_record(args: Mapping[str, Any]) -> RecordRef:

@@ -54,31 +54,96 @@ def test_demo_runs_the_hosted_gateway_on_the_sandbox_and_prints_client_setup(tmp
     assert "stdio --provider-url" in out
 
 
+def _printed_commands(output: str) -> list[str]:
+    """Every command line the CLI printed (each runs to the end of its line)."""
+    return re.findall(r"(pdpp-gateway (?:read-field|call|resource|search) .*)$", output, re.M)
+
+
+def _run_printed(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a printed command exactly as a person would paste it into a shell."""
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(  # noqa: S603 - bash running a command our own CLI printed
+        ["bash", "-c", command],  # noqa: S607
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+    )
+
+
 def test_cli_search_then_read_field_walks_the_evidence_ladder(tmp_path: Path, shared_sandbox: Any) -> None:
     cache = tmp_path / ".pdpp"
     write_credential(cache, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
     common = ["--provider-url", shared_sandbox.url, "--cache-root", str(cache)]
     found = _cli("search", "storage unit locker", *common)
     assert found.returncode == 0, found.stderr
-    match = re.search(r"read_record_field (\{.*?\})", found.stdout)
-    assert match, found.stdout
-    arguments = json.loads(match.group(1))
-    read = _cli(
-        "read-field",
-        arguments["id"],
-        arguments["field"],
-        "--q",
-        arguments["q"],
-        "--before",
-        str(arguments["before_chars"]),
-        "--after",
-        str(arguments["after_chars"]),
-        *common,
-    )
+    assert "read_record_field {" not in found.stdout  # continuations are commands, not MCP JSON
+    read_more = re.search(r"read more: (pdpp-gateway read-field .*)$", found.stdout, re.M)
+    assert read_more, found.stdout
+    read = _run_printed(read_more.group(1), tmp_path)
     assert read.returncode == 0, read.stderr
     assert "locker code is 4417-B" in read.stdout  # the fact, read from a bounded window, no export
     header = read.stdout.splitlines()[0]
     assert "complete=false" in header  # a window of a long body, not the whole record
+    for label in ("next", "previous"):
+        step = re.search(rf"^{label}: (pdpp-gateway read-field .*)$", read.stdout, re.M)
+        assert step, read.stdout
+        moved = _run_printed(step.group(1), tmp_path)
+        assert moved.returncode == 0, moved.stderr
+        assert "chars" in moved.stdout.splitlines()[0]
+
+
+def test_every_command_the_cli_prints_runs_as_printed(tmp_path: Path, shared_sandbox: Any) -> None:
+    cache = tmp_path / ".pdpp"
+    write_credential(cache, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
+    common = ["--provider-url", shared_sandbox.url, "--cache-root", str(cache)]
+    outputs = [
+        _cli("search", "invoice", "--limit", "4", *common),
+        _cli("search", "citystorage", "--limit", "2", *common),  # metadata-only hits: fetch
+        _cli("call", "query_records", '{"stream":"attachments","connection_id":"cin_mail_work"}', *common),
+        _cli("call", "fetch", '{"id":"cin_mail_work/message_bodies:body_porto_trip"}', *common),
+        _cli("read-field", "cin_mail_work/attachments:att_0000", "blob_ref", *common),
+    ]
+    commands: list[str] = []
+    for done in outputs:
+        assert done.returncode == 0, done.stderr
+        assert not re.search(r"\b(?:read_record_field|fetch|search|query_records) \{", done.stdout), (
+            done.stdout
+        )
+        commands += _printed_commands(done.stdout)
+    kinds = {
+        command.split()[1] + (" " + command.split()[2] if command.split()[1] == "call" else "")
+        for command in commands
+    }
+    assert {"read-field", "call search", "call fetch", "resource"} <= kinds, commands
+    for command in dict.fromkeys(commands):
+        done = _run_printed(command, tmp_path)
+        assert done.returncode == 0, (command, done.stderr)
+        assert done.stdout.strip(), command
+    blob = next(c for c in commands if c.startswith("pdpp-gateway resource pdpp://blob/"))
+    saved = _run_printed(f"{blob} --output {tmp_path / 'blob.bin'}", tmp_path)
+    assert saved.returncode == 0, saved.stderr
+    assert (tmp_path / "blob.bin").read_bytes()[:4] in (b"\x89PNG", b"%PDF")
+
+
+def test_read_field_takes_the_connection_id_an_ambiguity_asks_for(
+    tmp_path: Path, shared_sandbox: Any
+) -> None:
+    cache = tmp_path / ".pdpp"
+    write_credential(cache, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
+    common = ["--provider-url", shared_sandbox.url, "--cache-root", str(cache)]
+    ambiguous = _cli("read-field", "messages:msg_shared_0001", "subject", *common)
+    assert ambiguous.returncode == 1
+    assert "ambiguous_connection" in ambiguous.stderr
+    assert "cin_mail_work" in ambiguous.stderr
+    picked = _cli(
+        "read-field", "messages:msg_shared_0001", "subject", "--connection-id", "cin_mail_work", *common
+    )
+    assert picked.returncode == 0, picked.stderr
+    assert "Shared calendar invite" in picked.stdout
+    assert "complete=true" in picked.stdout.splitlines()[0]
 
 
 def test_cli_errors_are_typed_and_go_to_stderr(tmp_path: Path, shared_sandbox: Any) -> None:

@@ -118,12 +118,41 @@ async def test_binary_fields_escalate_to_a_readable_blob_resource(stdio_gateway:
     metadata = result.structured_content["metadata"]
     assert metadata["blob_mime_type"] == "image/png"
     assert metadata["blob_size_bytes"] > 0
-    refused, refusal_text = await _call(
+    read, text = await _call(
         stdio_gateway, "read_record_field", id=f"{WORK}/attachments:att_0000", field="blob_ref"
     )
-    assert refused.structured_content["error"]["code"] == "field_not_text"
-    assert "blob resource" in refusal_text
-    blob = await stdio_gateway.read_resource(metadata["blob_uri"])
-    content = blob.contents[0]
+    assert not read.is_error, text  # metadata and a continuation, not a bare 422
+    blob = read.structured_content["blob"]
+    assert blob == {
+        "uri": metadata["blob_uri"],
+        "blob_id": metadata["blob_id"],
+        "media_type": "image/png",
+        "size_bytes": metadata["blob_size_bytes"],
+    }
+    assert read.structured_content["window"]["text"] == ""  # never inline bytes
+    assert "image/png" in text
+    assert f"{metadata['blob_size_bytes']} bytes" in text
+    uri = re.search(r"resource (pdpp://blob/\S+) ", text)
+    assert uri, text
+    assert uri.group(1) == metadata["blob_uri"]
+    content = (await stdio_gateway.read_resource(uri.group(1))).contents[0]
     assert content.mime_type == "image/png"
     assert base64.b64decode(content.blob).startswith(b"\x89PNG")  # type: ignore[union-attr]
+
+
+async def test_non_text_non_blob_fields_keep_the_rs_refusal(stdio_gateway: Client) -> None:
+    refused, _ = await _call(
+        stdio_gateway, "read_record_field", id=f"{WORK}/attachments:att_0000", field="size_bytes"
+    )
+    assert refused.is_error
+    assert refused.structured_content["error"]["code"] == "field_not_text"
+
+
+async def test_query_records_text_shows_readable_blob_uris(stdio_gateway: Client) -> None:
+    _, text = await _call(stdio_gateway, "query_records", stream="attachments", connection_id=WORK)
+    uris = re.findall(r'"blob":"([^"]+)","size_bytes":(\d+),"uri":"(pdpp://blob/[^"]+)"', text)
+    assert len(uris) == 2, text
+    for media_type, size, uri in uris:
+        content = (await stdio_gateway.read_resource(uri)).contents[0]
+        assert content.mime_type == media_type
+        assert len(base64.b64decode(content.blob)) == int(size)  # type: ignore[union-attr]

@@ -1,0 +1,41 @@
+"""``pdpp-gateway call TOOL JSON``: run any read tool with the JSON arguments a result showed.
+
+The terminal twin of an MCP ``tools/call``: ``TOOL`` is one of the six read tools and
+``JSON`` its arguments object, exactly as printed after the tool name in a result (for
+example ``pdpp-gateway call fetch '{"id":"cin_a/messages:m1"}'``). Same pipeline, same
+validation, same text as an agent gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import orjson
+
+from pdpp_gateway.commands import local_call, local_credential
+
+HELP = "Run one read tool with a JSON arguments object (as shown in results), e.g. call fetch '{\"id\":...}'."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("tool", choices=local_call.TOOLS, help="read tool name")
+    parser.add_argument("arguments", nargs="?", default="{}", help="JSON object of tool arguments")
+    local_credential.add_arguments(parser)
+    local_call.add_output_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        arguments = orjson.loads(args.arguments)
+    except orjson.JSONDecodeError as error:
+        local_credential.say(f'ARGUMENTS is not JSON ({error}); pass one object, e.g. \'{{"id": "..."}}\'.')
+        return local_credential.EXIT_USAGE
+    if not isinstance(arguments, dict):
+        local_credential.say('ARGUMENTS must be a JSON object, e.g. \'{"id": "..."}\'.')
+        return local_credential.EXIT_USAGE
+    resolved = local_credential.resolve(args, "call")
+    if isinstance(resolved, int):
+        return resolved
+    return local_call.call_tool(
+        *resolved, args.tool, arguments, as_json=args.json, flags=local_call.credential_flags(args)
+    )
