@@ -22,12 +22,21 @@ class Field:
 
 @dataclass(frozen=True, slots=True)
 class Relation:
+    """An expandable relation. ``has_many`` children come as a bounded list
+    (``default_limit``/``max_limit``); a ``has_one`` child as one record or null, with no limits."""
+
     name: str
     target_stream: str
     foreign_key: str  # field on the target that points at this stream's primary key field
     parent_key: str  # field on this stream matched against foreign_key
     default_limit: int = 10
     max_limit: int = 50
+    cardinality: str = "has_many"
+
+    def limits(self) -> dict[str, int]:
+        if self.cardinality == "has_one":
+            return {}
+        return {"default_limit": self.default_limit, "max_limit": self.max_limit}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +71,7 @@ class StreamManifest:
                 "group_by": list(self.group_by),
                 "group_by_time": list(self.group_by_time),
             },
-            "expand": [
-                {"name": r.name, "default_limit": r.default_limit, "max_limit": r.max_limit}
-                for r in self.relations
-            ],
+            "expand": [{"name": r.name, **r.limits()} for r in self.relations],
         }
 
 
@@ -116,7 +122,11 @@ MAIL_MESSAGES: Final = StreamManifest(
     count_distinct=("from_email", "thread_id"),
     group_by=("from_email", "is_seen", "has_attachments"),
     group_by_time=("received_at",),
-    relations=(Relation("message_bodies", "message_bodies", "message_id", "id", 1, 5),),
+    # As the reference declares them: one body per message, a bounded list of attachments.
+    relations=(
+        Relation("message_bodies", "message_bodies", "message_id", "id", cardinality="has_one"),
+        Relation("attachments", "attachments", "message_id", "id"),
+    ),
 )
 MAIL_THREADS: Final = StreamManifest(
     name="threads",

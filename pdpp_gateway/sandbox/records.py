@@ -224,6 +224,13 @@ def _expand(request: web.Request, source: Source, access: Access) -> dict[str, i
             raise RsHttpError(
                 400, "invalid_expand", f"expand_limit[{name}] needs expand={name}", param="expand_limit"
             )
+        if relation.cardinality == "has_one":
+            raise RsHttpError(
+                400,
+                "invalid_expand",
+                f"{name} is a has_one relation: it expands to one record and takes no expand_limit",
+                param="expand_limit",
+            )
         if not str(raw).isdigit() or not 1 <= int(raw) <= relation.max_limit:
             raise RsHttpError(
                 400,
@@ -248,6 +255,9 @@ def _expanded(
             relation.target_stream, [record.connection_id], [Condition(relation.foreign_key, "eq", key)]
         )
         children.sort(key=lambda r: (r.cursor_value or "", r.record_id), reverse=True)
+        if relation.cardinality == "has_one":
+            out[relation.name] = record_json(children[0], target, store) if children else None
+            continue
         limit = expand[relation.name]
         out[relation.name] = {
             "object": "list",

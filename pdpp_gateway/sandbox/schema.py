@@ -74,13 +74,12 @@ def _expand_capabilities(source: Source, access: Access) -> list[dict[str, Any]]
             "name": relation.name,
             "stream": source.manifest.name,
             "target_stream": relation.target_stream,
-            "cardinality": "has_many",
+            "cardinality": relation.cardinality,
             "granted": readable,
             "usable": readable,
             "foreign_key": relation.foreign_key,
             "child_parent_key_field": relation.parent_key,
-            "default_limit": relation.default_limit,
-            "max_limit": relation.max_limit,
+            **relation.limits(),
         }
         if not readable:
             entry["reason"] = "related_stream_not_granted"
@@ -122,7 +121,7 @@ def stream_metadata(source: Source, access: Access, store: Store, filters: bool)
                 "name": r.name,
                 "stream": r.target_stream,
                 "foreign_key": r.foreign_key,
-                "cardinality": "has_many",
+                "cardinality": r.cardinality,
             }
             for r in manifest.relations
         ],

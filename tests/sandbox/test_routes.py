@@ -416,16 +416,44 @@ async def test_introspection(shared_sandbox: Any) -> None:
         assert unknown["active"] is False
 
 
-async def test_expand_embeds_bounded_children(shared_sandbox: Any) -> None:
-    status, page, _ = await _get(
-        shared_sandbox, f"{Q}?{WORK}&limit=3&expand=message_bodies&expand_limit[message_bodies]=1"
-    )
+async def test_expand_has_one_embeds_one_record(shared_sandbox: Any) -> None:
+    status, page, _ = await _get(shared_sandbox, f"{Q}?{WORK}&limit=3&expand=message_bodies")
     assert status == 200
     for record in page["data"]:
-        children = record["expanded"]["message_bodies"]
-        assert children["object"] == "list"
-        assert len(children["data"]) == 1
-        assert children["data"][0]["data"]["message_id"] == record["id"]
+        body = record["expanded"]["message_bodies"]
+        assert body["object"] == "record"
+        assert body["data"]["message_id"] == record["id"]
+
+
+async def test_expand_has_many_embeds_a_bounded_list(shared_sandbox: Any) -> None:
+    status, record, _ = await _get(
+        shared_sandbox,
+        f"/v1/streams/messages/records/msg_work_0003?{WORK}&expand=attachments&expand_limit[attachments]=1",
+    )
+    assert status == 200
+    children = record["expanded"]["attachments"]
+    assert (children["object"], children["has_more"]) == ("list", False)
+    assert [child["data"]["message_id"] for child in children["data"]] == ["msg_work_0003"]
+
+
+async def test_expand_has_one_takes_no_limit(shared_sandbox: Any) -> None:
+    status, body, _ = await _get(
+        shared_sandbox, f"{Q}?{WORK}&expand=message_bodies&expand_limit[message_bodies]=1"
+    )
+    assert (status, body["error"]["code"], body["error"]["param"]) == (400, "invalid_expand", "expand_limit")
+
+
+async def test_schema_declares_relation_cardinality_like_the_reference(shared_sandbox: Any) -> None:
+    status, body, _ = await _get(shared_sandbox, "/v1/schema?stream=messages&connection_id=cin_mail_work")
+    assert status == 200
+    [stream] = body["connectors"][0]["streams"]
+    relations = {r["name"]: r for r in stream["expand_capabilities"]}
+    assert relations["message_bodies"]["cardinality"] == "has_one"
+    assert "max_limit" not in relations["message_bodies"]
+    assert (relations["attachments"]["cardinality"], relations["attachments"]["max_limit"]) == (
+        "has_many",
+        50,
+    )
 
 
 @pytest.mark.parametrize(

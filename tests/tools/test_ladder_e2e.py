@@ -46,12 +46,13 @@ async def test_expand_gate_forwards_advertised_relations(stdio_gateway: Client) 
         stream="messages",
         connection_id=WORK,
         limit=2,
-        expand=["message_bodies"],
-        expand_limit={"message_bodies": 1},
+        expand=["message_bodies", "attachments"],
+        expand_limit={"attachments": 1},
     )
     assert not result.is_error, result.structured_content
     for record in result.structured_content["data"]["data"]:
-        assert len(record["expanded"]["message_bodies"]["data"]) == 1
+        assert record["expanded"]["message_bodies"]["data"]["message_id"] == record["id"]  # has_one
+        assert record["expanded"]["attachments"]["object"] == "list"  # has_many, bounded
 
 
 async def test_fetch_fields_projects_before_rendering(stdio_gateway: Client) -> None:
