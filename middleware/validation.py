@@ -9,7 +9,11 @@ Contract:
   Custom checks go first so that they can give a precise, typed error (e.g. "filter
   must be a typed object") where the schema would only say "wrong type".
 - Schema failures become ``invalid_arguments`` errors whose message names the
-  argument and says what to send instead. The schema validators are compiled once.
+  argument and says what to send instead, bounded and never echoing a large value.
+  The schema validators are compiled once.
+- Whole-number floats (``5.0``, an integer to JSON Schema) are normalised to ints
+  (``5``) before the checks, everywhere in the arguments, so every stage below sees
+  one spelling of a number (an encoder never sends ``limit=5.0``).
 - Tools with no schema pass through untouched: the server decides what an unknown
   tool name means.
 """
@@ -17,7 +21,7 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -26,6 +30,19 @@ from middleware.errors import ToolError, gateway_error
 from middleware.pipeline import JSONObject, Next, ToolCall, ToolResult
 
 Check = Callable[[Mapping[str, Any]], ToolError | None]
+MAX_SAFE_INTEGER: Final = 2**53
+_MAX_MESSAGE: Final = 300
+
+
+def whole_numbers(value: Any) -> Any:
+    """``value`` with every whole-number float (within the exact-integer range) turned into an int."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return int(value)
+    if isinstance(value, Mapping):
+        return {key: whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(item) for item in value]
+    return value
 
 
 class ValidateArguments:
@@ -54,10 +71,11 @@ class ValidateArguments:
         return _schema_error(tool, failures[0], validator.schema)
 
     async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
-        error = self.rejection(call.name, call.arguments)
+        arguments = whole_numbers(call.arguments)
+        error = self.rejection(call.name, arguments)
         if error is not None:
             raise error
-        return await next_(call)
+        return await next_(call.with_arguments(arguments))
 
 
 def _failure_rank(error: ValidationError) -> tuple[int, int]:
@@ -114,8 +132,11 @@ def _schema_error(tool: str, error: ValidationError, schema: Mapping[str, Any]) 
         )
     if validator == "minLength":
         return gateway_error("invalid_arguments", f"{where} must not be empty.", param=param)
-    if validator in {"maxLength", "maxItems"}:
-        return gateway_error("invalid_arguments", f"{where} is too long (limit {value}).", param=param)
+    if validator in {"maxLength", "maxItems", "maxProperties"}:
+        unit = {"maxLength": "characters", "maxItems": "items", "maxProperties": "keys"}[validator]
+        return gateway_error(
+            "invalid_arguments", f"{where} is too long: at most {value} {unit} are accepted.", param=param
+        )
     if validator == "minItems":
         return gateway_error(
             "invalid_arguments", f"{where} must list at least {value} item(s); omit it instead.", param=param
@@ -126,7 +147,8 @@ def _schema_error(tool: str, error: ValidationError, schema: Mapping[str, Any]) 
         )
     if validator == "pattern":
         return gateway_error("invalid_arguments", f"{where} has an invalid format.", param=param)
-    return gateway_error("invalid_arguments", f"{where}: {error.message}", param=param)
+    detail = error.message if len(error.message) <= _MAX_MESSAGE else f"fails the '{validator}' rule"
+    return gateway_error("invalid_arguments", f"{where}: {detail}", param=param)
 
 
 def _describe_path(path: Sequence[str]) -> str:

@@ -6,6 +6,13 @@ the caller's own grant token, so tool code cannot pick, swap or broaden a creden
 ``provider_url`` is the RS's public origin, used for citation URLs in results (it may
 differ from the internal base URL the client talks to).
 
+``token_kind`` is only as good as the door that set it, so each door establishes it from
+the RS side before any data read: the hosted door by introspection (or the RS's
+``bearer.token_kind``) before building the context; the stdio door and the local
+commands by asking the RS at start-up, and stdio's ``rs`` is a
+``rs.token_kind.KindCheckedRs`` that re-checks before the first read when the RS could
+not be asked then. A cache-file label never decides it.
+
 A package caller (an ``mcp_package`` token, or several cached local grants) has no
 single grant: its ``package`` lists the child grants, each with a client bound to
 that child's OWN token, and its ``rs`` is unrouted. The fan-out stage routes or fans

@@ -9,9 +9,16 @@ Contract:
   token_type, expires_at?, grant_id?, scope?}, created_at}``.
 - ``load_credential`` fails closed with a ``CredentialError`` whose message names the
   fix (``pdpp connect <provider-url>``) and whose exit code the CLI returns: 78 for a
-  missing, expired or malformed credential, 77 for an owner-flagged one, 64 for a bad
+  missing, expired or malformed credential, 77 for one labelled ``owner`` or
+  ``mcp_package`` (package tokens are only valid at a hosted ``/mcp``), 64 for a bad
   provider URL. A file whose ``provider_url`` names another origin is refused, so a
   copied file cannot send a token elsewhere.
+- ``expires_at`` is an ISO 8601 timestamp or a number of epoch seconds; anything else
+  (``"garbage"``, a boolean, an out-of-range number) makes the credential malformed
+  rather than never-expiring.
+- Labels are only a first filter: the stdio door also asks the RS what the token is
+  (``rs.token_kind``) before any data read, since an unlabelled owner token looks like
+  any other bearer here.
 - Owner credentials in the environment (``PDPP_OWNER_TOKEN``,
   ``PDPP_OWNER_SESSION_COOKIE``) are never read for use; ``owner_env_warning`` only
   says they are ignored.
@@ -39,7 +46,8 @@ EXIT_USAGE: Final = 64
 EXIT_OWNER_REFUSED: Final = 77
 EXIT_NO_CREDENTIAL: Final = 78
 OWNER_ENV_VARS: Final = ("PDPP_OWNER_TOKEN", "PDPP_OWNER_SESSION_COOKIE")
-_OWNER_FLAGS: Final = ("pdpp_token_kind", "token_kind", "kind", "role")
+_KIND_FLAGS: Final = ("pdpp_token_kind", "token_kind", "kind", "role")
+REFUSED_KINDS: Final = frozenset({"owner", "mcp_package"})
 
 
 class CredentialError(Exception):
@@ -116,13 +124,9 @@ def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None
             EXIT_NO_CREDENTIAL,
         )
     credential: dict[str, Any] = payload["credential"]
-    if _flagged_owner(payload) or _flagged_owner(credential):
-        raise CredentialError(
-            "owner_token_refused",
-            f"The credential cached for {url} is an owner credential; the gateway only uses grant-scoped client "
-            f"tokens. {connect} to approve a scoped grant.",
-            EXIT_OWNER_REFUSED,
-        )
+    refused = _refused_kind(payload) or _refused_kind(credential)
+    if refused is not None:
+        raise refused_kind_error(url, refused)
     cached_url = payload.get("provider_url")
     if isinstance(cached_url, str) and cached_url and _same_origin(cached_url, url) is False:
         raise CredentialError(
@@ -138,7 +142,15 @@ def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None
             f"The cached credential in {path} has no usable bearer token. {connect} again.",
             EXIT_NO_CREDENTIAL,
         )
-    expires_at = _parse_time(credential.get("expires_at"))
+    try:
+        expires_at = _parse_time(credential.get("expires_at"))
+    except ValueError:
+        raise CredentialError(
+            "credential_invalid",
+            f"The cached credential in {path} has an unreadable expires_at (not an ISO 8601 time or epoch "
+            f"seconds). {connect} again.",
+            EXIT_NO_CREDENTIAL,
+        ) from None
     if expires_at is not None and expires_at <= (now or datetime.now(UTC)):
         raise CredentialError(
             "credential_expired",
@@ -153,6 +165,21 @@ def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None
         scope=_text(credential.get("scope")) or _text(payload.get("scope")),
         expires_at=expires_at,
         cache_file=path,
+    )
+
+
+def refused_kind_error(provider_url: str, kind: str) -> CredentialError:
+    """The refusal for a credential of a kind the local gateway never uses (owner, mcp_package)."""
+    connect = f"Run `pdpp connect {provider_url}`"
+    if kind == "mcp_package":
+        what = "an mcp_package token (valid only at a hosted /mcp endpoint, never on /v1)"
+    else:
+        what = f"an {kind} credential" if kind[:1] in "aeiou" else f"a {kind} credential"
+    return CredentialError(
+        f"{kind}_token_refused" if kind in REFUSED_KINDS else "token_kind_refused",
+        f"The credential cached for {provider_url} is {what}; the gateway only uses grant-scoped client "
+        f"tokens. {connect} to approve a scoped grant.",
+        EXIT_OWNER_REFUSED,
     )
 
 
@@ -210,8 +237,12 @@ def write_credential(
     return path
 
 
-def _flagged_owner(section: Mapping[str, Any]) -> bool:
-    return any(str(section.get(flag, "")).lower() == "owner" for flag in _OWNER_FLAGS)
+def _refused_kind(section: Mapping[str, Any]) -> str | None:
+    for flag in _KIND_FLAGS:
+        kind = str(section.get(flag, "")).strip().lower()
+        if kind in REFUSED_KINDS:
+            return kind
+    return None
 
 
 def _same_origin(a: str, b: str) -> bool | None:
@@ -222,12 +253,21 @@ def _same_origin(a: str, b: str) -> bool | None:
 
 
 def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
+    """``None`` when absent; epoch seconds or ISO 8601; ``ValueError`` for anything else."""
+    if value is None:
         return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    if isinstance(value, bool):
+        raise ValueError("boolean expires_at")
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*", value):
+        value = float(value)
+    if isinstance(value, int | float):
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError("expires_at out of range") from None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expires_at is not a time")
+    parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 

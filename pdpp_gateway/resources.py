@@ -11,15 +11,21 @@ Contract:
 - ``resources/list`` lists one ``pdpp://stream/`` resource per granted stream name
   (``GET /v1/streams``), so stream listing stays reachable without a tool.
 
-Every read uses the caller's bound client (same grant token as the tools). A malformed
-URI is ``-32602``; an RS 404 is ``-32002`` (resource not found); other RS errors keep
-their envelope in the JSON-RPC error ``data``. Segments are checked for traversal
-before any RS call.
+Every read uses the caller's bound client (same grant token as the tools). Error codes
+say whose fault it is: only a caller mistake (a malformed or unknown URI, a bad
+segment) is ``-32602`` (invalid params); an RS 404 is ``-32002`` (resource not found);
+everything upstream (the RS unreachable, timing out, answering garbage, any other RS
+error, a refused credential) is ``-32603`` (internal error) with a bounded message and
+the typed envelope in the JSON-RPC error ``data``. (An RS 400/409/422, e.g. an
+ambiguous record handle, is the caller's to fix: ``-32602``.) Segments are checked for traversal
+before any RS call. ``resources/list`` failing upstream logs one line (no traceback)
+and answers ``-32603`` the same way.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import unquote
@@ -32,12 +38,15 @@ from middleware import ToolError
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RECORD_URI_PREFIX, check_segment, parse_handle
 from pdpp_gateway.rs.client import rs_path
-from pdpp_gateway.rs.errors import RsStatusError
+from pdpp_gateway.rs.errors import RsError, RsStatusError
 
 STREAM_PREFIX: Final = "pdpp://stream/"
 BLOB_PREFIX: Final = "pdpp://blob/"
 MAX_BLOB_BYTES: Final = 8 * 1024 * 1024
 RESOURCE_NOT_FOUND: Final = -32002
+MAX_ERROR_MESSAGE: Final = 300
+_CALLER_STATUSES: Final = frozenset({400, 409, 422})
+_log = logging.getLogger(__name__)
 
 TEMPLATES: Final = (
     types.ResourceTemplate(
@@ -63,7 +72,11 @@ TEMPLATES: Final = (
 
 async def list_stream_resources(context: GatewayContext) -> list[types.Resource]:
     """One resource per granted stream name, with its sources in the description."""
-    response = await _forward(context, "/v1/streams", [])
+    try:
+        response = await _forward(context, "/v1/streams", [])
+    except ToolError as error:
+        _log.warning("resources/list failed: %s", _bounded(str(error)))
+        raise protocol_error(error) from None
     sources: dict[str, list[str]] = {}
     for row in response.get("data") or ():
         if isinstance(row, Mapping) and isinstance(row.get("name"), str):
@@ -95,20 +108,37 @@ async def read(context: GatewayContext, uri: str) -> types.ReadResourceResult:
             return _json(uri, body)
         if uri.startswith(BLOB_PREFIX):
             return await _read_blob(context, uri)
-    except RsStatusError as error:
-        code = RESOURCE_NOT_FOUND if error.status == 404 else -32603
-        raise MCPError(
-            code, f"{error.code}: {error.envelope.get('message', '')}", data=error.envelope
-        ) from None
     except ToolError as error:
-        raise MCPError(
-            types.INVALID_PARAMS, str(error.envelope.get("message")), data=error.envelope
-        ) from None
+        raise protocol_error(error) from None
     raise MCPError(
         types.INVALID_PARAMS,
         f"Unknown resource URI {uri[:200]!r}; readable: pdpp://stream/{{name}}, pdpp://record/{{handle}}, "
         "pdpp://blob/{connection_id}/{blob_id}.",
     )
+
+
+def protocol_error(error: ToolError) -> MCPError:
+    """The JSON-RPC error for a failed resource operation: caller mistakes only are -32602."""
+    if isinstance(error, RsStatusError):
+        if error.status == 404:
+            code = RESOURCE_NOT_FOUND
+        elif error.status in _CALLER_STATUSES:
+            code = types.INVALID_PARAMS  # the RS says the URI asked for something wrong or ambiguous
+        else:
+            code = types.INTERNAL_ERROR
+    elif isinstance(error, RsError):
+        code = types.INTERNAL_ERROR  # timeout, unreachable, unusable answer
+    elif error.envelope.get("type") == "invalid_request_error" or error.code == "ambiguous_connection":
+        code = types.INVALID_PARAMS  # refused before any RS call: fix the URI
+    else:
+        code = types.INTERNAL_ERROR
+    message = _bounded(f"{error.code}: {error.envelope.get('message', '')}")
+    return MCPError(code, message, data=error.envelope)
+
+
+def _bounded(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_ERROR_MESSAGE else text[: MAX_ERROR_MESSAGE - 1] + "…"
 
 
 async def _read_blob(context: GatewayContext, uri: str) -> types.ReadResourceResult:

@@ -4,19 +4,24 @@ Contract:
 
 - ``unwrap_schema`` drops the REST envelope (``links``, ``meta``, a ``{data: ...}``
   wrapper): results carry the schema document directly under ``structuredContent.data``.
-- ``index_view`` (global ``schema()``) is an index that fits as a whole result for
-  broad grants: connectors with their granted connections (lifted to the connector as
-  the most common set) and, per stream, identity only (name, record count, primary key,
-  cursor field; connections only where they differ). No field detail.
-- ``stream_view`` (``schema(stream[, connection_id])``) keeps the same identity plus
-  each field as a compact flag string and the usable expand relations, and carries
-  ``field_capability_legend`` explaining every token of the flag grammar.
+- ``index_view`` (global ``schema()``) is an index: connectors with their granted
+  connections (lifted to the connector as the most common set) and, per stream,
+  identity only (name, record count, primary key, cursor field; connections only where
+  they differ). No field detail. ``bound_index`` keeps it within
+  ``INDEX_STRUCTURED_BUDGET`` bytes for any grant: first every row shrinks to its name,
+  then rows are cut, and the document says so in ``index_bounded`` (the text result
+  still lists every stream name; see ``render.schema``).
+- ``stream_view`` (``schema(stream[, connection_id])``, spec 000: "structuredContent.data
+  SHALL preserve the REST compact body verbatim") is the RS compact body as the RS sent
+  it (minus ``links``/``meta``). When the RS refused or ignored ``view=compact`` it is
+  ``compact_projection`` of the full body: the same shape the RS's compact view has
+  (``field_capabilities`` as flag strings, ``expand_capabilities`` as sent, identity
+  keys only, the most common ``granted_connections`` lifted to the connector and kept
+  on a stream only where it differs, ``detail: "compact"``, counts), so a model sees the
+  same document either way. ``LEGEND`` explains the flag grammar; it travels beside
+  the document (``structuredContent.field_capability_legend``), never inside it.
 - ``full_view`` (``detail: "full"``) is the RS body verbatim, minus a duplicated
   top-level stream list when ``connectors`` are present.
-- Both views accept the RS compact body (flags already strings) and a full body
-  (structured capabilities, projected here to the same grammar), and apply
-  ``stream``/``connection_id`` scoping themselves, so the fallback for an RS that
-  ignores ``view=compact`` keeps the same semantics.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+
+import orjson
 
 JSONObject = dict[str, Any]
 
@@ -41,15 +48,23 @@ LEGEND: Final[JSONObject] = {
 }
 _CONNECTOR_KEYS: Final = ("object", "connector_key", "connector_id", "source", "display_name")
 _STREAM_KEYS: Final = ("name", "display_name", "connection_id", "record_count", "primary_key", "cursor_field")
-_EXPAND_KEYS: Final = (
+# What a compact stream row keeps besides its capabilities (the RS drops schema, views,
+# relationships, query, object, freshness and the rest).
+_COMPACT_STREAM_KEYS: Final = (
     "name",
-    "target_stream",
-    "cardinality",
-    "usable",
-    "default_limit",
-    "max_limit",
-    "reason",
+    "display_name",
+    "connector_key",
+    "connector_id",
+    "connection_id",
+    "record_count",
+    "granted",
+    "primary_key",
+    "cursor_field",
+    "source",
 )
+INDEX_STRUCTURED_BUDGET: Final = 8_000
+# ToolResult.annotations key holding the unbounded index for the text renderer.
+INDEX_ANNOTATION: Final = "schema_index"
 _AGG_ORDER: Final = ("count_distinct", "group_by", "group_by_time", "sum", "min", "max")
 
 
@@ -60,13 +75,127 @@ def unwrap_schema(body: Mapping[str, Any]) -> JSONObject:
 
 
 def index_view(document: Mapping[str, Any], *, connection_id: str | None = None) -> JSONObject:
-    return _view(document, stream=None, connection_id=connection_id, detail=False)
+    """The global index (unbounded; ``bound_index`` bounds it for the wire)."""
+    return _index(document, connection_id=connection_id)
 
 
 def stream_view(document: Mapping[str, Any], *, stream: str, connection_id: str | None = None) -> JSONObject:
-    view = _view(document, stream=stream, connection_id=connection_id, detail=True)
-    view["field_capability_legend"] = LEGEND
+    """The RS compact body verbatim, or its projection when the RS sent the full body."""
+    if document.get("detail") == "compact":
+        return dict(document)
+    return compact_projection(document, stream=stream, connection_id=connection_id)
+
+
+def compact_projection(
+    document: Mapping[str, Any], *, stream: str | None = None, connection_id: str | None = None
+) -> JSONObject:
+    """The RS ``view=compact`` shape, built locally from a full schema body."""
+    connectors: list[JSONObject] = []
+    for connector in document.get("connectors") or ():
+        if not isinstance(connector, Mapping):
+            continue
+        rows = [
+            row
+            for row in connector.get("streams") or ()
+            if isinstance(row, Mapping)
+            and (stream is None or row.get("name") == stream)
+            and (connection_id is None or connection_id in _connection_ids(row, connector))
+        ]
+        if not rows:
+            continue
+        compact = [_compact_row(row, connection_id) for row in rows]
+        out: JSONObject = {key: connector[key] for key in _CONNECTOR_KEYS if key in connector}
+        out["stream_count"] = len(compact)
+        lists = [row["granted_connections"] for row in compact if "granted_connections" in row]
+        if lists:
+            common = max(lists, key=lambda entries: sum(entries == other for other in lists))
+            out["granted_connections"] = common
+            for row in compact:
+                if row.get("granted_connections") == common:
+                    del row["granted_connections"]
+        elif isinstance(connector.get("granted_connections"), list):
+            out["granted_connections"] = _narrow(_entries(connector["granted_connections"]), connection_id)
+        out["streams"] = compact
+        connectors.append(out)
+    view: JSONObject = {"object": "schema"}
+    if isinstance(document.get("bearer"), Mapping):
+        view["bearer"] = document["bearer"]
+    view.update(
+        detail="compact",
+        connector_count=len(connectors),
+        stream_count=sum(len(c["streams"]) for c in connectors),
+        connectors=connectors,
+    )
     return view
+
+
+def bound_index(index: Mapping[str, Any], budget: int = 0) -> JSONObject:
+    """``index`` within ``budget`` bytes of compact JSON: names-only rows, then cut rows, said in ``index_bounded``."""
+    limit = budget or INDEX_STRUCTURED_BUDGET
+    if _size(index) <= limit:
+        return dict(index)
+    connectors = [c for c in index.get("connectors") or () if isinstance(c, Mapping)]
+    total = sum(len(c.get("streams") or ()) for c in connectors)
+    named = [
+        {
+            **{key: value for key, value in connector.items() if key != "streams"},
+            "streams": [
+                {"name": row.get("name")}
+                for row in connector.get("streams") or ()
+                if isinstance(row, Mapping)
+            ],
+        }
+        for connector in connectors
+    ]
+    note: JSONObject = {
+        "level": "names",
+        "budget_bytes": limit,
+        "stream_count": total,
+        "streams_listed": total,
+        "connectors_listed": len(named),
+        "message": "Stream rows are names only to fit the result budget; schema(stream) gives a stream's "
+        "record count, keys and connections.",
+    }
+    bounded = {
+        **{k: v for k, v in index.items() if k != "connectors"},
+        "connectors": named,
+        "index_bounded": note,
+    }
+    if _size(bounded) <= limit:
+        return bounded
+    kept: list[JSONObject] = []
+    used = _size({**bounded, "connectors": []}) + 200  # room for the note's counters
+    listed = 0
+    for connector in named:
+        shell = {**connector, "streams": []}
+        cost = _size(shell) + 1
+        if used + cost > limit:
+            break
+        rows: list[JSONObject] = []
+        used += cost
+        for row in connector["streams"]:
+            row_cost = _size(row) + 1
+            if used + row_cost > limit:
+                break
+            rows.append(row)
+            used += row_cost
+        shell["streams"] = rows
+        if len(rows) < len(connector["streams"]):
+            shell["streams_truncated"] = True
+        kept.append(shell)
+        listed += len(rows)
+        if len(rows) < len(connector["streams"]):
+            break
+    note.update(
+        level="capped",
+        streams_listed=listed,
+        connectors_listed=len(kept),
+        message=f"Structured output lists {listed} of {total} streams to fit the result budget; the text "
+        "result names every stream. Call schema(stream) for one stream, or schema(connection_id) for one "
+        "source's index.",
+    )
+    bounded["connectors"] = kept
+    return bounded
 
 
 def full_view(document: Mapping[str, Any]) -> JSONObject:
@@ -120,9 +249,7 @@ def field_flags(capability: object) -> str:
     return ",".join(parts) or "declared"
 
 
-def _view(
-    document: Mapping[str, Any], *, stream: str | None, connection_id: str | None, detail: bool
-) -> JSONObject:
+def _index(document: Mapping[str, Any], *, connection_id: str | None) -> JSONObject:
     connectors: list[JSONObject] = []
     for connector in document.get("connectors") or ():
         if not isinstance(connector, Mapping):
@@ -131,7 +258,6 @@ def _view(
             row
             for row in connector.get("streams") or ()
             if isinstance(row, Mapping)
-            and (stream is None or row.get("name") == stream)
             and (connection_id is None or connection_id in _connection_ids(row, connector))
         ]
         if not rows:
@@ -141,48 +267,49 @@ def _view(
         out: JSONObject = {key: connector[key] for key in _CONNECTOR_KEYS if key in connector}
         out["granted_connections"] = shared
         out["stream_count"] = len(rows)
-        out["streams"] = [
-            _stream_row(row, own, shared, detail) for row, own in zip(rows, connections, strict=True)
-        ]
+        out["streams"] = [_stream_row(row, own, shared) for row, own in zip(rows, connections, strict=True)]
         connectors.append(out)
     view: JSONObject = {
         "object": "schema",
-        "detail": "compact" if detail else "index",
+        "detail": "index",
         "connector_count": len(connectors),
         "stream_count": sum(len(c["streams"]) for c in connectors),
         "connectors": connectors,
     }
     if isinstance(document.get("bearer"), Mapping):
         view["bearer"] = document["bearer"]
-    if stream is not None:
-        view["scope"] = {"stream": stream, **({"connection_id": connection_id} if connection_id else {})}
     return view
 
 
-def _stream_row(
-    row: Mapping[str, Any], own: list[JSONObject], shared: list[JSONObject], detail: bool
-) -> JSONObject:
+def _stream_row(row: Mapping[str, Any], own: list[JSONObject], shared: list[JSONObject]) -> JSONObject:
     out: JSONObject = {key: row[key] for key in _STREAM_KEYS if row.get(key) not in (None, "", [])}
     if own != shared:
         out["granted_connections"] = own
-    if detail:
-        capabilities = row.get("field_capabilities") or {}
-        if isinstance(capabilities, Mapping):
-            out["fields"] = {str(name): field_flags(cap) for name, cap in capabilities.items()}
-        elif isinstance(capabilities, list):
-            out["fields"] = {
-                str(c.get("name")): field_flags(c.get("flags", c))
-                for c in capabilities
-                if isinstance(c, Mapping)
-            }
-        relations = [
-            {key: rel[key] for key in _EXPAND_KEYS if key in rel}
-            for rel in row.get("expand_capabilities") or ()
-            if isinstance(rel, Mapping)
-        ]
-        if relations:
-            out["expand"] = relations
     return out
+
+
+def _compact_row(row: Mapping[str, Any], connection_id: str | None) -> JSONObject:
+    out: JSONObject = {key: row[key] for key in _COMPACT_STREAM_KEYS if row.get(key) is not None}
+    if isinstance(row.get("granted_connections"), list):
+        out["granted_connections"] = _narrow(_entries(row["granted_connections"]), connection_id)
+    capabilities = row.get("field_capabilities") or {}
+    if isinstance(capabilities, Mapping):
+        out["field_capabilities"] = {str(name): field_flags(cap) for name, cap in capabilities.items()}
+    elif isinstance(capabilities, list):
+        out["field_capabilities"] = {
+            str(c.get("name")): field_flags(c.get("flags", c)) for c in capabilities if isinstance(c, Mapping)
+        }
+    expand = row.get("expand_capabilities")
+    out["expand_capabilities"] = list(expand) if isinstance(expand, list) else []
+    return out
+
+
+def _entries(entries: list[Any]) -> list[JSONObject]:
+    return [dict(entry) for entry in entries if isinstance(entry, Mapping)]
+
+
+def _size(value: object) -> int:
+    return len(orjson.dumps(value))
 
 
 def _connections(row: Mapping[str, Any], connector: Mapping[str, Any]) -> list[JSONObject]:
@@ -204,7 +331,9 @@ def _connection_ids(row: Mapping[str, Any], connector: Mapping[str, Any]) -> set
 
 
 def _narrow(entries: list[JSONObject], connection_id: str | None) -> list[JSONObject]:
-    return entries if connection_id is None else [e for e in entries if e["connection_id"] == connection_id]
+    return (
+        entries if connection_id is None else [e for e in entries if e.get("connection_id") == connection_id]
+    )
 
 
 def _most_common(sets: Iterable[list[JSONObject]]) -> list[JSONObject]:

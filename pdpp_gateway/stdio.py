@@ -11,6 +11,14 @@ Contract:
   SDK's ``stdio_server`` points fd 1 at stderr too, so stray output from us or a library
   can never corrupt the protocol stream.
 - The RS client is opened once and closed on the way out.
+- Before serving, ``verify_credential`` asks the RS what the cached token is
+  (``bearer.token_kind``; a cache label can lie or be missing): ``owner`` or
+  ``mcp_package`` stops the process (``CredentialError``, exit 77), a token the RS
+  rejects (401, revoked or expired grant) stops it too (exit 78), both with the
+  ``pdpp connect`` fix. An RS that cannot be reached within ``STARTUP_PROBE_SECONDS``
+  does not stop it: the gateway serves, and its reader (``KindCheckedRs``) verifies the
+  kind before the first tool or resource read instead, refusing every read unless the
+  RS says ``client``.
 """
 
 from __future__ import annotations
@@ -27,11 +35,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
-from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.context import GatewayContext, RsReader
 from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindCheckedRs, KindUnknown, verify_at_start
 from pdpp_gateway.server import build_server
 
 DRAIN_SECONDS: Final = 60.0
+STARTUP_PROBE_SECONDS: Final = START_PROBE_SECONDS
 _log = logging.getLogger(__name__)
 
 Inbound = SessionMessage | Exception
@@ -78,9 +88,28 @@ async def drain_on_eof(
         yield inbound_receive, outbound_send
 
 
+async def verify_credential(rs: RsReader, provider_url: str) -> str | None:
+    """``client`` when the RS confirms it, ``None`` when the RS cannot be asked now.
+
+    Raises ``CredentialError`` for a token that must not be served.
+    """
+    try:
+        return await verify_at_start(rs, provider_url, seconds=STARTUP_PROBE_SECONDS)
+    except KindUnknown as unknown:
+        _log.warning(
+            "the resource server is unreachable at start-up (%s); serving, and verifying the credential "
+            "before the first read",
+            unknown.reason,
+        )
+        return None
+
+
 async def serve_stdio(provider_url: str, token: str, server_name: str) -> None:
     async with RsClient(provider_url) as rs:
-        context = GatewayContext(rs=rs.bind(token), provider_url=provider_url)
+        bound = rs.bind(token)
+        verified = await verify_credential(bound, provider_url)
+        reader = KindCheckedRs(bound, provider_url, verified_kind=verified)
+        context = GatewayContext(rs=reader, provider_url=provider_url)
         server = build_server(lambda _ctx: context, name=server_name)
         # Order matters: the SDK claims the real stdout first, then Python-level prints are redirected.
         async with (

@@ -94,6 +94,19 @@ def _write_raw(root: Path, payload: object) -> Path:
             "owner_token_refused",
             77,
         ),
+        (
+            {"provider_url": URL, "credential": {"access_token": TOKEN, "token_kind": "mcp_package"}},
+            "mcp_package_token_refused",
+            77,
+        ),
+        *(
+            (
+                {"provider_url": URL, "credential": {"access_token": TOKEN, "expires_at": bad}},
+                "credential_invalid",
+                78,
+            )
+            for bad in ("garbage", "", True, "2026-13-45T00:00:00Z", 1e300, float("nan"), [1])
+        ),
     ],
 )
 def test_unusable_credentials_fail_closed(tmp_path: Path, payload: object, code: str, exit_code: int) -> None:
@@ -117,6 +130,31 @@ def test_missing_and_expired(tmp_path: Path) -> None:
     future = (datetime.now(UTC) + timedelta(days=1)).isoformat().replace("+00:00", "Z")
     write_credential(tmp_path, URL, TOKEN, expires_at=future)
     assert load_credential(URL, tmp_path).access_token == TOKEN
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "expected"),
+    [
+        (1000, datetime(1970, 1, 1, 0, 16, 40, tzinfo=UTC)),
+        ("1000", datetime(1970, 1, 1, 0, 16, 40, tzinfo=UTC)),
+        (4102444800.5, datetime(2100, 1, 1, 0, 0, 0, 500000, tzinfo=UTC)),
+        ("2100-01-01T00:00:00Z", datetime(2100, 1, 1, tzinfo=UTC)),
+        (None, None),
+    ],
+)
+def test_expires_at_is_iso_8601_or_epoch_seconds(
+    tmp_path: Path, expires_at: object, expected: datetime | None
+) -> None:
+    _write_raw(
+        tmp_path, {"provider_url": URL, "credential": {"access_token": TOKEN, "expires_at": expires_at}}
+    )
+    if expected is not None and expected <= datetime.now(UTC):
+        with pytest.raises(CredentialError) as caught:
+            load_credential(URL, tmp_path)
+        assert caught.value.code == "credential_expired"
+        assert "1970-01-01T00:16:40" in caught.value.message
+    else:
+        assert load_credential(URL, tmp_path).expires_at == expected
 
 
 def test_world_readable_file_is_used_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

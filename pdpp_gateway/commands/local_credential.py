@@ -5,6 +5,12 @@ Contract: ``add_arguments`` declares ``--provider-url`` and ``--cache-root`` (en
 ``resolve`` returns ``(provider_url, token)`` from the ``pdpp connect`` cache, or an
 exit code after printing one actionable line to stderr. Owner credentials in the
 environment are announced as ignored and never read.
+
+A cache label can be missing or wrong, so ``resolve`` also asks the RS what the token
+is (``GET /v1/schema`` → ``bearer.token_kind``) before a command reads anything: 77 for
+an owner or mcp_package token, 78 for one the RS rejects, 69 when the RS cannot be
+asked (a one-shot command fails closed). The stdio server passes ``verify=False`` and
+verifies itself, since it may start before the RS is up.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import sys
 from pathlib import Path
 
 EXIT_USAGE = 64
+EXIT_UNAVAILABLE = 69
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-root", help="credential cache root (env PDPP_CACHE_ROOT, default .pdpp).")
 
 
-def resolve(args: argparse.Namespace, command: str) -> tuple[str, str] | int:
+def resolve(args: argparse.Namespace, command: str, *, verify: bool = True) -> tuple[str, str] | int:
     """The provider URL and cached scoped token, or the exit code to stop with."""
     from pdpp_gateway.credentials import (
         CredentialError,
@@ -48,7 +55,37 @@ def resolve(args: argparse.Namespace, command: str) -> tuple[str, str] | int:
     except CredentialError as error:
         say(error.message)
         return error.exit_code
+    if verify:
+        stop = _verify_with_rs(provider_url, credential.access_token)
+        if stop is not None:
+            return stop
     return provider_url, credential.access_token
+
+
+def _verify_with_rs(provider_url: str, token: str) -> int | None:
+    """``None`` when the RS says the token is a client token, else the exit code (after saying why)."""
+    import asyncio
+
+    from pdpp_gateway.credentials import CredentialError
+    from pdpp_gateway.rs.client import RsClient
+    from pdpp_gateway.rs.token_kind import KindUnknown, verify_at_start
+
+    async def ask() -> str:
+        async with RsClient(provider_url) as rs:
+            return await verify_at_start(rs.bind(token), provider_url)
+
+    try:
+        asyncio.run(ask())
+    except CredentialError as error:
+        say(error.message)
+        return error.exit_code
+    except KindUnknown as unknown:
+        say(
+            f"cannot verify the cached credential with {provider_url} ({unknown.reason}); nothing was read. "
+            "Retry when the resource server is reachable."
+        )
+        return EXIT_UNAVAILABLE
+    return None
 
 
 def say(message: str) -> None:

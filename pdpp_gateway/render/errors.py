@@ -3,7 +3,10 @@
 Contract: line 1 is ``Error <code> (HTTP <status>): <message>`` (no status for errors
 the gateway raised itself); line 2 is one actionable next step chosen by code (for
 ambiguity errors it lists up to 12 connections to retry with); then ``param`` and
-``request_id`` when present. Bounded; never a traceback or a token.
+``request_id`` when present. An RS ``param`` names the REST parameter; the text names
+the tool argument the caller can actually change (``q`` → ``query`` for search,
+``filter[x]`` → ``filter``), keeping the REST name beside it. The envelope in
+structured output stays the RS's, untouched. Bounded; never a traceback or a token.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from middleware import ToolCall, ToolResult
 from pdpp_gateway.render.common import clip
 
 MAX_CONNECTIONS: Final = 12
+# REST parameter -> tool argument, where a tool renames one.
+_TOOL_ARGUMENTS: Final[dict[str, dict[str, str]]] = {"search": {"q": "query"}}
 
 _NEXT_STEPS: Final = {
     "field_not_granted": "That field is outside the grant; call schema(stream) to see the granted fields.",
@@ -43,10 +48,16 @@ def render_error(call: ToolCall, result: ToolResult) -> str:
     code = str(error.get("code", "error"))
     status = result.structured.get("http_status")
     lines = [clip(f"Error {code}{f' (HTTP {status})' if status else ''}: {error.get('message', '')}", 600)]
-    step = _next_step(code, status, error)
+    argument = tool_argument(call.name, error.get("param"))
+    step = _next_step(code, status, error, argument)
     if step:
         lines.append(clip(step, 900))
-    extras = [f"{key}={error[key]}" for key in ("param", "retry_with") if error.get(key)]
+    extras = []
+    if argument:
+        rest = error.get("param")
+        extras.append(f"param={argument}" + (f" (REST parameter {rest})" if rest != argument else ""))
+    if error.get("retry_with"):
+        extras.append(f"retry_with={error['retry_with']}")
     request_id = error.get("request_id") or result.structured.get("request_id")
     if request_id:
         extras.append(f"request_id={request_id}")
@@ -55,7 +66,15 @@ def render_error(call: ToolCall, result: ToolResult) -> str:
     return "\n".join(lines)
 
 
-def _next_step(code: str, status: object, error: Mapping[str, Any]) -> str | None:
+def tool_argument(tool: str, param: object) -> str | None:
+    """The tool argument behind an RS or gateway ``param`` (``q`` is search's ``query``)."""
+    if not isinstance(param, str) or not param:
+        return None
+    base = param.split("[", 1)[0] or param
+    return _TOOL_ARGUMENTS.get(tool, {}).get(base, base)
+
+
+def _next_step(code: str, status: object, error: Mapping[str, Any], argument: str | None) -> str | None:
     connections = [c for c in error.get("available_connections") or () if isinstance(c, Mapping)]
     if connections:
         listed = ", ".join(
@@ -76,6 +95,5 @@ def _next_step(code: str, status: object, error: Mapping[str, Any]) -> str | Non
     if status == 401:
         return "The credential is invalid or expired; reconnect with `pdpp connect <provider-url>`."
     if code.startswith("invalid_") or code == "conflicting_connection_id":
-        param = error.get("param")
-        return f"Fix the argument{f' {param!r}' if param else ''} as the message says and call again."
+        return f"Fix the argument{f' {argument!r}' if argument else ''} as the message says and call again."
     return None

@@ -19,6 +19,9 @@ Contract:
   values (they may carry a person's search terms). An optional ``observer`` is told
   (path, status or None, seconds) of every read, for metrics.
 - An empty token sends no ``Authorization`` header (public discovery documents only).
+- A request whose path and query would encode to more than ``MAX_REQUEST_TARGET_BYTES``
+  is never sent: it raises a typed ``request_too_large`` error for the caller (servers
+  cap the request line near 8 KiB and answer an untyped 400 that echoes the URL).
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
-from urllib.parse import quote
+from typing import Any, Final
+from urllib.parse import quote, urlencode
 
 import aiohttp
 import orjson
 from aiohttp_retry import JitterRetry, RetryClient
 
+from middleware import gateway_error
 from pdpp_gateway import __version__
 from pdpp_gateway.rs.errors import (
     RsProtocolError,
@@ -49,6 +53,7 @@ Query = Sequence[tuple[str, str]]
 # Told of every read: (path, HTTP status or None when no answer came, seconds).
 Observer = Callable[[str, int | None, float], None]
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_REQUEST_TARGET_BYTES: Final = 7_680  # under the common 8,190-byte request-line limit
 _CHUNK = 64 * 1024
 
 
@@ -169,6 +174,7 @@ class RsClient:
     async def get_json(
         self, path: str, query: Query = (), *, token: str, headers: Mapping[str, str] | None = None
     ) -> RsResponse:
+        self._check_size(path, query)
         started = time.perf_counter()
         answered: int | None = None
         try:
@@ -191,6 +197,7 @@ class RsClient:
         return RsResponse(status=status, body=body, request_id=request_id, url_path=path)
 
     async def get_bytes(self, path: str, query: Query = (), *, token: str, max_bytes: int) -> RsBlob:
+        self._check_size(path, query)
         started = time.perf_counter()
         status: int | None = None
         try:
@@ -227,6 +234,17 @@ class RsClient:
                 data.extend(chunk)
             content_type = response.headers.get("Content-Type", "application/octet-stream")
         return RsBlob(content_type=content_type, data=bytes(data), total_bytes=total, truncated=truncated)
+
+    def _check_size(self, path: str, query: Query) -> None:
+        """Refuse, before sending, a request URL too long for the RS to accept."""
+        target = len(urlencode(list(query))) + len(path) + len(self.base_url) + 1
+        if target > MAX_REQUEST_TARGET_BYTES:
+            raise gateway_error(
+                "request_too_large",
+                f"These arguments encode to a {target:,}-byte request URL; the resource server accepts about "
+                f"{MAX_REQUEST_TARGET_BYTES:,}. Ask for fewer fields, filter on fewer fields, or shorten long "
+                "values, then call again.",
+            )
 
     def _request(
         self, path: str, query: Query, token: str, accept: str, headers: Mapping[str, str] | None

@@ -6,19 +6,96 @@ would give a vague answer (a string ``filter``), where arguments depend on each 
 (``group_by`` XOR ``group_by_time``), and where a value could widen or redirect a read
 (path segments with traversal, two disagreeing connection handles).
 
+``check_sizes`` runs first in every ladder: it applies the size caps of the tool's
+input schema (``maxLength``, ``maxItems``, ``maxProperties``) and the filter's own
+caps, so no later check (nor its message) ever handles a megabyte argument, and the
+refusal names the argument, its size and the limit without echoing the value.
+
 ``CHECKS`` maps each tool to its ladder; ``middleware.ValidateArguments`` runs it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from middleware import Check, ToolError, gateway_error
 from pdpp_gateway.ids import parse_handle, resolve_connection, segment_problem
+from pdpp_gateway.tools.specs import (
+    INPUT_SCHEMAS,
+    MAX_FILTER_VALUE_CHARS,
+    MAX_NAME_CHARS,
+    JSONObject,
+)
 
 RANGE_OPERATORS: Final = ("gte", "gt", "lte", "lt")
 _FILTER_EXAMPLE = 'filter: {"field": "value"} or filter: {"created_at": {"gte": "2026-01-01T00:00:00Z"}}'
+
+
+_SIZE_HINTS: Final = {
+    "cursor": "pass next_cursor exactly as the previous page returned it",
+    "changes_since": 'pass "beginning" or next_changes_since exactly as returned',
+    "query": "shorten the search text to its key terms",
+    "q": "search for a shorter literal snippet",
+    "id": "pass the id exactly as search or query_records returned it",
+    "fields": "list only the fields you need, or omit fields to get every granted field",
+    "streams": "omit streams to search every granted stream",
+    "filter": "filter on fewer fields, then narrow further in a second call",
+}
+
+
+def check_sizes(tool: str) -> Check:
+    """The size caps of ``tool``'s input schema, checked before anything else looks at a value."""
+    properties: Mapping[str, JSONObject] = INPUT_SCHEMAS[tool].get("properties", {})
+
+    def too_big(param: str, measured: str, limit: str) -> ToolError:
+        hint = _SIZE_HINTS.get(param, "shorten it")
+        return gateway_error(
+            "invalid_arguments",
+            f"argument '{param}' {measured}; at most {limit} accepted: {hint}.",
+            param=param,
+        )
+
+    def check(arguments: Mapping[str, Any]) -> ToolError | None:
+        for param, value in arguments.items():
+            spec = properties.get(param)
+            if spec is None:
+                continue  # unknown arguments are the schema's to refuse
+            if isinstance(value, str) and len(value) > spec.get("maxLength", math.inf):
+                return too_big(param, f"is {len(value):,} characters long", f"{spec['maxLength']:,} are")
+            if isinstance(value, list):
+                if len(value) > spec.get("maxItems", math.inf):
+                    return too_big(param, f"has {len(value):,} items", f"{spec['maxItems']:,} are")
+                cap = (spec.get("items") or {}).get("maxLength", math.inf)
+                longest = max((len(v) for v in value if isinstance(v, str)), default=0)
+                if longest > cap:
+                    return too_big(param, f"has an item {longest:,} characters long", f"{cap:,} are")
+            if isinstance(value, Mapping):
+                if len(value) > spec.get("maxProperties", math.inf):
+                    return too_big(param, f"has {len(value):,} keys", f"{spec['maxProperties']:,} are")
+                longest = max((len(str(key)) for key in value), default=0)
+                if longest > MAX_NAME_CHARS:
+                    return too_big(param, f"has a key {longest:,} characters long", f"{MAX_NAME_CHARS} are")
+                if param == "filter":
+                    longest = max((len(v) for v in _filter_strings(value)), default=0)
+                    if longest > MAX_FILTER_VALUE_CHARS:
+                        return too_big(
+                            param,
+                            f"has a value {longest:,} characters long",
+                            f"{MAX_FILTER_VALUE_CHARS:,} are",
+                        )
+        return None
+
+    return check
+
+
+def _filter_strings(value: Mapping[str, Any]) -> list[str]:
+    strings: list[str] = []
+    for spec in value.values():
+        bounds = spec.values() if isinstance(spec, Mapping) else [spec]
+        strings.extend(bound for bound in bounds if isinstance(bound, str))
+    return strings
 
 
 def check_filter(arguments: Mapping[str, Any]) -> ToolError | None:
@@ -55,8 +132,12 @@ def check_filter(arguments: Mapping[str, Any]) -> ToolError | None:
                     )
                 if not _is_scalar(bound):
                     return bad(f"filter bound {field!r}.{op} must be a string, number or boolean.")
+                if _non_finite(bound):
+                    return bad(f"filter bound {field!r}.{op} must be a finite number, not {bound!r}.")
         elif not _is_scalar(spec):
             return bad(f"filter value for {field!r} must be a string, number, boolean or range object.")
+        elif _non_finite(spec):
+            return bad(f"filter value for {field!r} must be a finite number, not {spec!r}.")
     return None
 
 
@@ -83,6 +164,8 @@ def check_expand_limit(arguments: Mapping[str, Any]) -> ToolError | None:
                 f"e.g. {example}.",
                 param="expand_limit",
             )
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)  # 2.0 is the integer 2, as the schema and the encoder treat it
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             return gateway_error(
                 "invalid_expand",
@@ -263,7 +346,24 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool) and value is not None
 
 
-CHECKS: Final[dict[str, tuple[Check, ...]]] = {
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def check_search_query(arguments: Mapping[str, Any]) -> ToolError | None:
+    """A search needs words: an empty or whitespace-only query would only bounce off the RS."""
+    query = arguments.get("query")
+    if isinstance(query, str) and not query.strip():
+        return gateway_error(
+            "invalid_arguments",
+            "argument 'query' is blank; pass the words to search for, e.g. search(query: \"lisbon invoice\"). "
+            "To browse without text, use query_records.",
+            param="query",
+        )
+    return None
+
+
+_LADDERS: Final[dict[str, tuple[Check, ...]]] = {
     "schema": (safe_names("stream", "connection_id"), check_schema_detail),
     "query_records": (
         safe_names("stream", "connection_id", "expand"),
@@ -277,10 +377,18 @@ CHECKS: Final[dict[str, tuple[Check, ...]]] = {
         check_filter,
         check_aggregate_shape,
     ),
-    "search": (safe_names("streams", "connection_id"), check_filter, check_search_paging),
+    "search": (
+        check_search_query,
+        safe_names("streams", "connection_id"),
+        check_filter,
+        check_search_paging,
+    ),
     "fetch": (safe_names("connection_id", "expand"), check_fields_list, check_fetch_id, check_expand_limit),
     "read_record_field": (
         safe_names("connection_id", "stream", "record_id", "field"),
         check_field_window_selectors,
     ),
+}
+CHECKS: Final[dict[str, tuple[Check, ...]]] = {
+    tool: (check_sizes(tool), *ladder) for tool, ladder in _LADDERS.items()
 }

@@ -4,7 +4,10 @@ Contract: the output is a list of ``(key, value)`` pairs in a stable order. Arra
 become repeated keys (``fields=a&fields=b``); the typed ``filter`` object becomes
 ``filter[field]=v`` / ``filter[field][op]=v``; ``expand_limit`` becomes
 ``expand_limit[rel]=N``. A bare ``filter=`` or ``expand_limit=`` is never produced.
-Booleans are sent as ``true``/``false``. Only arguments named by the caller are
+Booleans are sent as ``true``/``false``; a whole-number float (``5.0``, which JSON
+Schema accepts as an integer) is sent as an integer (``5``) everywhere, so the RS never
+sees ``limit=5.0``; non-finite numbers never get here (the check ladder refuses them).
+Only arguments named by the caller are
 forwarded: anything else the tool accepted is the handler's business (path
 segments, ``mode``), never silently passed on.
 """
@@ -21,6 +24,8 @@ def scalar(value: Any) -> str:
     """The RS's text form of a scalar argument."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
     return str(value)
 
 

@@ -7,9 +7,14 @@ Order, outermost first:
 3. ``RefuseTokenKinds``  owner (and unclassified) credentials never reach a tool;
 4. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
                          reaches the RS;
-5. ``FanOut``            package callers: route to one child grant or fan out and merge
+5. ``shape_schema``      schema results leave in their wire shape: the global index
+                         bounded (``schema_view.bound_index``; the unbounded index stays
+                         in ``annotations["schema_index"]`` so the text can still name
+                         every stream), the flag legend beside a stream view's document;
+                         above the fan-out, so merged package schemas get the same;
+6. ``FanOut``            package callers: route to one child grant or fan out and merge
                          (a pass-through for single-grant callers);
-6. extra stages, then the handler that calls the RS.
+7. extra stages, then the handler that calls the RS.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from middleware import (
     RenderContent,
     ToolCall,
     ToolError,
+    ToolResult,
     ValidateArguments,
     compose,
 )
+from pdpp_gateway import schema_view
 from pdpp_gateway.context import context_of
 from pdpp_gateway.package import fan_out_stage
 from pdpp_gateway.render import RENDERERS, render_error
@@ -52,6 +59,22 @@ def _owner_refusal(kind: str | None) -> ToolError:
     )
 
 
+async def shape_schema(call: ToolCall, next_: Next) -> ToolResult:
+    """Stage: bound the global schema index; put the flag legend beside a compact stream view."""
+    result = await next_(call)
+    if call.name != "schema" or result.is_error or call.arguments.get("detail") == "full":
+        return result
+    data = result.structured.get("data")
+    if not isinstance(data, dict):
+        return result
+    if "stream" in call.arguments:
+        result.structured["field_capability_legend"] = schema_view.LEGEND
+    else:
+        result.annotations[schema_view.INDEX_ANNOTATION] = data
+        result.structured["data"] = schema_view.bound_index(data)
+    return result
+
+
 def build_pipeline(extra_stages: Sequence[Middleware] = ()) -> Next:
     """The full chain around the RS-calling handlers."""
     stages: list[Middleware] = [
@@ -59,6 +82,7 @@ def build_pipeline(extra_stages: Sequence[Middleware] = ()) -> Next:
         PreserveErrors(),
         RefuseTokenKinds(_token_kind, REFUSED_TOKEN_KINDS, _owner_refusal),
         ValidateArguments(INPUT_SCHEMAS, CHECKS),
+        shape_schema,
         fan_out_stage(),
         *extra_stages,
     ]

@@ -12,6 +12,10 @@ Contract:
 - Descriptions say what the tool does, which RS endpoint it maps to and when to use
   another tool; cross-tool guidance lives once, in the server instructions.
   structuredContent is called "structured output", never hidden output.
+- Every free string, array and object argument has a size cap (``maxLength``,
+  ``maxItems``, ``maxProperties``), so an oversized argument is refused with a typed
+  ``invalid_arguments`` error before any RS call instead of reaching the RS as a huge
+  URL. ``SIZE_LIMITS`` is the same table for the check ladder.
 - The whole ``tools/list`` result stays under ``TOOLS_LIST_BUDGET_BYTES`` of compact
   JSON (pinned by a test).
 """
@@ -29,9 +33,18 @@ MAX_PAGE_LIMIT: Final = 100
 MAX_GROUP_LIMIT: Final = 100
 MAX_WINDOW_CHARS: Final = 16_384
 MAX_CONTEXT_CHARS: Final = 8_192
+MAX_NAME_CHARS: Final = 128  # stream, field, connection, relation names
+MAX_HANDLE_CHARS: Final = 2_048  # cursors, change tokens, record handles
+MAX_QUERY_CHARS: Final = 1_000  # search text and field-window q
+MAX_RECORD_ID_CHARS: Final = 512  # as ids.MAX_SEGMENT_CHARS
+MAX_LIST_ITEMS: Final = 64  # the RS query-string parser's array limit
+MAX_FILTER_FIELDS: Final = 32
+MAX_FILTER_VALUE_CHARS: Final = 1_000
+MAX_EXPAND_RELATIONS: Final = 16
 
-_NAME: Final[JSONObject] = {"type": "string", "minLength": 1}
-_STRINGS: Final[JSONObject] = {"type": "array", "items": _NAME, "minItems": 1}
+_NAME: Final[JSONObject] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS}
+_HANDLE: Final[JSONObject] = {**_NAME, "maxLength": MAX_HANDLE_CHARS}
+_STRINGS: Final[JSONObject] = {"type": "array", "items": _NAME, "minItems": 1, "maxItems": MAX_LIST_ITEMS}
 _SCALAR: Final[JSONObject] = {"type": ["string", "number", "boolean"]}
 _CONNECTION: Final[JSONObject] = {
     **_NAME,
@@ -42,6 +55,7 @@ _LIMIT: Final[JSONObject] = {"type": "integer", "minimum": 1, "maximum": MAX_PAG
 
 FILTER: Final[JSONObject] = {
     "type": "object",
+    "maxProperties": MAX_FILTER_FIELDS,
     "description": "Typed filter object, not a pre-encoded query string: {field: value} exact match, "
     "{field: {gte|gt|lte|lt: value}} range. Usable fields: schema(stream) flags eq, r=.",
     "additionalProperties": {
@@ -57,10 +71,15 @@ FILTER: Final[JSONObject] = {
     },
 }
 
-EXPAND: Final[JSONObject] = {**_STRINGS, "description": "Relations to embed (schema expand_capabilities)."}
+EXPAND: Final[JSONObject] = {
+    **_STRINGS,
+    "maxItems": MAX_EXPAND_RELATIONS,
+    "description": "Relations to embed (schema expand_capabilities).",
+}
 EXPAND_LIMIT: Final[JSONObject] = {
     "type": "object",
     "description": 'Per-relation child cap, e.g. {"messages": 3}.',
+    "maxProperties": MAX_EXPAND_RELATIONS,
     "additionalProperties": {"type": "integer", "minimum": 1},
 }
 
@@ -111,7 +130,7 @@ QUERY_RECORDS: Final = types.Tool(
         {
             "stream": _STREAM,
             "limit": _LIMIT,
-            "cursor": {**_NAME, "description": "next_cursor from the previous page (same order and sort)."},
+            "cursor": {**_HANDLE, "description": "next_cursor from the previous page (same order and sort)."},
             "order": {"enum": ["asc", "desc"]},
             "sort": {**_NAME, "description": "cursor field, '-' prefix for descending."},
             "fields": {**_STRINGS, "description": "Top-level fields to return."},
@@ -120,7 +139,7 @@ QUERY_RECORDS: Final = types.Tool(
             "expand_limit": EXPAND_LIMIT,
             "count": {"enum": ["none", "estimated", "exact"]},
             "changes_since": {
-                **_NAME,
+                **_HANDLE,
                 "description": '"beginning" or a previous next_changes_since; not an ISO timestamp.',
             },
             "connection_id": _CONNECTION,
@@ -170,11 +189,11 @@ SEARCH: Final = types.Tool(
     ),
     input_schema=_object(
         {
-            "query": {**_NAME, "description": "Search text."},
+            "query": {**_NAME, "maxLength": MAX_QUERY_CHARS, "description": "Search text."},
             "mode": {"enum": ["lexical", "semantic", "hybrid"]},
             "streams": {**_STRINGS, "description": "Only these streams."},
             "limit": _LIMIT,
-            "cursor": {**_NAME, "description": "next_cursor from the previous page (not hybrid)."},
+            "cursor": {**_HANDLE, "description": "next_cursor from the previous page (not hybrid)."},
             "filter": {**FILTER, "description": "Typed filter object (see query_records); one stream."},
             "connection_id": _CONNECTION,
         },
@@ -214,7 +233,7 @@ FETCH: Final = types.Tool(
     input_schema=_object(
         {
             "id": {
-                **_NAME,
+                **_HANDLE,
                 "description": "connection_id/stream:record_id from search, stream:record_id, "
                 "or a pdpp://record/ URI.",
             },
@@ -250,14 +269,18 @@ READ_RECORD_FIELD: Final = types.Tool(
     ),
     input_schema=_object(
         {
-            "id": {**_NAME, "description": "Record handle."},
+            "id": {**_HANDLE, "description": "Record handle."},
             "connection_id": _CONNECTION,
             "stream": _STREAM,
-            "record_id": _NAME,
+            "record_id": {**_NAME, "maxLength": MAX_RECORD_ID_CHARS},
             "field": {**_NAME, "description": "Top-level text field, e.g. body_text."},
             "offset_chars": {"type": "integer", "minimum": 0},
             "limit_chars": {"type": "integer", "minimum": 1, "maximum": MAX_WINDOW_CHARS},
-            "q": {**_NAME, "description": "Literal text to find (first match)."},
+            "q": {
+                **_NAME,
+                "maxLength": MAX_QUERY_CHARS,
+                "description": "Literal text to find (first match).",
+            },
             "before_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},
             "after_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},
         },

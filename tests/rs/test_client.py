@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from middleware import ToolError
 from pdpp_gateway.rs.client import RetryPolicy, RsClient, RsTimeouts, rs_path
 from pdpp_gateway.rs.errors import RsProtocolError, RsStatusError, RsTimeoutError, RsUnavailableError
 
@@ -229,3 +230,20 @@ async def test_the_token_never_appears_in_errors_or_logs(
 
 async def _async(value: web.StreamResponse) -> web.StreamResponse:
     return value
+
+
+async def test_a_request_url_too_long_for_the_rs_is_refused_before_sending(serve: Any) -> None:
+    upstream, server = await serve(lambda r: _async(_json({})))
+    observed: list[Any] = []
+    query = [("fields", f"field_{i:03d}_" + "x" * 110) for i in range(64)]
+    async with RsClient(str(server.make_url("")), observer=lambda *fact: observed.append(fact)) as rs:
+        with pytest.raises(ToolError) as caught:
+            await rs.get_json("/v1/streams/messages/records", query, token=TOKEN)
+        with pytest.raises(ToolError):
+            await rs.get_bytes("/v1/blobs/b", query, token=TOKEN, max_bytes=10)
+        await rs.get_json("/v1/streams/messages/records", query[:8], token=TOKEN)  # a sane size still goes
+    assert caught.value.code == "request_too_large"
+    assert caught.value.envelope["type"] == "invalid_request_error"
+    assert "x" * 110 not in caught.value.envelope["message"]
+    assert len(upstream.requests) == 1
+    assert len(observed) == 1  # a refused request is not an upstream outcome

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from middleware import ValidateArguments
+from middleware import ToolCall, ToolResult, ValidateArguments
 from pdpp_gateway.tools.checks import CHECKS
-from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward
+from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward, scalar
 from pdpp_gateway.tools.specs import INPUT_SCHEMAS
 
 VALIDATE = ValidateArguments(INPUT_SCHEMAS, CHECKS)
@@ -215,6 +215,41 @@ GOOD = [
 @pytest.mark.parametrize(("tool", "arguments"), GOOD)
 def test_good_input_passes(tool: str, arguments: dict[str, Any]) -> None:
     assert VALIDATE.rejection(tool, arguments) is None
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("query_records", {"stream": "m", "limit": 5.0}),
+        ("query_records", {"stream": "m", "expand": ["b"], "expand_limit": {"b": 2.0}}),
+        ("fetch", {"id": "m:1", "expand": ["b"], "expand_limit": {"b": 2.0}}),
+        ("read_record_field", {"id": "c/m:r", "field": "body", "offset_chars": 10.0, "limit_chars": 100.0}),
+    ],
+)
+async def test_whole_number_floats_are_integers_to_every_stage_below(
+    tool: str, arguments: dict[str, Any]
+) -> None:
+    seen: list[Any] = []
+
+    async def terminal(call: ToolCall) -> ToolResult:
+        seen.append(call.arguments)
+        return ToolResult(structured={})
+
+    await VALIDATE(ToolCall(tool, arguments), terminal)
+    (passed,) = seen
+    numbers = [v for v in passed.values() if isinstance(v, int | float) and not isinstance(v, bool)]
+    numbers += list((passed.get("expand_limit") or {}).values())
+    assert numbers
+    assert all(type(v) is int for v in numbers), passed
+
+
+def test_scalars_encode_whole_floats_as_integers() -> None:
+    assert scalar(5.0) == "5"
+    assert scalar(-2.0) == "-2"
+    assert scalar(2.5) == "2.5"
+    assert scalar(True) == "true"
+    assert filter_pairs({"size": {"gte": 1000.0}}) == [("filter[size][gte]", "1000")]
+    assert expand_limit_pairs({"b": 3.0}) == [("expand_limit[b]", "3")]
 
 
 def test_typed_filter_encodes_to_bracket_parameters_and_never_a_bare_filter() -> None:

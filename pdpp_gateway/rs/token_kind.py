@@ -1,0 +1,160 @@
+"""What the RS says a bearer is, and a reader that refuses to read until it is ``client``.
+
+Contract:
+
+- ``probe_token_kind(rs)`` asks ``GET /v1/schema?view=compact`` (plain ``/v1/schema``
+  when the RS refuses the compact selector) and returns ``bearer.token_kind``, or
+  ``None`` when the RS does not say. The RS never reports ``mcp_package`` there: it
+  answers a package token on ``/v1`` with 404 ``not_found`` (capture 40), a route that
+  always exists for any other bearer, so that answer reads as ``mcp_package``. Other RS
+  failures propagate as the ``RsError`` tree.
+- ``KindCheckedRs`` wraps the caller's bound reader for a door whose credential comes
+  from a file that may be mislabelled (stdio, the local commands). Before its first
+  read it verifies the kind once and caches a success for the life of the process: a
+  kind other than ``client`` (owner, mcp_package, unknown) fails every read with a typed
+  ``token_kind_refused`` error, and no data route is ever called with it. An RS that
+  cannot be asked (down, timing out) fails that one read with its own typed error and
+  the check runs again on the next read.
+- ``verify_at_start(rs, provider_url)`` is the start-up form for a local door: it
+  returns ``client``, raises ``CredentialError`` for a token that must not be used (exit
+  77 for a refused kind, 78 for one the RS rejects with 401/403), and raises
+  ``KindUnknown`` when the RS cannot be asked right now (unreachable, timing out, an
+  unexpected answer); the door decides what that means (stdio serves and verifies
+  lazily; a one-shot command stops).
+- Nothing here logs or returns the token.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final
+
+import anyio
+
+from middleware import ToolError
+from pdpp_gateway.credentials import EXIT_NO_CREDENTIAL, CredentialError, refused_kind_error
+from pdpp_gateway.rs.client import RsBlob, RsResponse
+from pdpp_gateway.rs.errors import RsError, RsStatusError
+
+if TYPE_CHECKING:
+    from pdpp_gateway.context import RsReader
+
+_log = logging.getLogger(__name__)
+
+ALLOWED_KIND: Final = "client"
+START_PROBE_SECONDS: Final = 10.0
+PACKAGE_KIND: Final = "mcp_package"
+# RS answers meaning "I do not know view=compact": ask for the plain schema instead.
+_COMPACT_UNSUPPORTED: Final = frozenset({"invalid_request", "unsupported_query", "bad_request"})
+
+
+async def probe_token_kind(rs: RsReader) -> str | None:
+    """``bearer.token_kind`` as the RS reports it for the reader's token."""
+    try:
+        try:
+            response = await rs.get_json("/v1/schema", [("view", "compact")])
+        except RsStatusError as error:
+            if error.status != 400 or error.code not in _COMPACT_UNSUPPORTED:
+                raise
+            response = await rs.get_json("/v1/schema")
+    except RsStatusError as error:
+        if error.status == 404 and error.code == "not_found":
+            return PACKAGE_KIND  # the RS's answer to a package token on /v1
+        raise
+    body = response.body
+    document = body.get("data") if isinstance(body.get("data"), Mapping) else body
+    bearer = document.get("bearer") if isinstance(document, Mapping) else None
+    kind = bearer.get("token_kind") if isinstance(bearer, Mapping) else None
+    return kind if isinstance(kind, str) and kind else None
+
+
+class KindUnknown(Exception):
+    """The RS could not be asked what the token is; ``reason`` is a short, token-free code."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+async def verify_at_start(rs: RsReader, provider_url: str, *, seconds: float = START_PROBE_SECONDS) -> str:
+    """``client``, or ``CredentialError`` (refused or rejected token), or ``KindUnknown``."""
+    try:
+        with anyio.fail_after(seconds):
+            kind = await probe_token_kind(rs)
+    except RsStatusError as error:
+        if error.status in {401, 403}:
+            raise CredentialError(
+                "credential_rejected",
+                f"The resource server at {provider_url} rejected the cached credential ({error.code}). "
+                f"Run `pdpp connect {provider_url}` again.",
+                EXIT_NO_CREDENTIAL,
+            ) from None
+        raise KindUnknown(error.code) from None
+    except RsError as error:
+        raise KindUnknown(error.code) from None
+    except TimeoutError:
+        raise KindUnknown("timeout") from None
+    if kind != ALLOWED_KIND:
+        raise refused_kind_error(provider_url, kind or "unknown")
+    return kind
+
+
+def token_kind_refusal(kind: str | None, provider_url: str) -> ToolError:
+    """The typed error for a credential the RS says is not a client token."""
+    if kind == PACKAGE_KIND:
+        what = (
+            "an mcp_package token, which the resource server does not accept on /v1 (only a hosted /mcp does)"
+        )
+    elif kind:
+        what = f"an {kind} token"
+    else:
+        what = "a token whose kind the resource server does not report"
+    return ToolError(
+        {
+            "type": "permission_error",
+            "code": "token_kind_refused",
+            "message": f"The cached credential is {what}; this gateway only reads with grant-scoped client "
+            f"tokens, so nothing was read. Run `pdpp connect {provider_url}` to approve a scoped grant, "
+            "then restart the gateway.",
+            "token_kind": kind,
+        }
+    )
+
+
+class KindCheckedRs:
+    """An ``RsReader`` that verifies its token is a ``client`` token before the first read."""
+
+    def __init__(self, inner: RsReader, provider_url: str, *, verified_kind: str | None = None) -> None:
+        self._inner = inner
+        self._provider_url = provider_url
+        self._kind = verified_kind
+        self._lock = anyio.Lock()
+
+    @property
+    def verified(self) -> bool:
+        return self._kind == ALLOWED_KIND
+
+    async def _ensure_client(self) -> None:
+        if self._kind == ALLOWED_KIND:
+            return
+        if self._kind is not None:
+            raise token_kind_refusal(self._kind, self._provider_url)
+        async with self._lock:
+            if self._kind is None:
+                kind = await probe_token_kind(self._inner)  # an RS failure propagates; retried next read
+                self._kind = kind or "unknown"
+                if self._kind == ALLOWED_KIND:
+                    _log.info("credential verified with the resource server: client token")
+                else:
+                    _log.error("the resource server reports a %s token; every read is refused", self._kind)
+        if self._kind != ALLOWED_KIND:
+            raise token_kind_refusal(None if self._kind == "unknown" else self._kind, self._provider_url)
+
+    async def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
+        await self._ensure_client()
+        return await self._inner.get_json(path, query)
+
+    async def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int) -> RsBlob:
+        await self._ensure_client()
+        return await self._inner.get_bytes(path, query, max_bytes=max_bytes)
