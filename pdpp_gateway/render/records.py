@@ -5,7 +5,8 @@ call), ``next_changes_since`` and count metadata when the RS returned them, and 
 warning code; then, within ``BUDGET`` characters, every record of the page: the first
 ones (up to ``MAX_RECORDS``) with their handle and compact JSON of their data (long
 strings shortened with ``…[+N chars]``, blobs summarised with their readable
-``pdpp://blob/`` URI), the rest as one-line ``[n] handle`` rows. If even those rows
+``pdpp://blob/`` URI) and the handles of any expanded relations, the rest as one-line
+``[n] handle "label" time`` rows (the record's title-like field and first timestamp). If even those rows
 cannot all fit, the text says exactly which records are not listed and how to list
 them (a smaller ``limit``, then ``next_cursor``). A handle that cannot embed its
 connection is followed by ``connection_id=...``, which every continuation carries too.
@@ -21,10 +22,14 @@ from middleware import ToolCall, ToolResult
 from pdpp_gateway.ids import handle_arguments
 from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows, preview_value
 
-BUDGET: Final = 2_800
+BUDGET: Final = 4_000
 MAX_RECORDS: Final = 5
 MAX_STRING: Final = 160
 MAX_LINE: Final = 700
+MAX_LABEL: Final = 60
+# Fields that name a record for a person, in order of preference (the row's label).
+_LABEL_KEYS: Final = ("title", "subject", "name", "filename", "display_name", "track_name", "summary")
+_EXPANDED_SHOWN: Final = 3
 
 
 def render_records(call: ToolCall, result: ToolResult) -> str:
@@ -59,9 +64,7 @@ def render_records(call: ToolCall, result: ToolResult) -> str:
             "More records exist but this page has no cursor (several sources): page per connection_id."
         )
     shortened: list[tuple[int, dict[str, str], str]] = []
-    detailed = [
-        clip(_record_line(n, record, stream, shortened), MAX_LINE) for n, record in enumerate(records, 1)
-    ]
+    detailed = [_record_line(n, record, stream, shortened) for n, record in enumerate(records, 1)]
     compact = [_record_row(n, record, stream) for n, record in enumerate(records, 1)]
     notes = [_id_only_note(call, len(records), len(records)), _long_field_note(shortened)]
     used = sum(len(line) + 1 for line in [*lines, *notes])
@@ -126,7 +129,33 @@ def _label(naming: Mapping[str, str]) -> str:
 def _record_row(index: int, record: Mapping[str, Any], stream: Any) -> str:
     if record.get("deleted"):
         return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
-    return f"[{index}] {_label(_naming(record, stream))}"
+    row = f"[{index}] {_label(_naming(record, stream))}"
+    data = as_mapping(record.get("data"))
+    title = next((data[k] for k in _LABEL_KEYS if isinstance(data.get(k), str) and data[k]), None)
+    if title:
+        row += f" {dumps(clip(title, MAX_LABEL))}"
+    moment = next(
+        (v for k, v in data.items() if isinstance(v, str) and (k.endswith("_at") or k == "date") and v), None
+    )
+    return row + f" {clip(moment, 30)}" if moment else row
+
+
+def _expanded_line(record: Mapping[str, Any]) -> str:
+    """The handles of a record's expanded relations: one record (has_one) or a bounded list."""
+    parts = []
+    for relation, value in as_mapping(record.get("expanded")).items():
+        if value is None:
+            parts.append(f"{relation}: none")
+        elif isinstance(value, Mapping) and isinstance(value.get("data"), list):
+            children = [c for c in value["data"] if isinstance(c, Mapping)]
+            handles = [_label(_naming(c, c.get("stream") or relation)) for c in children[:_EXPANDED_SHOWN]]
+            more = len(children) - len(handles)
+            listed = ", ".join(handles) + (f", +{more} more" if more else "")
+            tail = ", has_more=true" if value.get("has_more") else ""
+            parts.append(f"{relation}: {len(children)} record(s){tail}" + (f": {listed}" if listed else ""))
+        elif isinstance(value, Mapping):
+            parts.append(f"{relation}: {_label(_naming(value, value.get('stream') or relation))}")
+    return ("\n    expanded " + "; ".join(parts)) if parts else ""
 
 
 def _record_line(
@@ -146,4 +175,4 @@ def _record_line(
     for path, _ in long_fields:
         if "." not in path:
             shortened.append((index, naming, path))
-    return f"[{index}] {_label(naming)} {dumps(data)}"
+    return clip(f"[{index}] {_label(naming)} {dumps(data)}", MAX_LINE) + _expanded_line(record)

@@ -48,6 +48,9 @@ DECOYS: Final = {
     "body_porto_trip": ("A confirmation email follows separately.", "Porto airport opens at 05:00."),
 }
 
+# Messages that carry the attachments rows of ``_mail`` (their ``has_attachments`` flag agrees).
+_ATTACHED: Final = frozenset({"msg_work_0003"})
+
 _WORDS: Final = [
     "project",
     "timeline",
@@ -397,7 +400,7 @@ def _add_message(
                 "received_at": _iso(moment),
                 "size_bytes": len(body) + 700,
                 "is_seen": n % 3 != 0,
-                "has_attachments": n % 11 == 0,
+                "has_attachments": record_id in _ATTACHED,
             },
         )
     )

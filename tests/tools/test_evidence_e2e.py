@@ -130,7 +130,11 @@ async def test_records_text_lists_every_record_of_the_page(stdio_gateway: Client
     )
     records = result.structured_content["data"]["data"]
     assert _listed_records(text) == [f"{WORK}/message_bodies:{r['id']}" for r in records]
-    assert len(text) <= 2_800
+    assert len(text) <= 4_000
+    # rows beyond the detailed ones still say what each record is: its title and time
+    for record in records[-3:]:
+        received = record["data"]["message_received_at"]
+        assert re.search(rf"^\[\d+\] {WORK}/message_bodies:{record['id']} .*{received}$", text, re.M)
     assert "narrow with fields" in text  # records shown by handle only; fields were not narrowed
 
 

@@ -40,7 +40,7 @@ async def test_expand_gate_refuses_unadvertised_relations_before_reading_records
 
 
 async def test_expand_gate_forwards_advertised_relations(stdio_gateway: Client) -> None:
-    result, _ = await _call(
+    result, text = await _call(
         stdio_gateway,
         "query_records",
         stream="messages",
@@ -51,8 +51,11 @@ async def test_expand_gate_forwards_advertised_relations(stdio_gateway: Client) 
     )
     assert not result.is_error, result.structured_content
     for record in result.structured_content["data"]["data"]:
-        assert record["expanded"]["message_bodies"]["data"]["message_id"] == record["id"]  # has_one
+        body = record["expanded"]["message_bodies"]
+        assert body["data"]["message_id"] == record["id"]  # has_one: one record
         assert record["expanded"]["attachments"]["object"] == "list"  # has_many, bounded
+        # a content-only model sees the expanded handles, ready for fetch / read_record_field
+        assert f"expanded message_bodies: {WORK}/message_bodies:{body['id']}; attachments: " in text
 
 
 async def test_fetch_fields_projects_before_rendering(stdio_gateway: Client) -> None:
