@@ -94,13 +94,7 @@ def compact_projection(
     for connector in document.get("connectors") or ():
         if not isinstance(connector, Mapping):
             continue
-        rows = [
-            row
-            for row in connector.get("streams") or ()
-            if isinstance(row, Mapping)
-            and (stream is None or row.get("name") == stream)
-            and (connection_id is None or connection_id in _connection_ids(row, connector))
-        ]
+        rows = _scoped_rows(connector, stream, connection_id)
         if not rows:
             continue
         compact = [_compact_row(row, connection_id) for row in rows]
@@ -249,17 +243,25 @@ def field_flags(capability: object) -> str:
     return ",".join(parts) or "declared"
 
 
+def _scoped_rows(
+    connector: Mapping[str, Any], stream: str | None, connection_id: str | None
+) -> list[Mapping[str, Any]]:
+    """A connector's stream rows named ``stream`` and readable through ``connection_id`` (None: any)."""
+    return [
+        row
+        for row in connector.get("streams") or ()
+        if isinstance(row, Mapping)
+        and (stream is None or row.get("name") == stream)
+        and (connection_id is None or connection_id in _connection_ids(row, connector))
+    ]
+
+
 def _index(document: Mapping[str, Any], *, connection_id: str | None) -> JSONObject:
     connectors: list[JSONObject] = []
     for connector in document.get("connectors") or ():
         if not isinstance(connector, Mapping):
             continue
-        rows = [
-            row
-            for row in connector.get("streams") or ()
-            if isinstance(row, Mapping)
-            and (connection_id is None or connection_id in _connection_ids(row, connector))
-        ]
+        rows = _scoped_rows(connector, None, connection_id)
         if not rows:
             continue
         connections = [_narrow(_connections(row, connector), connection_id) for row in rows]
