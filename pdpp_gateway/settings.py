@@ -45,6 +45,7 @@ ENV_NAMES: Final[dict[str, str]] = {
     "introspection_cache_seconds": "PDPP_INTROSPECTION_CACHE_SECONDS",
     "workers": "PDPP_WORKERS",
     "max_body_bytes": "PDPP_MAX_BODY_BYTES",
+    "body_timeout_seconds": "PDPP_BODY_TIMEOUT_SECONDS",
     "shutdown_grace_seconds": "PDPP_SHUTDOWN_GRACE_SECONDS",
     "log_level": "PDPP_LOG_LEVEL",
     "server_name": "PDPP_MCP_SERVER_NAME",
@@ -74,6 +75,7 @@ class HostedSettings:
     introspection_cache_seconds: float = MAX_INTROSPECTION_CACHE_SECONDS
     workers: int = 1
     max_body_bytes: int = 4 * 1024 * 1024
+    body_timeout_seconds: float = 10.0  # a request body must arrive within this (else 408)
     shutdown_grace_seconds: float = 30.0
     log_level: str = "INFO"
     server_name: str = "pdpp-gateway"
@@ -182,6 +184,10 @@ def _validated(raw: dict[str, Any]) -> HostedSettings:
     for name in ("introspection_cache_seconds", "shutdown_grace_seconds"):
         if name in values:
             values[name] = _number(name, values[name], float, minimum=0)
+    if "body_timeout_seconds" in values:
+        values["body_timeout_seconds"] = _number(
+            "body_timeout_seconds", values["body_timeout_seconds"], float, minimum=0.001
+        )
     cache = values.get("introspection_cache_seconds", MAX_INTROSPECTION_CACHE_SECONDS)
     values["introspection_cache_seconds"] = min(cache, MAX_INTROSPECTION_CACHE_SECONDS)
     for proxy in values.get("trusted_proxies", ()):

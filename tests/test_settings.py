@@ -94,3 +94,33 @@ def test_package_file_needs_introspection(tmp_path: Path) -> None:
         load_settings(
             {"provider_url": "https://a.example", "package_file": str(packages)}, {}, write(tmp_path, "")
         )
+
+
+def test_package_file_flag_beats_env_beats_file(tmp_path: Path) -> None:
+    paths = {}
+    for source in ("flag", "env", "file"):
+        paths[source] = tmp_path / f"{source}.json"
+        paths[source].write_text("{}", encoding="utf-8")
+    introspection = {
+        "PDPP_INTROSPECTION_URL": "https://a.example/introspect",
+        "PDPP_INTROSPECTION_CLIENT_ID": "gw",
+        "PDPP_INTROSPECTION_CLIENT_SECRET": "s",
+    }
+    config = write(
+        tmp_path, f'[gateway]\nprovider_url = "https://a.example"\npackage_file = "{paths["file"]}"\n'
+    )
+    env = {**introspection, "PDPP_PACKAGE_FILE": str(paths["env"])}
+    assert load_settings({"package_file": str(paths["flag"])}, env, config).package_file == str(paths["flag"])
+    assert load_settings({}, env, config).package_file == str(paths["env"])
+    assert load_settings({}, introspection, config).package_file == str(paths["file"])
+
+
+def test_body_timeout_is_positive(tmp_path: Path) -> None:
+    flags = {"provider_url": "https://a.example"}
+    assert load_settings(flags, {}, write(tmp_path, "")).body_timeout_seconds == 10
+    assert (
+        load_settings(flags, {"PDPP_BODY_TIMEOUT_SECONDS": "2.5"}, write(tmp_path, "")).body_timeout_seconds
+        == 2.5
+    )
+    with pytest.raises(SettingsError, match="body_timeout_seconds must be at least"):
+        load_settings({**flags, "body_timeout_seconds": 0}, {}, write(tmp_path, ""))

@@ -7,17 +7,22 @@ reads them), then prints the MCP URL, a demo client token and copy-paste setup f
 Claude Code, Codex and a generic client, and serves until Ctrl-C. It also caches the
 demo grant the way ``pdpp connect`` would (``--cache-root``) and prints the stdio
 alternative. The demo token is sandbox material; printing it is intended.
+
+Exit codes: 0 (``--once``, or Ctrl-C), 64 when a port cannot be bound (busy port: one
+line on stderr naming it and the flag that moves it, no traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import sys
 from pathlib import Path
 
 HELP = "Run the hosted gateway on the embedded sandbox RS and print how to connect an MCP client."
 DEMO_TOKEN_NAME = "client_broad"
+EXIT_USAGE = 64
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,8 +38,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(_demo(args, Path(args.cache_root).resolve()))
+    from pdpp_gateway.hosted.serve import BindError
+
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            return asyncio.run(_demo(args, Path(args.cache_root).resolve()))
+    except BindError as error:
+        print(f"pdpp-gateway demo: {error} (choose another with --gateway-port)", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            raise
+        print(
+            f"pdpp-gateway demo: cannot listen on {args.host}:{args.port}: address already in use "
+            "(choose another with --port)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     return 0
 
 

@@ -4,8 +4,10 @@ Contract: settings come from flags, then ``PDPP_*`` environment variables (``POR
 the port), then ``config/gateway.toml``; see ``pdpp_gateway.settings``. With only
 ``--provider-url`` it works against a real RS, validating each bearer through
 ``GET /v1/schema``; with the three introspection settings it uses RFC 7662 instead (and
-can serve MCP package tokens). Logs are JSON lines on stderr. Exit codes: 0 after a
-clean shutdown, 64 for invalid settings, 1 when a worker died.
+can serve MCP package tokens, resolved from ``--package-file`` or the introspection
+answer). Logs are JSON lines on stderr. Exit codes: 0 after a clean shutdown, 64 for
+invalid settings or an address that cannot be bound (busy port, forbidden interface;
+one line on stderr, no traceback), 1 when a worker died.
 """
 
 from __future__ import annotations
@@ -56,12 +58,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="expected introspection iss (env PDPP_ISSUER; default the introspection URL's origin)",
     )
     add(
+        "--package-file",
+        help="operator JSON file: grant_package_id -> child grants, each naming the env var holding "
+        "its token (needs introspection; env PDPP_PACKAGE_FILE)",
+    )
+    add(
         "--introspection-cache-seconds",
         type=float,
         help="verdict cache bound, at most 60 (env PDPP_INTROSPECTION_CACHE_SECONDS)",
     )
     add("--workers", type=int, help="worker processes sharing the port (env PDPP_WORKERS; default 1)")
     add("--max-body-bytes", type=int, help="request body cap (env PDPP_MAX_BODY_BYTES; default 4 MiB)")
+    add(
+        "--body-timeout-seconds",
+        type=float,
+        help="a request body must arrive within this, else 408 (env PDPP_BODY_TIMEOUT_SECONDS; default 10)",
+    )
     add(
         "--shutdown-grace-seconds",
         type=float,
@@ -73,7 +85,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pdpp_gateway.hosted.serve import serve_workers
+    from pdpp_gateway.hosted.serve import BindError, serve_workers
     from pdpp_gateway.settings import SettingsError, load_settings
 
     flags = {key: value for key, value in vars(args).items() if key not in {"config", "command", "_run"}}
@@ -82,4 +94,8 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as error:
         print(f"pdpp-gateway serve: {error}", file=sys.stderr)
         return EXIT_USAGE
-    return serve_workers(settings)
+    try:
+        return serve_workers(settings)
+    except BindError as error:
+        print(f"pdpp-gateway serve: {error}", file=sys.stderr)
+        return EXIT_USAGE

@@ -2,28 +2,41 @@
 
 Contract: ``create_app(settings)`` returns an application serving
 
-- ``POST /mcp``: shape checks → bearer check → the Streamable HTTP endpoint (``GET`` and
-  ``DELETE`` answer 405); every ``/mcp`` answer carries the icon ``Link`` header;
+- ``POST /mcp``: shape checks (everything about the request's form, body included) →
+  bearer check → the Streamable HTTP endpoint (``GET`` and ``DELETE`` answer 405), so a
+  malformed request never causes an upstream call; every ``/mcp`` answer carries the
+  icon ``Link`` header and is counted once with its outcome (``refused`` when it was
+  answered before the endpoint);
 - ``/.well-known/oauth-protected-resource/mcp``, ``/icon.svg``, ``/connect``,
   ``/llms.txt``;
 - ``/healthz``, ``/readyz``, ``/metrics``;
 
-behind two app-wide middlewares: ``observe`` (request id, access log, counts) then the
-Host/Origin guard. Upstream clients (one pooled ``RsClient`` on the internal RS URL,
-one session for introspection) open when the app starts and close when it stops; on
-shutdown ``/readyz`` turns 503 while in-flight requests drain.
+behind two app-wide middlewares: ``observe`` (request id, access log, counts, in-flight
+tracking) then the Host/Origin guard. Upstream clients (one pooled ``RsClient`` on the
+internal RS URL, one session for introspection and AS metadata) open when the app
+starts and close when it stops; on shutdown ``/readyz`` turns 503 while in-flight
+requests drain.
 
-There is one MCP ``Server`` per public origin (created on first use; origins come only
-from settings or trusted proxies), so ``serverInfo.icons`` always names the
-``/icon.svg`` of the origin the client actually reached.
+Token audiences accepted by introspection are exactly ``OriginPolicy.audiences()``:
+the origins the gateway can advertise (so every ``resource`` its metadata names is
+accepted) plus the provider's own. Without introspection the RS judges issuer and
+audience itself, and the gateway says so in one start-up log line.
+
+There is one MCP ``Server`` per public origin (so ``serverInfo.icons`` names the
+``/icon.svg`` of the origin the client actually reached). Origins come only from
+settings or from trusted proxies naming an operator-listed host, so the set is finite;
+the cache is also bounded (``MAX_SERVERS``, least recently used first out).
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 import mcp.types as types
@@ -36,7 +49,7 @@ from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
 from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_resource_metadata
 from pdpp_gateway.hosted.metrics import Metrics
-from pdpp_gateway.hosted.ops import DRAINING, healthz, metrics_route, observe, readyz
+from pdpp_gateway.hosted.ops import DRAIN, Drain, healthz, metrics_route, observe, readyz
 from pdpp_gateway.hosted.origin import OriginPolicy, host_guard
 from pdpp_gateway.hosted.packages import FilePackageResolver, IntrospectionPackageResolver, PackageResolver
 from pdpp_gateway.hosted.refusals import icon_link
@@ -46,12 +59,22 @@ from pdpp_gateway.hosted.tokens import (
     IntrospectionValidator,
     SchemaProbeValidator,
 )
-from pdpp_gateway.hosted.transport import McpEndpoint, method_not_allowed, shape_checks
+from pdpp_gateway.hosted.transport import (
+    MCP_LABELS,
+    MCP_OUTCOME,
+    McpEndpoint,
+    method_not_allowed,
+    shape_checks,
+)
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.server import build_server
 from pdpp_gateway.settings import HostedSettings
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+MAX_SERVERS: Final = 16
+_log = logging.getLogger("pdpp_gateway.hosted")
 
 
 @dataclass
@@ -65,14 +88,19 @@ class Gateway:
     rs: RsClient | None = None
     discovery: RsDiscovery | None = None
     endpoint_chain: Handler | None = None
-    endpoints: dict[str, McpEndpoint] = field(default_factory=dict)
+    endpoints: OrderedDict[str, McpEndpoint] = field(default_factory=OrderedDict)
 
     def endpoint_for(self, origin: str) -> McpEndpoint:
         endpoint = self.endpoints.get(origin)
-        if endpoint is None:
-            icon = types.Icon(src=f"{origin}/icon.svg", mime_type="image/svg+xml", sizes=["any"])
-            server: Server[Any] = build_server(_caller_context, name=self.settings.server_name, icons=[icon])
-            endpoint = self.endpoints[origin] = McpEndpoint(server, {}, self.metrics)
+        if endpoint is not None:
+            self.endpoints.move_to_end(origin)
+            return endpoint
+        icon = types.Icon(src=f"{origin}/icon.svg", mime_type="image/svg+xml", sizes=["any"])
+        server: Server[Any] = build_server(_caller_context, name=self.settings.server_name, icons=[icon])
+        endpoint = self.endpoints[origin] = McpEndpoint(server, {})
+        while len(self.endpoints) > MAX_SERVERS:
+            self.endpoints.popitem(last=False)
+        self.metrics.servers.set(len(self.endpoints))
         return endpoint
 
 
@@ -92,14 +120,18 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
     app = web.Application(
         middlewares=[observe(metrics), host_guard(policy)], client_max_size=settings.max_body_bytes
     )
-    app[DRAINING] = [False]
+    app[DRAIN] = Drain()
     app.cleanup_ctx.append(_upstream(gateway))
     app.on_shutdown.append(_start_draining)
 
     async def mcp_post(request: web.Request) -> web.StreamResponse:
         assert gateway.endpoint_chain is not None
+        started = time.perf_counter()
         response = await gateway.endpoint_chain(request)
         response.headers.setdefault("Link", icon_link(policy.public_origin(request)))
+        method, tool = request.get(MCP_LABELS, ("unparsed", ""))
+        outcome = request.get(MCP_OUTCOME) or _unserved_outcome(response.status)
+        metrics.observe_request(method, tool, outcome, time.perf_counter() - started)
         return response
 
     async def mcp_other(request: web.Request) -> web.StreamResponse:
@@ -110,8 +142,13 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
     async def resource_metadata(request: web.Request) -> web.Response:
         assert gateway.discovery is not None
         servers = await gateway.discovery.authorization_servers()
+        as_metadata = await gateway.discovery.authorization_server_metadata(servers[0]) if servers else None
         document = mcp_resource_metadata(
-            policy.public_origin(request), settings.provider_url, servers, packages=resolver is not None
+            policy.public_origin(request),
+            settings.provider_url,
+            servers,
+            packages=resolver is not None,
+            as_metadata=as_metadata,
         )
         return web.json_response(document, headers={"Cache-Control": "public, max-age=300"})
 
@@ -161,9 +198,9 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
             aiohttp.ClientSession() as introspection,
         ):
             gateway.rs = rs
-            gateway.discovery = RsDiscovery(rs)
+            gateway.discovery = RsDiscovery(rs, introspection)
             validator = CachedValidator(
-                _validator(settings, rs, introspection),
+                _validator(settings, gateway.policy, rs, introspection),
                 settings.introspection_cache_seconds,
                 on_lookup=gateway.metrics.observe_token_cache,
             )
@@ -173,27 +210,41 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
                 return await gateway.endpoint_for(gateway.policy.public_origin(request)).post(request)
 
             gateway.endpoint_chain = chain(
-                [shape_checks(settings.max_body_bytes), bearer.middleware()], dispatch
+                [shape_checks(settings.max_body_bytes, settings.body_timeout_seconds), bearer.middleware()],
+                dispatch,
             )
             yield
 
     return lifecycle
 
 
-def _validator(settings: HostedSettings, rs: RsClient, session: aiohttp.ClientSession) -> BearerValidator:
+def _validator(
+    settings: HostedSettings, policy: OriginPolicy, rs: RsClient, session: aiohttp.ClientSession
+) -> BearerValidator:
     if settings.introspection is None:
+        _log.warning(
+            "no introspection configured: bearers are validated by GET /v1/schema on the RS, which "
+            "judges issuer and audience itself (this gateway cannot check them); MCP package tokens "
+            "are refused",
+            extra={"fields": {"event": "bearer_validation", "mode": "schema_probe"}},
+        )
         return SchemaProbeValidator(rs)
     url, client_id, client_secret = settings.introspection
-    audiences = {settings.provider_url, f"{settings.provider_url}/mcp"}
-    if settings.public_url:
-        audiences |= {settings.public_url, f"{settings.public_url}/mcp"}
+    audiences = policy.audiences()
+    _log.info(
+        "bearers are validated by introspection at %s",
+        url,
+        extra={
+            "fields": {"event": "bearer_validation", "mode": "introspection", "audiences": sorted(audiences)}
+        },
+    )
     return IntrospectionValidator(
         session,
         url,
         client_id,
         client_secret,
         issuer=settings.expected_issuer,
-        audiences=frozenset(audiences),
+        audiences=audiences,
     )
 
 
@@ -206,4 +257,10 @@ def _package_resolver(settings: HostedSettings) -> PackageResolver | None:
 
 
 async def _start_draining(app: web.Application) -> None:
-    app[DRAINING][0] = True
+    app[DRAIN].draining = True
+
+
+def _unserved_outcome(status: int) -> str:
+    if status >= 500:
+        return "unavailable"
+    return "refused" if status >= 400 else "ok"

@@ -2,7 +2,8 @@
 
 Contract (an aiohttp middleware over the ``/mcp`` handler):
 
-- No ``Authorization: Bearer <token>`` → 401 challenge (``authentication_error``).
+- No ``Authorization: Bearer <token>`` (scheme case-insensitive) → 401 challenge
+  (``authentication_error``).
 - The token is validated (introspection or the ``/v1/schema`` probe, cached ≤ 60 s).
   Inactive, wrong issuer, wrong audience, revoked or expired → 401 challenge whose code
   says which, so the client knows to get a new grant.
@@ -117,7 +118,8 @@ class BearerCheck:
                 return refusal(
                     403,
                     "permission_error",
-                    "MCP package tokens need this gateway's introspection settings; use a client grant token.",
+                    "This looks like an MCP package token: this gateway validates bearers without "
+                    "introspection, so it cannot resolve packages. Use a client grant token.",
                     origin,
                 )
             children = await self.packages.members(verdict)
@@ -158,8 +160,10 @@ class BearerCheck:
 
 
 def bearer_of(request: web.Request) -> str | None:
-    header = request.headers.get("Authorization", "")
-    if not header.startswith("Bearer "):
+    """The token of ``Authorization: Bearer <token>``; the scheme is case-insensitive
+    (RFC 9110 §11.1), and the token is forwarded under the canonical ``Bearer``."""
+    scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+    if scheme.lower() != "bearer":
         return None
-    token = header[7:].strip()
+    token = token.strip()
     return token or None

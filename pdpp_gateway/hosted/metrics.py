@@ -2,9 +2,13 @@
 
 Contract: one ``Metrics`` per application, on its own registry (several apps can live
 in one test process). Labels are bounded sets: the MCP method, the tool name (only the
-six known tools, else ``other``), an outcome (``ok``, ``tool_error``, ``protocol_error``,
-``refused``), a coarse upstream route (``records``, ``search``, ...), never an id, a
-query value or a token. With ``--workers N`` the processes share one view through
+six known tools, else ``other``), an outcome, a coarse upstream route (``records``,
+``search``, ...), never an id, a query value or a token. Outcomes of an ``/mcp`` POST:
+``ok``, ``tool_error`` (the tool answered ``isError``), ``protocol_error`` (a JSON-RPC
+error from the server), ``refused`` (answered 4xx before reaching the server: request
+shape, bearer, owner or package refusal; the method label is ``unparsed`` when the
+body was never parsed) and ``unavailable`` (5xx before the server: the token could not
+be checked). With ``--workers N`` the processes share one view through
 ``prometheus_client``'s multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, set by the
 serve command before any metric exists); ``exposition()`` then aggregates every worker.
 
@@ -20,7 +24,7 @@ import re
 from typing import Final
 
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 
 from pdpp_gateway.tools.specs import TOOL_NAMES
 
@@ -94,6 +98,13 @@ class Metrics:
             "Bearer verdict cache lookups (introspection or schema probe), by result.",
             ["result"],
             registry=self.registry,
+        )
+
+        self.servers = Gauge(
+            "pdpp_gateway_mcp_servers",
+            "MCP servers held, one per public origin served (bounded).",
+            registry=self.registry,
+            multiprocess_mode="max",
         )
 
     def observe_request(self, method: str, tool: str, outcome: str, seconds: float) -> None:

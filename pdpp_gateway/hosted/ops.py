@@ -6,19 +6,26 @@ Contract:
   ``Request-Id``/``X-Request-Id`` is kept, else ``req_<hex>``), echoes it as
   ``Request-Id``, binds it to ``logs.REQUEST_ID`` for every log line of the request,
   counts the response by route and status, and writes one JSON access line (method,
-  path without query, status, milliseconds). It never logs headers or bodies.
+  path without query, status, milliseconds, the serving process's pid). It never logs headers or bodies.
 - ``/healthz``: 200 while the process serves. ``/readyz``: 200 when the RS answers its
-  discovery document, 503 when it does not or while the process drains on shutdown.
+  discovery document, 503 when it does not or from the moment shutdown begins (``DRAIN``;
+  the serve loop keeps the listener open while requests are in flight, so a load
+  balancer sees the 503 and stops routing before the port closes).
+- ``observe`` also counts the requests in flight (``Drain.in_flight``; probes excluded),
+  which the serve loop waits on.
 - ``/metrics``: the Prometheus text exposition.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Final
 
 from aiohttp import web
@@ -42,7 +49,34 @@ _ROUTES: Final = frozenset(
         "/metrics",
     }
 )
-DRAINING: Final = web.AppKey("draining", list[bool])
+PROBES: Final = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+def _set_event() -> asyncio.Event:
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
+@dataclass
+class Drain:
+    """Shutdown state shared by the app and its serve loop."""
+
+    draining: bool = False
+    in_flight: int = 0
+    idle: asyncio.Event = field(default_factory=_set_event)  # set while nothing is in flight
+
+    def enter(self) -> None:
+        self.in_flight += 1
+        self.idle.clear()
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight <= 0:
+            self.idle.set()
+
+
+DRAIN: Final = web.AppKey("drain", Drain)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -54,6 +88,9 @@ def observe(metrics: Metrics) -> Middleware:
         token = REQUEST_ID.set(request_id)
         started = time.perf_counter()
         status = 500
+        drain = request.app.get(DRAIN) if request.path not in PROBES else None
+        if drain is not None:
+            drain.enter()
         try:
             try:
                 response = await handler(request)
@@ -65,6 +102,8 @@ def observe(metrics: Metrics) -> Middleware:
             response.headers["Request-Id"] = request_id
             return response
         finally:
+            if drain is not None:
+                drain.leave()
             elapsed_ms = (time.perf_counter() - started) * 1000
             route = request.path if request.path in _ROUTES else "other"
             metrics.responses.labels(route, str(status)).inc()
@@ -79,6 +118,7 @@ def observe(metrics: Metrics) -> Middleware:
                         "path": route,
                         "status": status,
                         "ms": round(elapsed_ms, 2),
+                        "pid": os.getpid(),
                     }
                 },
             )
@@ -93,7 +133,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 def readyz(discovery: Callable[[], RsDiscovery]) -> Handler:
     async def handler(request: web.Request) -> web.Response:
-        if request.app[DRAINING][0]:
+        if request.app[DRAIN].draining:
             return web.json_response({"status": "draining"}, status=503)
         if not await discovery().reachable():
             return web.json_response(

@@ -1,11 +1,22 @@
-"""The gateway's public origin, and the Host / Origin checks against DNS rebinding.
+"""The gateway's public origin, the audiences it accepts, and the Host / Origin checks.
 
 Contract:
 
+- Origins and host names are compared in one normal form: lower-case scheme and host,
+  no default port (``:80`` for http, ``:443`` for https), IPv6 literals in brackets.
+  A host allow-list entry without a port matches only that host on its default port:
+  ``data.example.org`` does not admit ``data.example.org:9999``.
 - ``public_origin(request)``: the configured ``public_url`` when set; else, only when
-  the TCP peer is a configured trusted proxy, ``X-Forwarded-Proto`` + ``X-Forwarded-Host``
-  (first value of each); else the provider URL's origin. Forwarded headers from any
-  other peer are ignored, so a caller cannot choose the URLs the gateway advertises.
+  the TCP peer is a configured trusted proxy (IPv4-mapped IPv6 peers such as
+  ``::ffff:10.0.0.5`` are unwrapped first), ``X-Forwarded-Proto`` + ``X-Forwarded-Host``
+  (first value of each), and only when that host is one the operator named (the
+  provider's or public URL's host, or an ``allowed_hosts`` entry; the ``*`` wildcard
+  admits requests but never makes a host advertisable); else the provider URL's origin.
+  So the set of origins the gateway can ever advertise is finite and known at start-up:
+  ``advertisable_origins()``.
+- ``audiences()``: exactly those origins and their ``/mcp`` URLs. A token is accepted
+  only for an audience the gateway could have advertised to the client that got it
+  (introspection mode; see ``tokens``).
 - ``host_guard`` (aiohttp middleware): the request's effective host (the forwarded host
   from a trusted proxy, else ``Host``) must be on the allow-list, else 421
   ``misdirected_request``; a present ``Origin`` must be an allowed origin, else 403
@@ -16,7 +27,7 @@ Contract:
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
@@ -28,25 +39,40 @@ from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.settings import HostedSettings
 
 EXEMPT_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
+DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass(frozen=True, slots=True)
 class OriginPolicy:
     configured_origin: str | None
     fallback_origin: str
-    trusted: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
-    hosts: frozenset[str]
+    trusted: tuple[Network, ...]
+    hosts: frozenset[str]  # normal-form host[:port] entries, or "*"
+    forwardable: frozenset[str]  # hosts a trusted proxy may make the advertised origin
     origins: frozenset[str]
 
     @classmethod
     def from_settings(cls, settings: HostedSettings) -> OriginPolicy:
+        named = [settings.provider_url, *([settings.public_url] if settings.public_url else [])]
+        forwardable = {host for url in named if (host := _url_host(url))}
+        forwardable |= {host for entry in settings.allowed_hosts if (host := normal_host(entry))}
+        forwardable.discard("*")
+        hosts = {host for entry in settings.host_allow_list() if (host := normal_host(entry))}
+        if "*" in settings.allowed_hosts:
+            hosts.add("*")
+        configured = normal_origin(settings.public_url) if settings.public_url else None
+        fallback = normal_origin(settings.provider_url)
+        if fallback is None:
+            raise ValueError(f"provider URL {settings.provider_url!r} has no origin")
         return cls(
-            configured_origin=_origin_of(settings.public_url) if settings.public_url else None,
-            fallback_origin=_origin_of(settings.provider_url),
+            configured_origin=configured,
+            fallback_origin=fallback,
             trusted=tuple(ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies),
-            hosts=settings.host_allow_list(),
-            origins=settings.origin_allow_list(),
+            hosts=frozenset(hosts),
+            forwardable=frozenset(forwardable),
+            origins=frozenset(o for entry in settings.origin_allow_list() if (o := normal_origin(entry))),
         )
 
     def from_trusted_proxy(self, request: web.Request) -> bool:
@@ -54,36 +80,64 @@ class OriginPolicy:
         if not peer or not self.trusted:
             return False
         try:
-            address = ipaddress.ip_address(peer)
+            address = ipaddress.ip_address(peer.split("%", 1)[0])
         except ValueError:
             return False
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
         return any(address in network for network in self.trusted)
+
+    def forwarded_origin(self, request: web.Request) -> str | None:
+        """The trusted proxy's public origin, when it names a host the operator listed."""
+        if not self.from_trusted_proxy(request):
+            return None
+        proto = (_first(request.headers.get("X-Forwarded-Proto")) or "").lower()
+        raw = _first(request.headers.get("X-Forwarded-Host"))
+        if proto not in DEFAULT_PORTS or not raw:
+            return None
+        host = normal_host(raw, proto)
+        if host is None or host not in self.forwardable:
+            return None
+        return f"{proto}://{host}"
 
     def public_origin(self, request: web.Request) -> str:
         if self.configured_origin:
             return self.configured_origin
-        if self.from_trusted_proxy(request):
-            proto = _first(request.headers.get("X-Forwarded-Proto"))
-            host = _first(request.headers.get("X-Forwarded-Host"))
-            if proto in {"http", "https"} and host:
-                return f"{proto}://{host}"
-        return self.fallback_origin
+        return self.forwarded_origin(request) or self.fallback_origin
 
-    def effective_host(self, request: web.Request) -> str:
+    def advertisable_origins(self) -> frozenset[str]:
+        """Every origin ``public_origin`` can return."""
+        if self.configured_origin:
+            return frozenset({self.configured_origin})
+        found = {self.fallback_origin}
+        if self.trusted:
+            found |= {f"{scheme}://{host}" for scheme in DEFAULT_PORTS for host in self.forwardable}
+        return frozenset(found)
+
+    def audiences(self) -> frozenset[str]:
+        """The ``aud`` values a token may carry: the advertisable origins (and the provider's
+        own, the RS resource this gateway fronts), each bare and as its ``/mcp`` URL."""
+        origins = self.advertisable_origins() | {self.fallback_origin}
+        return frozenset(url for origin in origins for url in (origin, f"{origin}/mcp"))
+
+    def effective_host(self, request: web.Request) -> str | None:
         if self.from_trusted_proxy(request):
             forwarded = _first(request.headers.get("X-Forwarded-Host"))
             if forwarded:
-                return forwarded.lower()
-        return request.headers.get("Host", "").lower()
+                proto = (_first(request.headers.get("X-Forwarded-Proto")) or "").lower()
+                return normal_host(forwarded, proto if proto in DEFAULT_PORTS else None)
+        return normal_host(request.headers.get("Host", ""), request.scheme)
 
-    def host_allowed(self, host: str) -> bool:
-        if "*" in self.hosts:
-            return True
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        return host in self.hosts or name in self.hosts
+    def host_allowed(self, host: str | None) -> bool:
+        if host is None:
+            return False
+        return "*" in self.hosts or host in self.hosts
 
     def origin_allowed(self, origin: str) -> bool:
-        return "*" in self.origins or origin.rstrip("/").lower() in self.origins
+        if "*" in self.origins:
+            return True
+        normal = normal_origin(origin)
+        return normal is not None and normal in self.origins
 
 
 def host_guard(policy: OriginPolicy) -> Middleware:
@@ -91,8 +145,7 @@ def host_guard(policy: OriginPolicy) -> Middleware:
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in EXEMPT_PATHS:
             return await handler(request)
-        host = policy.effective_host(request)
-        if not policy.host_allowed(host):
+        if not policy.host_allowed(policy.effective_host(request)):
             return refusal(
                 421,
                 "misdirected_request",
@@ -112,9 +165,71 @@ def host_guard(policy: OriginPolicy) -> Middleware:
     return guard
 
 
-def _origin_of(url: str) -> str:
+def normal_host(host: str, scheme: str | None = None) -> str | None:
+    """``host[:port]`` lower-cased, without the scheme's default port (both 80 and 443
+    when the scheme is unknown); ``None`` when it is not a host name."""
+    host = host.strip().lower()
+    if host == "*":
+        return host
+    if not host or any(c in host for c in "/?#@ \t"):
+        return None
+    if host.startswith("["):
+        end = host.find("]")
+        if end < 0:
+            return None
+        name, rest = host[: end + 1], host[end + 1 :]
+        if rest and not rest.startswith(":"):
+            return None
+        port = rest[1:] if rest else None
+    else:
+        name, colon, port_text = host.partition(":")
+        port = port_text if colon else None
+        if ":" in port_text:
+            return None
+    name = name.rstrip(".") if not name.startswith("[") else name
+    if not name:
+        return None
+    if port is not None:
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            return None
+        port = str(int(port))
+        defaults = {DEFAULT_PORTS[scheme]} if scheme in DEFAULT_PORTS else set(DEFAULT_PORTS.values())
+        if port in defaults:
+            port = None
+    return f"{name}:{port}" if port else name
+
+
+def normal_origin(url: str | None) -> str | None:
+    """``scheme://host[:port]`` of an http(s) URL in normal form, or ``None``."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        return None
+    host = normal_host(parts.netloc.rpartition("@")[2], scheme)
+    return f"{scheme}://{host}" if host and host != "*" else None
+
+
+def normal_resource(url: str) -> str | None:
+    """A resource URL (an ``aud`` value) in normal form: normal origin + path without a
+    trailing slash; no query or fragment."""
+    origin = normal_origin(url)
+    if origin is None:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.query or parts.fragment:
+        return None
+    return origin + parts.path.rstrip("/")
+
+
+def normal_resources(urls: Iterable[object]) -> set[str]:
+    return {normal for url in urls if isinstance(url, str) and (normal := normal_resource(url))}
+
+
+def _url_host(url: str) -> str | None:
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    return normal_host(parts.netloc.rpartition("@")[2], parts.scheme.lower())
 
 
 def _first(value: str | None) -> str | None:

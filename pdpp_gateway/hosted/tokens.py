@@ -29,6 +29,7 @@ from typing import Any, Final, Protocol
 import aiohttp
 import orjson
 
+from pdpp_gateway.hosted.origin import normal_resources
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsError, RsStatusError
 
@@ -79,7 +80,7 @@ class IntrospectionValidator:
             "Authorization": aiohttp.encode_basic_auth(client_id, client_secret),
         }
         self._issuer = issuer
-        self._audiences = audiences
+        self._audiences = frozenset(normal_resources(audiences))
 
     async def validate(self, token: str) -> Verdict:
         try:
@@ -110,8 +111,8 @@ class IntrospectionValidator:
         if self._issuer is not None and str(answer.get("iss", "")).rstrip("/") != self._issuer:
             return Verdict.inactive("issuer_mismatch")
         audience = answer.get("aud")
-        named = {audience} if isinstance(audience, str) else set(audience or ())
-        if not {str(a).rstrip("/") for a in named} & self._audiences:
+        named = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
+        if not normal_resources(named) & self._audiences:
             return Verdict.inactive("audience_mismatch")
         exp = answer.get("exp")
         if isinstance(exp, int | float) and exp <= time.time():
@@ -127,17 +128,61 @@ class IntrospectionValidator:
 
 
 class SchemaProbeValidator:
-    """Without introspection credentials: ask the RS what the bearer is."""
+    """Without introspection credentials: ask the RS what the bearer is.
+
+    The probe is ``GET /v1/schema?view=compact`` (small), falling back to the plain
+    ``GET /v1/schema`` when the RS refuses that form: any 4xx other than 401/403 to the
+    compact form is "this form is not supported here", not a verdict on the token. Once
+    the RS has answered the compact form (or refused it while the plain one worked) the
+    validator remembers which form to use. Reading the answers:
+
+    - 200 → active, with ``bearer.token_kind`` / ``grant_id`` / ``client_id``;
+    - 401/403 → inactive, the RS's code kept as the reason (the RS checks issuer and
+      audience itself: the reference RS answers 401 ``context.audience_mismatch`` for a
+      token issued for another resource, which becomes the gateway's own audience
+      challenge);
+    - 404 ``not_found`` to the plain form → an active ``mcp_package`` token (the RS
+      serves ``/v1`` only to client and owner tokens and answers a package token with
+      "Unknown source"), refused by the bearer check as a package this gateway cannot
+      serve without introspection;
+    - anything else (other 4xx to the plain form, 5xx, no answer) →
+      ``AuthServerUnavailable``: never a pass and never a false "invalid token".
+    """
+
+    COMPACT: Final = (("view", "compact"),)
 
     def __init__(self, rs: RsClient) -> None:
         self._rs = rs
+        self._compact: bool | None = None  # None: not known yet
 
     async def validate(self, token: str) -> Verdict:
+        if self._compact is not False:
+            try:
+                verdict = await self._probe(token, self.COMPACT)
+            except _FormRefused as refused:
+                if self._compact:
+                    return self._refused(refused)
+            else:
+                if verdict.active:
+                    self._compact = True
+                return verdict
         try:
-            response = await self._rs.get_json("/v1/schema", (("view", "compact"),), token=token)
+            verdict = await self._probe(token, ())
+        except _FormRefused as refused:
+            return self._refused(refused)
+        if verdict.active and self._compact is None:
+            self._compact = False
+        return verdict
+
+    async def _probe(self, token: str, query: tuple[tuple[str, str], ...]) -> Verdict:
+        try:
+            response = await self._rs.get_json("/v1/schema", query, token=token)
         except RsStatusError as error:
-            if error.status in {401, 403, 404}:
-                return Verdict.inactive(str(error.envelope.get("code") or "inactive"))
+            if error.status in {401, 403}:
+                code = str(error.envelope.get("code") or "inactive")
+                return Verdict.inactive(code.removeprefix("context."))
+            if 400 <= error.status < 500:
+                raise _FormRefused(error.status, str(error.envelope.get("code") or "")) from None
             raise AuthServerUnavailable(f"the RS answered HTTP {error.status} to the bearer probe") from None
         except RsError:
             raise AuthServerUnavailable("the RS did not answer the bearer probe") from None
@@ -150,6 +195,19 @@ class SchemaProbeValidator:
             grant_id=_text(bearer.get("grant_id")),
             client_id=_text(bearer.get("client_id")),
         )
+
+    @staticmethod
+    def _refused(refused: _FormRefused) -> Verdict:
+        if refused.status == 404 and refused.code == "not_found":
+            return Verdict(active=True, kind="mcp_package", claims={"recognised_by": "schema_probe"})
+        raise AuthServerUnavailable(f"the RS answered HTTP {refused.status} to the bearer probe")
+
+
+class _FormRefused(Exception):
+    def __init__(self, status: int, code: str) -> None:
+        super().__init__(status, code)
+        self.status = status
+        self.code = code
 
 
 class CachedValidator:

@@ -5,28 +5,49 @@ no ``Mcp-Session-Id``, no server-sent events):
 
 - ``GET`` and ``DELETE`` answer 405 with ``Allow: POST`` (no standalone stream, no
   sessions to end).
-- ``shape_checks`` (before the bearer check, so a malformed request costs no token
-  introspection): ``Accept`` must admit ``application/json`` (406), ``Content-Type``
-  must be ``application/json`` (415), a declared body over the cap is 413 (aiohttp
-  enforces the cap on the read as well).
-- The body must be one JSON object: unparsable → 400 ``-32700``; a batch, a posted
-  response or a malformed envelope → 400 ``-32600``; a notification → 202, empty.
-- Era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
-  2025-11-25) → the handshake era: ``initialize`` is answered, any request works
-  without it (born-ready connection), errors ride HTTP 200. Any other value → the
-  2026-07-28 rules: routing headers must not repeat and must match the body
-  (``Mcp-Method``, ``Mcp-Name``), the ``_meta`` envelope must be complete, an
-  unsupported version is 400; errors take their HTTP status from the SDK's table
-  (400, or 404 for an unknown method).
-- Each request runs through the SDK's single-request kernel (``serve_one``) with this
-  aiohttp request as the request context, so the server's ``context_for`` reads the
-  caller's ``GatewayContext`` from it.
+- ``shape_checks`` decides everything about the request's shape BEFORE the bearer
+  check, so a malformed request never costs an upstream call (no RS probe, no token
+  introspection), in this order:
+
+  1. ``Accept`` must admit ``application/json`` with a non-zero quality (the most
+     specific matching range decides: ``application/json;q=0, */*`` refuses) → 406;
+  2. ``Content-Type`` must be ``application/json`` → 415;
+  3. a declared body over the cap → 413; the body is read within
+     ``body_timeout`` seconds (a client that stalls mid-body gets 408 and the
+     connection is closed) and over the cap while reading (chunked) → 413;
+  4. one JSON object: unparsable → 400 ``-32700``; a batch, a posted response, or an
+     envelope without ``"jsonrpc": "2.0"``, a string ``method`` or a valid ``id`` →
+     400 ``-32600``; ``params`` that is not an object → 400 ``-32602`` (the id echoed
+     when it is a valid one: JSON-RPC 2.0 §5 keeps ``null`` for requests whose id
+     could not be read);
+  5. era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
+     2025-11-25) → the handshake era. Any other value → the 2026-07-28 rules: routing
+     headers must not repeat and must match the body (``Mcp-Method``, ``Mcp-Name``),
+     the ``_meta`` envelope must be complete, an unsupported version is 400 (the SDK's
+     ``classify_inbound_request`` ladder and status table).
+
+  The parsed message rides on the request (``INBOUND``) to the endpoint.
+- ``McpEndpoint.post``: a notification → 202, empty. A request runs through the SDK's
+  single-request kernel (``serve_one``) with this aiohttp request as the request
+  context, so the server's ``context_for`` reads the caller's ``GatewayContext`` from
+  it. Handshake era: ``initialize`` is answered, any request works without it
+  (born-ready connection), errors ride HTTP 200. 2026 era: errors take their HTTP
+  status from the SDK's table (400, or 404 for an unknown method).
+- Metrics: each answered ``/mcp`` POST is counted once by the app with the method and
+  tool labels put on the request here (``MCP_LABELS``) and the outcome the endpoint
+  put there (``MCP_OUTCOME``); a POST answered before the endpoint is ``refused``.
+
+Where this differs from the SDK's own transports, on purpose: the SDK's handshake-era
+transport answers every envelope defect with ``-32602`` and its 2026 handler answers
+every one with ``-32600``, both with ``id: null``; here a defect of the envelope is
+``-32600`` and a defect of ``params`` alone is ``-32602`` with the request's id, in
+both eras. The SDK ignores ``q=0`` in ``Accept``; this transport honours it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -41,6 +62,7 @@ from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     InboundLadderRejection,
+    InboundModernRoute,
     classify_inbound_request,
     find_duplicated_routing_header,
     unsupported_protocol_version_rejection,
@@ -52,15 +74,17 @@ from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
     HEADER_MISMATCH,
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
     ErrorData,
+    JSONRPCNotification,
     JSONRPCRequest,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from pdpp_gateway.hosted.metrics import Metrics, tool_label
+from pdpp_gateway.hosted.metrics import tool_label
 
 _log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -90,22 +114,127 @@ class _Exchange:
         return None
 
 
+_SPECIFICITY: Final = {"application/json": 2, "application/*": 1, "*/*": 0}
+_NOT_A_REQUEST: Final = "Body must be a single JSON-RPC 2.0 request or notification object"
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """A POST body that passed every shape check."""
+
+    decoded: dict[str, Any]
+    message: JSONRPCRequest | None  # None: a notification
+    modern_version: str | None  # the 2026-era MCP-Protocol-Version, else None
+    route: InboundModernRoute | None  # the 2026-era envelope, for requests
+
+
+INBOUND: Final = web.RequestKey("mcp_inbound", Inbound)
+MCP_LABELS: Final = web.RequestKey("mcp_labels", tuple[str, str])  # (method, tool) metric labels
+MCP_OUTCOME: Final = web.RequestKey("mcp_outcome", str)
+
+
 def accepts_json(accept: str) -> bool:
-    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
-    return bool(types & {"application/json", "application/*", "*/*"})
+    """Whether ``Accept`` admits ``application/json`` (RFC 9110 §12.5.1: the most specific
+    matching range decides, and ``q=0`` means "not acceptable")."""
+    best: tuple[int, float] | None = None
+    for part in accept.split(","):
+        media, *parameters = part.split(";")
+        specificity = _SPECIFICITY.get(media.strip().lower())
+        if specificity is None:
+            continue
+        quality = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value.strip())
+                except ValueError:
+                    quality = 0.0
+        if best is None or specificity > best[0] or (specificity == best[0] and quality > best[1]):
+            best = (specificity, quality)
+    return best is not None and best[1] > 0
 
 
-def shape_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def shape_checks(
+    max_body_bytes: int, body_timeout: float
+) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not accepts_json(request.headers.get("Accept", "")):
             return _rpc_error(None, INVALID_REQUEST, "Accept must include application/json", 406)
         if request.content_type != "application/json":
             return _rpc_error(None, INVALID_REQUEST, "Content-Type must be application/json", 415)
         if request.content_length is not None and request.content_length > max_body_bytes:
-            return _rpc_error(None, INVALID_REQUEST, f"Body is larger than {max_body_bytes} bytes", 413)
+            return _too_large(max_body_bytes)
+        try:
+            async with asyncio.timeout(body_timeout):
+                body = await request.read()
+        except TimeoutError:
+            response = _rpc_error(
+                None, INVALID_REQUEST, f"The request body did not arrive within {body_timeout:g} s", 408
+            )
+            response.force_close()
+            return response
+        except web.HTTPRequestEntityTooLarge:
+            return _too_large(max_body_bytes)
+        inbound = parse_inbound(body, request)
+        if isinstance(inbound, web.Response):
+            return inbound
+        request[INBOUND] = inbound
+        request[MCP_LABELS] = _labels(inbound)
         return await handler(request)
 
     return check
+
+
+def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
+    """The shape ladder over one POST body (steps 4 and 5 of the module contract)."""
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _rpc_error(None, PARSE_ERROR, "Parse error", 400)
+    if not isinstance(decoded, dict):
+        return _rpc_error(None, INVALID_REQUEST, f"{_NOT_A_REQUEST} (no batches)", 400)
+    notification = "id" not in decoded
+    method = decoded.get("method")
+    valid_id = not notification and _valid_id(decoded["id"])
+    echo = decoded["id"] if valid_id and isinstance(method, str) else None
+    if decoded.get("jsonrpc") != "2.0" or not isinstance(method, str) or not (notification or valid_id):
+        return _rpc_error(echo, INVALID_REQUEST, _NOT_A_REQUEST, 400)
+    if decoded.get("params") is not None and not isinstance(decoded["params"], dict):
+        return _rpc_error(echo, INVALID_PARAMS, "params must be an object", 400)
+    version = request.headers.get(VERSION_HEADER)
+    modern = version if version is not None and version not in _HANDSHAKE else None
+    if notification:
+        try:
+            JSONRPCNotification.model_validate(decoded)
+        except ValidationError:
+            return _rpc_error(None, INVALID_REQUEST, _NOT_A_REQUEST, 400)
+        if modern is not None:
+            rejection = unsupported_protocol_version_rejection(modern)
+            if rejection is not None:
+                return _rejection(None, rejection)
+        return Inbound(decoded, None, modern, None)
+    try:
+        message = JSONRPCRequest.model_validate(decoded)
+    except ValidationError:
+        return _rpc_error(echo, INVALID_REQUEST, _NOT_A_REQUEST, 400)
+    if modern is None:
+        return Inbound(decoded, message, None, None)
+    duplicated = find_duplicated_routing_header(
+        (name.decode("latin-1"), value.decode("latin-1")) for name, value in request.raw_headers
+    )
+    if duplicated is not None:
+        return _rejection(
+            message.id,
+            InboundLadderRejection(
+                code=HEADER_MISMATCH, message=f"{duplicated} header appears more than once"
+            ),
+        )
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    verdict = classify_inbound_request(decoded, headers=headers)
+    if isinstance(verdict, InboundLadderRejection):
+        return _rejection(message.id, verdict)
+    return Inbound(decoded, message, modern, verdict)
 
 
 async def method_not_allowed(request: web.Request) -> web.Response:
@@ -124,54 +253,23 @@ async def method_not_allowed(request: web.Request) -> web.Response:
 
 
 class McpEndpoint:
-    """``POST /mcp``: one JSON-RPC request through ``serve_one``."""
+    """``POST /mcp`` after the shape and bearer checks: one JSON-RPC message."""
 
-    def __init__(self, server: Server[Any], lifespan_state: Any, metrics: Metrics) -> None:
+    def __init__(self, server: Server[Any], lifespan_state: Any) -> None:
         self._server = server
         self._state = lifespan_state
-        self._metrics = metrics
 
     async def post(self, request: web.Request) -> web.StreamResponse:
-        try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return _rpc_error(None, INVALID_REQUEST, "Body is too large", 413)
-        try:
-            decoded = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return _rpc_error(None, PARSE_ERROR, "Parse error", 400)
-        if not isinstance(decoded, dict):
-            return _rpc_error(
-                None, INVALID_REQUEST, "Body must be a single JSON-RPC request object (no batches)", 400
-            )
-        version = request.headers.get(VERSION_HEADER)
-        modern = version is not None and version not in _HANDSHAKE
-        if "id" not in decoded:
-            return self._notification(decoded, version if modern else None)
-        try:
-            message = JSONRPCRequest.model_validate(decoded)
-        except ValidationError:
-            return _rpc_error(
-                None, INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object", 400
-            )
-        started = time.perf_counter()
-        if modern:
-            status, reply = await self._modern(request, decoded, message)
+        inbound = request[INBOUND]
+        message = inbound.message
+        if message is None:
+            return web.Response(status=202)
+        if inbound.route is not None:
+            status, reply = await self._modern(request, message, inbound.route)
         else:
-            status, reply = await self._handshake(request, message, version)
-        self._observe(message, reply, time.perf_counter() - started)
+            status, reply = await self._handshake(request, message, request.headers.get(VERSION_HEADER))
+        request[MCP_OUTCOME] = _outcome(reply)
         return web.Response(status=status, body=orjson.dumps(reply), content_type="application/json")
-
-    def _notification(self, decoded: dict[str, Any], modern_version: str | None) -> web.Response:
-        if not isinstance(decoded.get("method"), str):
-            return _rpc_error(
-                None, INVALID_REQUEST, "A posted response or malformed notification is not accepted", 400
-            )
-        if modern_version is not None:
-            rejection = unsupported_protocol_version_rejection(modern_version)
-            if rejection is not None:
-                return _rejection(None, rejection)
-        return web.Response(status=202)
 
     async def _handshake(
         self, request: web.Request, message: JSONRPCRequest, version: str | None
@@ -185,22 +283,10 @@ class McpEndpoint:
         return 200, {"jsonrpc": "2.0", "id": message.id, "result": result}
 
     async def _modern(
-        self, request: web.Request, decoded: dict[str, Any], message: JSONRPCRequest
+        self, request: web.Request, message: JSONRPCRequest, route: InboundModernRoute
     ) -> tuple[int, dict[str, Any]]:
-        duplicated = find_duplicated_routing_header(
-            (name.decode("latin-1"), value.decode("latin-1")) for name, value in request.raw_headers
-        )
-        if duplicated is not None:
-            rejection = InboundLadderRejection(
-                code=HEADER_MISMATCH, message=f"{duplicated} header appears more than once"
-            )
-            return _rejection_status(rejection), _error_body(message.id, _data(rejection))
-        headers = {name.lower(): value for name, value in request.headers.items()}
-        verdict = classify_inbound_request(decoded, headers=headers)
-        if isinstance(verdict, InboundLadderRejection):
-            return _rejection_status(verdict), _error_body(message.id, _data(verdict))
         connection = Connection.from_envelope(
-            verdict.protocol_version, verdict.client_info, verdict.client_capabilities
+            route.protocol_version, route.client_info, route.client_capabilities
         )
         try:
             result = await self._serve(request, message, connection)
@@ -235,19 +321,30 @@ class McpEndpoint:
         _log.error("MCP request failed: %s", type(error).__name__, exc_info=error)
         return ErrorData(code=INTERNAL_ERROR, message="Internal server error")
 
-    def _observe(self, message: JSONRPCRequest, reply: dict[str, Any], seconds: float) -> None:
-        tool = ""
-        if message.method == "tools/call":
-            tool = tool_label((message.params or {}).get("name"))
-        result = reply.get("result")
-        if "error" in reply:
-            outcome = "protocol_error"
-        elif isinstance(result, dict) and result.get("isError"):
-            outcome = "tool_error"
-        else:
-            outcome = "ok"
-        method = message.method if message.method in _KNOWN_METHODS else "other"
-        self._metrics.observe_request(method, tool, outcome, seconds)
+
+def _outcome(reply: dict[str, Any]) -> str:
+    result = reply.get("result")
+    if "error" in reply:
+        return "protocol_error"
+    if isinstance(result, dict) and result.get("isError"):
+        return "tool_error"
+    return "ok"
+
+
+def _labels(inbound: Inbound) -> tuple[str, str]:
+    if inbound.message is None:
+        return "notification", ""
+    method = inbound.message.method
+    tool = tool_label((inbound.message.params or {}).get("name")) if method == "tools/call" else ""
+    return (method if method in _KNOWN_METHODS else "other"), tool
+
+
+def _valid_id(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _too_large(max_body_bytes: int) -> web.Response:
+    return _rpc_error(None, INVALID_REQUEST, f"Body is larger than {max_body_bytes} bytes", 413)
 
 
 _KNOWN_METHODS: Final = frozenset(

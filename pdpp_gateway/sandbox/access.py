@@ -2,7 +2,8 @@
 
 Contract: ``authenticate`` turns the ``Authorization`` header into a ``Principal`` or
 raises the reference RS's error: 401 ``authentication_error`` (no or malformed bearer),
-401 ``context.active_false`` (unknown token), 403 ``grant_revoked``/``grant_expired``,
+401 ``context.active_false`` (unknown token), 401 ``context.audience_mismatch`` (a token
+issued for another resource), 403 ``grant_revoked``/``grant_expired``,
 and 404 ``not_found`` for an ``mcp_package`` token on ``/v1`` (packages are for /mcp).
 ``Access`` resolves a principal's view: which (connector, stream, connections, fields)
 sources it may read. An owner sees everything; a client only its grant. On ``{stream}``
@@ -61,6 +62,8 @@ def authenticate(request: web.Request) -> Principal:
     principal = principal_of(token_of(request), request.app.get(STATUS_OVERRIDES))
     if principal is None:
         raise RsHttpError(401, "context.active_false", "Token introspection failed closed")
+    if principal.audience is not None:  # the reference RS checks ``aud`` against its own URL
+        raise RsHttpError(401, "context.audience_mismatch", "Token introspection failed closed")
     if principal.kind == "mcp_package":
         raise RsHttpError(404, "not_found", "Unknown source: unknown")
     if principal.status == "revoked":

@@ -212,3 +212,30 @@ async def test_unknown_package_is_refused_as_unresolvable_not_revoked(sandbox: A
         assert body["error"]["code"] == "permission_error"
         assert "cannot resolve" in body["error"]["message"]
         assert sandbox.calls == []
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "BeArEr"])
+async def test_auth_scheme_is_case_insensitive(shared_sandbox: Any, scheme: str) -> None:
+    token = shared_sandbox.tokens["client_narrow"]
+    headers = {**HEADERS, "Authorization": f"{scheme} {token}"}
+    async with (
+        start_gateway(sandbox_settings(shared_sandbox.url)) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url, json=LIST_TOOLS, headers=headers) as response,
+    ):
+        assert response.status == 200
+        assert "result" in await response.json()
+
+
+async def test_refusals_are_counted_with_their_outcome(shared_sandbox: Any) -> None:
+    async with start_gateway(sandbox_settings(shared_sandbox.url)) as url:
+        assert (await post(url, None))[0] == 401
+        assert (await post(url, "not-a-real-token"))[0] == 401
+        assert (await post(url, shared_sandbox.tokens["owner"]))[0] == 403
+        async with aiohttp.ClientSession() as http:
+            async with http.post(url, data=b"{", headers=HEADERS) as response:
+                assert response.status == 400
+            async with http.get(url.replace("/mcp", "/metrics")) as response:
+                metrics = await response.text()
+    assert 'pdpp_gateway_mcp_requests_total{method="tools/list",outcome="refused",tool=""} 3.0' in metrics
+    assert 'pdpp_gateway_mcp_requests_total{method="unparsed",outcome="refused",tool=""} 1.0' in metrics

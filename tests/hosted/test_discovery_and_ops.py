@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
 
@@ -31,6 +34,8 @@ async def test_mcp_metadata_names_the_public_endpoint_and_client_kinds_only(shar
         assert document["pdpp_token_kinds_supported"] == ["client", "mcp_package"]
         assert document["authorization_servers"] == [shared_sandbox.url]
         assert document["pdpp_core_query_base"] == f"{shared_sandbox.url}/v1"
+        # the sandbox publishes no authorization-server metadata, so there is no flow to name
+        assert "authorization" not in document["pdpp_agent_discovery"]["mcp"]
         text = str(document).lower()
         assert "logo_uri" not in text
         assert "profile" not in text
@@ -152,3 +157,99 @@ async def test_readiness_fails_when_the_rs_is_down(path: str) -> None:
         status, _, body = await get(base(url) + path)
         assert status == 503
         assert "resource server" in body
+
+
+def as_metadata(issuer: str) -> dict[str, Any]:
+    """The reference AS's metadata (capture 03), trimmed, under ``issuer``."""
+    return {
+        "issuer": issuer,
+        "introspection_endpoint": f"{issuer}/introspect",
+        "authorization_endpoint": f"{issuer}/oauth/authorize",
+        "token_endpoint": f"{issuer}/oauth/token",
+        "device_authorization_endpoint": f"{issuer}/oauth/device_authorization",
+        "response_types_supported": ["code"],
+        "code_challenge_methods_supported": ["S256"],
+        "grant_types_supported": [
+            "urn:ietf:params:oauth:grant-type:device_code",
+            "authorization_code",
+            "refresh_token",
+        ],
+        "pdpp_authorization_details_types_supported": ["https://pdpp.dev/data-access"],
+        "pdpp_device_authorization_profiles_supported": [
+            {
+                "authorization_details_type": "https://pdpp.dev/data-access",
+                "normal_mcp_setup": True,
+                "pdpp_token_kind": "client",
+                "required_parameters": ["client_id", "resource", "authorization_details"],
+            },
+            {"mcp_owner_bearer_rejected": True, "normal_mcp_setup": False, "pdpp_token_kind": "owner"},
+        ],
+    }
+
+
+@asynccontextmanager
+async def rs_with_authorization_server(*, issuer_suffix: str = "") -> AsyncIterator[str]:
+    """An RS whose authorization server (issuer ``<origin>/as``) publishes RFC 8414 metadata."""
+    origin = ""
+
+    async def resource(request: web.Request) -> web.Response:
+        return web.json_response({"resource": origin, "authorization_servers": [f"{origin}/as"]})
+
+    async def authorization_server(request: web.Request) -> web.Response:
+        return web.json_response(as_metadata(f"{origin}/as{issuer_suffix}"))
+
+    app = web.Application()
+    app.router.add_get("/.well-known/oauth-protected-resource", resource)
+    app.router.add_get("/.well-known/oauth-authorization-server/as", authorization_server)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    origin = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        yield origin
+    finally:
+        await runner.cleanup()
+
+
+async def test_mcp_metadata_carries_the_authorization_flows_the_as_advertises() -> None:
+    async with (
+        rs_with_authorization_server() as rs,
+        start_gateway(sandbox_settings(rs, introspection=False), public_self=True) as url,
+        aiohttp.ClientSession() as http,
+        http.get(base(url) + METADATA) as response,
+    ):
+        assert response.status == 200
+        document = await response.json()
+    assert document["authorization_servers"] == [f"{rs}/as"]
+    authorization = document["pdpp_agent_discovery"]["mcp"]["authorization"]
+    assert authorization == {
+        "authorization_code_pkce": {
+            "authorization_endpoint": f"{rs}/as/oauth/authorize",
+            "flow": "authorization_code_pkce",
+            "pdpp_token_kind": "client",
+            "resource": url,
+            "resource_parameter": "required",
+        },
+        "device_code": {
+            "authorization_details_type": "https://pdpp.dev/data-access",
+            "device_authorization_endpoint": f"{rs}/as/oauth/device_authorization",
+            "flow": "device_code",
+            "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+            "owner_bearer_accepted": False,
+            "pdpp_token_kind": "client",
+            "required_parameters": ["client_id", "resource", "authorization_details"],
+            "resource": url,
+            "token_endpoint": f"{rs}/as/oauth/token",
+        },
+    }
+
+
+async def test_as_metadata_for_another_issuer_is_not_used() -> None:
+    async with (
+        rs_with_authorization_server(issuer_suffix="-impostor") as rs,
+        start_gateway(sandbox_settings(rs, introspection=False), public_self=True) as url,
+        aiohttp.ClientSession() as http,
+        http.get(base(url) + METADATA) as response,
+    ):
+        document = await response.json()
+    assert "authorization" not in document["pdpp_agent_discovery"]["mcp"]

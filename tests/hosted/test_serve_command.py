@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import signal
+import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -67,13 +71,15 @@ async def serve(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         env=gateway_env(env),
+        start_new_session=True,  # its own process group: workers included in the kill below
     )
     gateway = GatewayProcess(process)
     try:
         yield gateway
     finally:
         if process.returncode is None:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
         assert process.stderr is not None
         await process.stderr.read()  # to end of file, so the pipe transport closes
         await process.wait()
@@ -184,11 +190,13 @@ async def test_sigterm_drains_the_call_in_flight() -> None:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="SO_REUSEPORT load spreading is a Linux feature")
 async def test_workers_share_one_port_and_one_metrics_view(sandbox: Any) -> None:
+    """With ``--port 0`` the parent picks the port: one URL, served by more than one process."""
     args = [*introspection_args(sandbox), "--workers", "2"]
     async with serve(*args, env={"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET}) as gateway:
         url = await gateway.wait_listening(count=2)
-        pids = {line["pid"] for line in gateway.lines if line.get("event") == "listening"}
-        assert len(pids) == 2
+        listening = [line for line in gateway.lines if line.get("event") == "listening"]
+        assert {line["url"] for line in listening} == {url}
+        assert len({line["pid"] for line in listening}) == 2
         headers = {"Authorization": f"Bearer {sandbox.tokens['client_narrow']}", "Accept": "application/json"}
         ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         for _ in range(20):
@@ -200,4 +208,131 @@ async def test_workers_share_one_port_and_one_metrics_view(sandbox: Any) -> None
         async with aiohttp.ClientSession() as http, http.get(url.replace("/mcp", "/metrics")) as response:
             metrics = await response.text()
         assert 'pdpp_gateway_mcp_requests_total{method="tools/list",outcome="ok",tool=""} 20.0' in metrics
+        assert await gateway.stop() == 0
+    served_by = {line["pid"] for line in gateway.lines if line.get("path") == "/mcp"}
+    assert len(served_by) > 1, gateway.raw
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A loopback port some other process is listening on (no SO_REUSEPORT)."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+async def run_command(*args: str) -> tuple[int | None, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "pdpp_gateway",
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env=gateway_env(),
+    )
+    _, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    return process.returncode, err.decode()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+async def test_busy_port_is_one_line_and_exit_64(busy_port: int, workers: str) -> None:
+    code, err = await run_command(
+        "serve", "--provider-url", "https://a.example", "--port", str(busy_port), "--workers", workers
+    )
+    assert code == 64
+    assert (
+        err.strip() == f"pdpp-gateway serve: cannot listen on 127.0.0.1:{busy_port}: address already in use"
+    )
+
+
+@pytest.mark.parametrize("which", ["--port", "--gateway-port"])
+async def test_demo_on_a_busy_port_is_one_line_and_exit_64(
+    busy_port: int, which: str, tmp_path: Path
+) -> None:
+    ports = {"--port": "0", "--gateway-port": "0", which: str(busy_port)}
+    code, err = await run_command(
+        "demo", "--once", "--cache-root", str(tmp_path / "cache"), *(x for kv in ports.items() for x in kv)
+    )
+    assert code == 64
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert f"cannot listen on 127.0.0.1:{busy_port}: address already in use" in lines[0]
+    assert which in lines[0]
+
+
+async def test_package_file_flag(sandbox: Any, tmp_path: Path) -> None:
+    """``--package-file`` resolves packages from the operator's file, not the introspection answer
+    (which would name two children)."""
+    packages = tmp_path / "packages.json"
+    member = {
+        "token_env": "CHILD_WORK_MAIL",
+        "grant_id": "grt_work_mail",
+        "connection_ids": ["cin_mail_work"],
+        "streams": ["messages", "threads", "message_bodies", "attachments"],
+        "source": {"connector_key": "gmail", "display_name": "Work"},
+    }
+    packages.write_text(json.dumps({"gpk_demo": [member]}), encoding="utf-8")
+    env = {"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET, "CHILD_WORK_MAIL": sandbox.tokens["client_work_mail"]}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "schema", "arguments": {}}}
+    headers = {"Authorization": f"Bearer {sandbox.tokens['package']}", "Accept": "application/json"}
+    async with serve(*introspection_args(sandbox), "--package-file", str(packages), env=env) as gateway:
+        url = await gateway.wait_listening()
+        async with aiohttp.ClientSession() as http, http.post(url, json=call, headers=headers) as response:
+            assert response.status == 200
+            assert response.headers["X-Pdpp-Grant-Package-Member-Count"] == "1"
+            text = (await response.json())["result"]["content"][0]["text"]
+        assert "cin_mail_work" in text
+        assert "cin_slack_acme" not in text
+        assert await gateway.stop() == 0
+
+
+async def test_public_url_flag_sets_every_advertised_url(sandbox: Any) -> None:
+    public = "https://mcp.example.org"
+    async with serve("--provider-url", sandbox.url, "--public-url", public) as gateway:
+        url = await gateway.wait_listening()
+        base = url.removesuffix("/mcp")
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/.well-known/oauth-protected-resource/mcp") as response:
+                document = await response.json()
+            async with http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}) as response:
+                assert response.status == 401
+                challenge = response.headers["WWW-Authenticate"]
+            async with http.get(f"{base}/connect", headers={"Host": "mcp.example.org"}) as response:
+                assert response.status == 200
+                page = await response.text()
+        assert document["resource"] == f"{public}/mcp"
+        assert document["pdpp_agent_discovery"]["mcp"]["endpoint"] == f"{public}/mcp"
+        assert challenge == f'Bearer resource_metadata="{public}/.well-known/oauth-protected-resource/mcp"'
+        assert f"{public}/mcp" in page
+        assert await gateway.stop() == 0
+
+
+async def test_readyz_turns_503_while_draining() -> None:
+    """On SIGTERM readiness fails at once, while the in-flight call still finishes."""
+    async with slow_rs(2.0) as rs_url, serve("--provider-url", rs_url) as gateway:
+        url = await gateway.wait_listening()
+        readyz = url.replace("/mcp", "/readyz")
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "query_records", "arguments": {"stream": "notes"}},
+        }
+        headers = {"Authorization": "Bearer any-client-token", "Accept": "application/json"}
+        async with aiohttp.ClientSession() as http:
+            async with http.get(readyz) as response:
+                assert response.status == 503  # the slow RS has no discovery document
+                assert (await response.json())["status"] == "unready"
+            in_flight = asyncio.create_task(http.post(url, json=call, headers=headers))
+            await asyncio.sleep(0.5)
+            gateway.process.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.3)
+            async with aiohttp.ClientSession() as fresh, fresh.get(readyz) as response:
+                assert response.status == 503
+                assert (await response.json())["status"] == "draining"
+            response = await in_flight
+            assert response.status == 200
+            assert "finished after the signal" in json.dumps(await response.json())
         assert await gateway.stop() == 0
