@@ -2,15 +2,19 @@
 
 Contract: serves on loopback by default (``--host``/``--port``, 0 = any free port), prints
 the URL and every fixture token with what it grants (sandbox material, meant to be
-copied), and runs until SIGINT/SIGTERM.
+copied), and runs until SIGINT/SIGTERM. A port that cannot be bound is one line on
+stderr and exit 64, like ``serve`` and ``demo``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import sys
 
 HELP = "Run the sandbox PDPP resource server (sample data) and print its tokens."
+EXIT_USAGE = 64
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +50,16 @@ def run(args: argparse.Namespace) -> int:
             print("Ctrl-C to stop.", flush=True)
             await asyncio.Event().wait()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve())
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            raise
+        print(
+            f"pdpp-gateway sandbox: cannot listen on {args.host}:{args.port}: address already in use "
+            "(choose another with --port)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     return 0

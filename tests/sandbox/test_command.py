@@ -6,6 +6,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -53,3 +54,27 @@ async def test_sandbox_command_serves_prints_tokens_and_stops(tmp_path: Path) ->
     finally:
         process.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(process.wait(), timeout=30) == 0
+
+
+async def test_sandbox_on_a_busy_port_is_one_line_and_exit_64() -> None:
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)}
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "pdpp_gateway",
+            "sandbox",
+            "--port",
+            str(port),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        _, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 64
+    assert err.decode().strip() == (
+        f"pdpp-gateway sandbox: cannot listen on 127.0.0.1:{port}: address already in use (choose another with --port)"
+    )
