@@ -4,7 +4,9 @@ Contract: a summary line (hit count, has_more, mode), ``next_cursor`` verbatim w
 exact next-page call, recall and source-mix disclosures when the RS sent them, then the
 hits within ``BUDGET`` characters. Every returned hit is listed with its complete id
 (never cut): the first ones (up to ``MAX_HITS``) as detailed blocks with stream, source
-label, title, snippet and evidence, the rest as one-line ``[n] id=...`` rows. If even
+label, title, snippet and evidence, the rest as one-line ``[n] id=... stream "…excerpt…"``
+rows (a short window of the evidence or snippet around its first mark, so a model can
+still choose which hit to open). If even
 the one-line rows cannot all fit, the text says exactly which hits are not listed and
 how to list them (a smaller ``limit``, then ``next_cursor``). ``connection_id`` appears
 separately, and in every continuation's arguments, only for a hit whose id could not
@@ -23,11 +25,12 @@ from middleware import ToolCall, ToolResult
 from pdpp_gateway.documents import preview_around_mark
 from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows
 
-BUDGET: Final = 3_600
+BUDGET: Final = 5_000
 MAX_HITS: Final = 8
 MAX_EVIDENCE: Final = 2
 PREVIEW_CHARS: Final = 260
 SNIPPET_CHARS: Final = 200
+ROW_EXCERPT_CHARS: Final = 60
 
 
 def render_search(call: ToolCall, result: ToolResult) -> str:
@@ -120,7 +123,12 @@ def _naming(hit: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _hit_row(number: int, hit: Mapping[str, Any]) -> str:
-    return f"[{number}] id={hit.get('id')}{_connection_part(hit)}"
+    row = f"[{number}] id={hit.get('id')}{_connection_part(hit)}"
+    evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping) and e.get("preview")]
+    source = str(evidence[0]["preview"]) if evidence else str(hit.get("snippet") or "")
+    if not source.strip():
+        return row
+    return f"{row} {preview_around_mark(_flat(source), ROW_EXCERPT_CHARS)[0]}"
 
 
 def _hit_block(number: int, hit: Mapping[str, Any]) -> str:

@@ -94,7 +94,13 @@ async def test_search_text_lists_every_hit_of_a_default_page(stdio_gateway: Clie
     ids = [hit["id"] for hit in result.structured_content["results"]]
     assert len(ids) == 25
     assert _listed_hits(text) == ids  # all 25, in order, not 8
-    assert len(text) <= 3_600
+    assert len(text) <= 5_000
+    # one-line rows still show what matched, so the model can choose which hit to open
+    rows = [line for line in text.splitlines() if re.match(r"^\[\d+\] id=\S+$", line)]
+    assert rows == [], rows
+    one_line = [line for line in text.splitlines() if re.match(r"^\[\d+\] id=\S+ (?!stream=)", line)]
+    assert one_line, text
+    assert all("<mark>" in line for line in one_line), one_line
 
 
 async def test_search_hits_beyond_the_budget_are_named_and_reachable(stdio_gateway: Client) -> None:
