@@ -48,6 +48,10 @@ AUTHORED_FIELDS: Final = (
     "issued_at",
     "updated_at",
 )
+_INGEST_TIMES: Final = frozenset({"emitted_at", "ingested_at", "synced_at", "deleted_at", "updated_at"})
+# Other fields of a fetched record, in metadata as ``data.<name>`` (bounded; projected by fields).
+MAX_DATA_FIELDS: Final = 30
+MAX_DATA_CHARS: Final = 200
 PREVIEW_CHARS: Final = 240
 SNIPPET_CHARS: Final = 320
 CONTEXT_CHARS: Final = 300
@@ -121,6 +125,8 @@ def fetch_document(
     metadata.update(
         text_field=text_field, text_total_chars=len(full), text_truncated=len(full) > max_text_chars
     )
+    if text_field is not None:
+        metadata.update(_data_fields(payload, skip={text_field, *(field for field, _ in blobs)}))
     return {
         "id": requested_id,
         "title": _title(
@@ -142,7 +148,7 @@ def record_url(provider_url: str, stream: str, record_id: str, connection_id: st
     return f"{url}?connection_id={quote(connection_id, safe='')}" if connection_id else url
 
 
-def balance_marks(text: str) -> str:
+def _balance_marks(text: str) -> str:
     """``text`` with well-formed ``<mark>`` tags: cut tags at either end dropped, stray
     closers and nested openers dropped, an unclosed mark closed at the end."""
     plain, marks = parse_marks(text)
@@ -336,10 +342,16 @@ def _title(source: Mapping[str, Any], label: str | None, stream: str, when: str 
 
 
 def _authored(*sources: Mapping[str, Any]) -> str | None:
+    """The record's authored/event time: a known field first, else any other ``*_at`` field
+    that is not an ingest or bookkeeping time (never ``emitted_at``)."""
     for source in sources:
         for key in AUTHORED_FIELDS:
             value = source.get(key)
             if isinstance(value, str) and value:
+                return value
+    for source in sources:
+        for key, value in source.items():
+            if key.endswith("_at") and key not in _INGEST_TIMES and isinstance(value, str) and value:
                 return value
     return None
 
@@ -392,6 +404,22 @@ def _bounded(full: str, limit: int, *, naming: Mapping[str, str], field: str | N
         f"{full[:limit]}\n[… truncated: showing chars 0–{limit} of {len(full)} of field {field}.]\n"
         f"Continue with read_record_field {follow}"
     )
+
+
+def _data_fields(payload: Mapping[str, Any], *, skip: set[str]) -> dict[str, Any]:
+    """The record's other fields beside its main text (``data.<name>``): scalars as they
+    are, long strings shortened with a visible marker, lists of scalars joined."""
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        if key in skip or len(out) >= MAX_DATA_FIELDS:
+            continue
+        if isinstance(value, list) and all(_is_scalar(item) for item in value):
+            value = ", ".join("null" if item is None else str(item) for item in value)
+        if isinstance(value, str) and len(value) > MAX_DATA_CHARS:
+            value = f"{value[:MAX_DATA_CHARS]}…[+{len(value) - MAX_DATA_CHARS} chars]"
+        if _is_scalar(value) and value is not None:
+            out[f"data.{key}"] = value
+    return out
 
 
 def _text(value: object) -> str | None:

@@ -43,6 +43,22 @@ _NEXT_STEPS: Final = {
 }
 
 
+# Field errors that may only mean "not on the source the RS picked" for a shared stream name.
+_PER_SOURCE_CODES: Final = frozenset({"unknown_field", "field_not_granted", "field_not_found"})
+_SHARED_STREAM_HINT: Final = (
+    "If this stream name is shared by several sources (schema() lists them), the field may exist on "
+    "one of them only: pass that source's connection_id."
+)
+# The shape each argument takes, for invalid_* refusals that name it.
+_ARGUMENT_HINTS: Final = {
+    "filter": 'Filters are {"field": value} (exact, fields flagged eq) or {"field": {"gte"|"gt"|"lte"|"lt": value}} '
+    "(range, fields flagged r=); schema(stream) shows the flags.",
+    "group_by": "group_by takes a field flagged a=…group_by in schema(stream).",
+    "group_by_time": "group_by_time takes a date field flagged a=…group_by_time in schema(stream), with granularity.",
+    "field": "field takes a field whose a=… flags in schema(stream) include this metric.",
+}
+
+
 def render_error(call: ToolCall, result: ToolResult) -> str:
     error: Mapping[str, Any] = result.structured.get("error") or {}
     code = str(error.get("code", "error"))
@@ -50,6 +66,15 @@ def render_error(call: ToolCall, result: ToolResult) -> str:
     lines = [clip(f"Error {code}{f' (HTTP {status})' if status else ''}: {error.get('message', '')}", 600)]
     argument = tool_argument(call.name, error.get("param"))
     step = _next_step(code, status, error, argument)
+    if (
+        step
+        and code in _PER_SOURCE_CODES
+        and call.arguments.get("stream")
+        and not call.arguments.get("connection_id")
+    ):
+        step += f" {_SHARED_STREAM_HINT}"
+    if step and code.startswith("invalid_") and argument in _ARGUMENT_HINTS:
+        step += f" {_ARGUMENT_HINTS[argument]}"
     if step:
         lines.append(clip(step, 900))
     extras = []

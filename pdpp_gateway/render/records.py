@@ -3,7 +3,7 @@
 Contract: the text always carries, verbatim, ``next_cursor`` (with the exact next-page
 call), ``next_changes_since`` and count metadata when the RS returned them, and every
 warning code; then, within ``BUDGET`` characters, every record of the page: the first
-ones (up to ``MAX_RECORDS``) with their handle and compact JSON of their data (long
+ones (as many as ``BUDGET`` allows) with their handle and compact JSON of their data (long
 strings shortened with ``…[+N chars]``, blobs summarised with their readable
 ``pdpp://blob/`` URI) and the handles of any expanded relations, the rest as one-line
 ``[n] handle "label" time`` rows (the record's title-like field and first timestamp). If even those rows
@@ -23,7 +23,7 @@ from pdpp_gateway.ids import handle_arguments
 from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows, preview_value
 
 BUDGET: Final = 4_000
-MAX_RECORDS: Final = 5
+MAX_RECORDS: Final = 100  # detailed rows are bounded by BUDGET, not by count
 MAX_STRING: Final = 160
 MAX_LINE: Final = 700
 MAX_LABEL: Final = 60
@@ -90,7 +90,8 @@ def _id_only_note(call: ToolCall, shown: int, listed: int) -> str:
     fields = call.arguments.get("fields")
     how = "repeat with a smaller limit" if fields else "narrow with fields, or repeat with a smaller limit"
     return (
-        f"(records {shown + 1}–{listed} are listed by handle only, for the text budget: fetch one, or {how})"
+        f"(records {shown + 1}–{listed} are shown in one line (handle, title, time) for the text budget: "
+        f"fetch one, or {how})"
     )
 
 
