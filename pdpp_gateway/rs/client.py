@@ -19,6 +19,9 @@ Contract:
   values (they may carry a person's search terms). An optional ``observer`` is told
   (path, status or None, seconds) of every read, for metrics.
 - An empty token sends no ``Authorization`` header (public discovery documents only).
+- Redirects are never followed (a 3xx is an unusable answer): the token goes to the
+  RS's ``/v1`` and nowhere else. An error body that echoes the caller's token has it
+  replaced by ``[redacted]`` before it becomes an error, a result or a log line.
 - A request whose path and query would encode to more than ``MAX_REQUEST_TARGET_BYTES``
   is never sent: it raises a typed ``request_too_large`` error for the caller (servers
   cap the request line near 8 KiB and answer an untyped 400 that echoes the URL).
@@ -184,8 +187,10 @@ class RsClient:
                 raw = await self._read_capped(response, self._max_body_bytes)
         finally:
             self._observe(path, answered, started)
+        if 300 <= status < 400:
+            raise RsProtocolError(_REDIRECTED)
         if status >= 400 or status < 200:
-            raise RsStatusError.from_body(status, _parse_lenient(raw), request_id)
+            raise RsStatusError.from_body(status, _parse_lenient(raw, token), request_id)
         if raw is None:
             raise RsProtocolError(f"the body is larger than {self._max_body_bytes} bytes")
         try:
@@ -219,9 +224,11 @@ class RsClient:
     async def _read_blob(self, path: str, query: Query, token: str, max_bytes: int) -> RsBlob:
         async with self._request(path, query, token, "*/*", None) as response:
             request_id = response.headers.get("Request-Id")
+            if 300 <= response.status < 400:
+                raise RsProtocolError(_REDIRECTED)
             if response.status >= 400:
                 raw = await self._read_capped(response, self._max_body_bytes)
-                raise RsStatusError.from_body(response.status, _parse_lenient(raw), request_id)
+                raise RsStatusError.from_body(response.status, _parse_lenient(raw, token), request_id)
             total = response.content_length
             data = bytearray()
             truncated = False
@@ -257,6 +264,7 @@ class RsClient:
             list(query),
             {**(headers or {}), "Accept": accept, **({"Authorization": f"Bearer {token}"} if token else {})},
             self._timeouts,
+            token,
         )
 
     @staticmethod
@@ -282,8 +290,10 @@ class _Exchange:
         query: list[tuple[str, str]],
         headers: dict[str, str],
         timeouts: RsTimeouts,
+        token: str,
     ) -> None:
         self._client = client
+        self._token = token
         self._url = url
         self._query = query
         self._headers = headers
@@ -292,7 +302,9 @@ class _Exchange:
 
     async def __aenter__(self) -> aiohttp.ClientResponse:
         try:
-            self._response = await self._client.get(self._url, params=self._query, headers=self._headers)
+            self._response = await self._client.get(
+                self._url, params=self._query, headers=self._headers, allow_redirects=False
+            )
         except TimeoutError:
             raise RsTimeoutError("connect or read", self._timeouts.total) from None
         except aiohttp.ClientConnectionError as error:
@@ -301,7 +313,7 @@ class _Exchange:
             raise RsUnavailableError(_describe(error)) from None
         response = self._response
         if response.status in {502, 503, 504}:
-            body = _parse_lenient(await response.read())
+            body = _parse_lenient(await response.read(), self._token)
             code = body.get("error", {}).get("code") if isinstance(body, dict) else None
             response.release()
             raise RsUnavailableError(
@@ -322,6 +334,11 @@ class _Exchange:
             raise RsUnavailableError(f"the answer was cut off ({_describe(exc)})") from None
 
 
+_REDIRECTED: Final = (
+    "it answered with a redirect, which the gateway never follows (the token goes to the RS's /v1 only)"
+)
+
+
 def _describe(error: aiohttp.ClientError) -> str:
     """A short, secret-free reason (no URL query, no headers)."""
     if isinstance(error, aiohttp.ClientConnectorError):
@@ -331,9 +348,13 @@ def _describe(error: aiohttp.ClientError) -> str:
     return type(error).__name__
 
 
-def _parse_lenient(raw: bytes | None) -> object:
+def _parse_lenient(raw: bytes | None, token: str) -> object:
+    """An error body as JSON (or a text excerpt), with the caller's token redacted: an RS
+    that echoes the request's ``Authorization`` header must not put it in a result or a log."""
     if raw is None:
         return None
+    if token:
+        raw = raw.replace(token.encode(), b"[redacted]")
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
