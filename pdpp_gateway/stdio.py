@@ -15,7 +15,7 @@ Contract:
   (``bearer.token_kind``; a cache label can lie or be missing): ``owner`` or
   ``mcp_package`` stops the process (``CredentialError``, exit 77), a token the RS
   rejects (401, revoked or expired grant) stops it too (exit 78), both with the
-  ``pdpp connect`` fix. An RS that cannot be reached within ``STARTUP_PROBE_SECONDS``
+  ``pdpp connect`` fix. An RS that cannot be reached within ``START_PROBE_SECONDS``
   does not stop it: the gateway serves, and its reader (``KindCheckedRs``) verifies the
   kind before the first tool or resource read instead, refusing every read unless the
   RS says ``client``.
@@ -41,7 +41,6 @@ from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindCheckedRs, KindU
 from pdpp_gateway.server import build_server
 
 DRAIN_SECONDS: Final = 60.0
-STARTUP_PROBE_SECONDS: Final = START_PROBE_SECONDS
 _log = logging.getLogger(__name__)
 
 Inbound = SessionMessage | Exception
@@ -94,7 +93,7 @@ async def verify_credential(rs: RsReader, provider_url: str) -> str | None:
     Raises ``CredentialError`` for a token that must not be served.
     """
     try:
-        return await verify_at_start(rs, provider_url, seconds=STARTUP_PROBE_SECONDS)
+        return await verify_at_start(rs, provider_url, seconds=START_PROBE_SECONDS)
     except KindUnknown as unknown:
         _log.warning(
             "the resource server is unreachable at start-up (%s); serving, and verifying the credential "

@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from pdpp_gateway.credentials import write_credential
 from tests.conftest import gateway_env, stdio_params
+from tests.frames import INITIALIZED, initialize
 from tests.upstreams import Switchboard
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,17 +101,8 @@ def test_stdout_carries_only_protocol_frames(tmp_path: Path, shared_sandbox: Any
     token = shared_sandbox.tokens["client_broad"]
     write_credential(cache_root, shared_sandbox.url, token)
     frames = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        initialize(),
+        INITIALIZED,
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "schema", "arguments": {}}},
         {
@@ -283,17 +275,8 @@ def test_resources_with_the_rs_down_fail_as_internal_errors_without_a_traceback(
     token = "tok_client_for_a_dead_rs"
     write_credential(cache_root, url, token)
     frames = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        initialize(),
+        INITIALIZED,
         {"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "pdpp://stream/messages"}},
         {
@@ -397,23 +380,13 @@ def test_non_finite_filter_values_are_refused_before_the_rs(tmp_path: Path, shar
     """JSON parsers on the way in accept ``NaN`` and ``1e999``; they must never become ``filter[x]=nan``."""
     cache_root = tmp_path / ".pdpp"
     write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
     call = (
         '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":'
         '{"stream":"messages","connection_id":"cin_mail_work",%s}}}'
     )
     lines = [
-        json.dumps(init),
-        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps(initialize()),
+        json.dumps(INITIALIZED),
         call % (2, "query_records", '"filter":{"size_bytes":NaN}'),
         call % (3, "query_records", '"filter":{"size_bytes":{"gte":1e999}}'),
         call % (4, "aggregate", '"metric":"count","filter":{"size_bytes":-Infinity}'),

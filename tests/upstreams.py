@@ -1,27 +1,39 @@
 """Test doubles for the upstream RS, served over real HTTP on loopback.
 
-- ``Switchboard``: a pass-through proxy to a real RS (the sandbox) that a test can take
-  down (every request answers 503), make answer garbage (a 200 that is not JSON, on
-  every route but ``/v1/schema``), or whose ``/v1/schema`` bodies it can rewrite. It
-  records every request (path and query) it received, so a test can prove which routes
-  a gateway called.
+- ``serve_app``: run an aiohttp app on an ephemeral loopback port (every test server here
+  and in the tests goes through it).
+- ``Switchboard``: the one recording pass-through proxy to a real RS and its
+  authorization server (the sandbox). It records every request it received (method,
+  path, query), so a test can prove which routes a gateway called, and a test can take
+  it down (every request answers 503), make it answer garbage (a 200 that is not JSON,
+  on every route but ``/v1/schema``), rewrite its ``/v1/schema`` bodies, refuse the
+  compact schema view (400 ``invalid_request``, as an RS that does not know
+  ``view=compact``) or rewrite the ``aud`` of every active introspection answer.
+  ``upstream_proxy(upstream, **options)`` serves one for the block.
+- ``proxied_settings``: a hosted gateway whose every upstream call goes through a proxy.
+- ``raw_http``: send raw bytes on one TCP connection and read the answer.
 - ``broad_schema``: a synthetic compact schema body for a very broad grant
   (``connectors`` × ``streams``), served by ``schema_only_rs``.
-- ``serve_app``: run an aiohttp app on an ephemeral loopback port.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 import aiohttp
+import orjson
 from aiohttp import web
 
+from pdpp_gateway.hosted.testing import sandbox_settings
+from pdpp_gateway.settings import HostedSettings
+
 Rewrite = Callable[[dict[str, Any]], dict[str, Any]]
+FORWARDED = frozenset({"Authorization", "Accept", "Content-Type"})
 
 
 @asynccontextmanager
@@ -36,23 +48,41 @@ async def serve_app(app: web.Application) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
+class Seen(NamedTuple):
+    method: str
+    path: str
+    query: list[tuple[str, str]]
+    path_qs: str
+
+    def line(self) -> str:
+        return f"{self.method} {self.path_qs}"
+
+
 @dataclass
 class Switchboard:
     upstream: str
     down: bool = False
     garbage: bool = False
     schema_rewrite: Rewrite | None = None
-    seen: list[tuple[str, list[tuple[str, str]]]] = field(default_factory=list)
+    refuse_compact: bool = False
+    audience: Any = None  # when set: the ``aud`` every active introspection answer carries
+    url: str = ""  # set while ``serve`` runs
+    seen: list[Seen] = field(default_factory=list)
 
     def paths(self) -> list[str]:
-        return [path for path, _ in self.seen]
+        return [entry.path for entry in self.seen]
+
+    def lines(self) -> list[str]:
+        """Every request as ``"GET /v1/schema?view=compact"``, ``"POST /introspect"``."""
+        return [entry.line() for entry in self.seen]
 
     def data_reads(self) -> list[str]:
         """Every route called other than the schema probe."""
         return [path for path in self.paths() if path != "/v1/schema"]
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        self.seen.append((request.path, parse_qsl(request.query_string, keep_blank_values=True)))
+        query = parse_qsl(request.query_string, keep_blank_values=True)
+        self.seen.append(Seen(request.method, request.path, query, request.path_qs))
         if self.down:
             return web.json_response(
                 {"error": {"type": "api_error", "code": "unavailable", "message": "down for the test"}},
@@ -60,23 +90,79 @@ class Switchboard:
             )
         if self.garbage and request.path != "/v1/schema":
             return web.Response(text="<html>not json</html>", content_type="text/html")
-        headers = {k: v for k, v in request.headers.items() if k in {"Authorization", "Accept"}}
+        if self.refuse_compact and request.path == "/v1/schema" and "view" in request.query:
+            error = {
+                "type": "invalid_request_error",
+                "code": "invalid_request",
+                "message": "Unknown query parameter: view",
+            }
+            return web.json_response({"error": error}, status=400)
+        headers = {k: v for k, v in request.headers.items() if k in FORWARDED}
+        sent = await request.read()
         async with (
             aiohttp.ClientSession() as http,
-            http.get(self.upstream + request.path, params=request.query, headers=headers) as answer,
+            http.request(
+                request.method,
+                self.upstream + request.path,
+                params=request.query,
+                headers=headers,
+                data=sent or None,
+            ) as answer,
         ):
-            if request.path == "/v1/schema" and self.schema_rewrite is not None and answer.status == 200:
-                return web.json_response(self.schema_rewrite(await answer.json()))
-            return web.Response(
-                body=await answer.read(), status=answer.status, content_type=answer.content_type
-            )
+            body = await answer.read()
+            status, content_type = answer.status, answer.content_type
+        if request.path == "/v1/schema" and self.schema_rewrite is not None and status == 200:
+            return web.json_response(self.schema_rewrite(orjson.loads(body)))
+        if request.path == "/introspect" and self.audience is not None and status == 200:
+            document = orjson.loads(body)
+            if document.get("active"):
+                document["aud"] = self.audience
+            body = orjson.dumps(document)
+        return web.Response(body=body, status=status, content_type=content_type)
 
     @asynccontextmanager
     async def serve(self) -> AsyncIterator[str]:
         app = web.Application()
-        app.router.add_route("GET", "/{tail:.*}", self.handle)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
         async with serve_app(app) as url:
+            self.url = url
             yield url
+
+
+@asynccontextmanager
+async def upstream_proxy(upstream: str, **options: Any) -> AsyncIterator[Switchboard]:
+    """A recording ``Switchboard`` in front of ``upstream``, served for the block."""
+    board = Switchboard(upstream, **options)
+    async with board.serve():
+        yield board
+
+
+def proxied_settings(
+    sandbox_url: str, proxy: Switchboard, *, introspection: bool, **overrides: Any
+) -> HostedSettings:
+    """A gateway for ``sandbox_url`` whose every upstream call (RS reads, introspection)
+    goes through ``proxy``."""
+    values: dict[str, Any] = {"rs_internal_url": proxy.url}
+    if introspection:
+        values |= {"introspection_url": f"{proxy.url}/introspect", "issuer": sandbox_url}
+    values.update(overrides)
+    return sandbox_settings(sandbox_url, introspection=introspection, **values)
+
+
+async def raw_http(url: str, head: bytes, body_parts: list[bytes]) -> bytes:
+    """Send ``head`` then each of ``body_parts`` on one TCP connection and return what the
+    server answered before closing (or within 10 s)."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+    try:
+        writer.write(head)
+        for part in body_parts:
+            await writer.drain()
+            writer.write(part)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(65536), timeout=10)
+    finally:
+        writer.close()
 
 
 _SHARED = ("messages", "contacts", "calendar_events", "documents", "payments")

@@ -14,13 +14,14 @@ Contract: ``create_app(settings)`` returns an application serving
 behind two app-wide middlewares: ``observe`` (request id, access log, counts, in-flight
 tracking) then the Host/Origin guard. Upstream clients (one pooled ``RsClient`` on the
 internal RS URL, one session for introspection and AS metadata) open when the app
-starts and close when it stops; on shutdown ``/readyz`` turns 503 while in-flight
-requests drain.
+starts and close when it stops. The app's ``Drain`` is turned to draining by the serve
+loop (``serve``) on SIGTERM, so ``/readyz`` answers 503 while in-flight requests drain.
 
 Token audiences accepted by introspection are exactly ``OriginPolicy.audiences()``:
 the origins the gateway can advertise (so every ``resource`` its metadata names is
-accepted) plus the provider's own. Without introspection the RS judges issuer and
-audience itself, and the gateway says so in one start-up log line.
+accepted) plus the provider's origin and its full URL (path included), each bare and
+as its ``/mcp`` URL. Without introspection the RS judges issuer and audience itself,
+and the gateway says so in one start-up log line.
 
 There is one MCP ``Server`` per public origin (so ``serverInfo.icons`` names the
 ``/icon.svg`` of the origin the client actually reached). Origins come only from
@@ -40,6 +41,7 @@ from typing import Any, Final
 
 import aiohttp
 import mcp.types as types
+import orjson
 from aiohttp import web
 from mcp.server import Server, ServerRequestContext
 
@@ -122,13 +124,12 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
     )
     app[DRAIN] = Drain()
     app.cleanup_ctx.append(_upstream(gateway))
-    app.on_shutdown.append(_start_draining)
 
     async def mcp_post(request: web.Request) -> web.StreamResponse:
         assert gateway.endpoint_chain is not None
         started = time.perf_counter()
         response = await gateway.endpoint_chain(request)
-        response.headers.setdefault("Link", icon_link(policy.public_origin(request)))
+        response.headers.setdefault("Link", icon_link(policy.origin_of(request)))
         method, tool = request.get(MCP_LABELS, ("unparsed", ""))
         outcome = request.get(MCP_OUTCOME) or _unserved_outcome(response.status)
         metrics.observe_request(method, tool, outcome, time.perf_counter() - started)
@@ -136,21 +137,27 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
 
     async def mcp_other(request: web.Request) -> web.StreamResponse:
         response = await method_not_allowed(request)
-        response.headers["Link"] = icon_link(policy.public_origin(request))
+        response.headers["Link"] = icon_link(policy.origin_of(request))
         return response
+
+    # origin -> (the discovery answers it was built from, the encoded document); the
+    # discovery keeps the same objects while they are fresh, so identity says "unchanged".
+    metadata_cache: dict[str, tuple[list[str] | None, dict[str, Any] | None, bytes]] = {}
 
     async def resource_metadata(request: web.Request) -> web.Response:
         assert gateway.discovery is not None
         servers = await gateway.discovery.authorization_servers()
         as_metadata = await gateway.discovery.authorization_server_metadata(servers[0]) if servers else None
-        document = mcp_resource_metadata(
-            policy.public_origin(request),
-            settings.provider_url,
-            servers,
-            packages=resolver is not None,
-            as_metadata=as_metadata,
+        origin = policy.origin_of(request)
+        cached = metadata_cache.get(origin)
+        if cached is None or cached[0] is not servers or cached[1] is not as_metadata:
+            document = mcp_resource_metadata(
+                origin, settings.provider_url, servers, packages=resolver is not None, as_metadata=as_metadata
+            )
+            cached = metadata_cache[origin] = (servers, as_metadata, orjson.dumps(document))
+        return web.Response(
+            body=cached[2], content_type="application/json", headers={"Cache-Control": "public, max-age=300"}
         )
-        return web.json_response(document, headers={"Cache-Control": "public, max-age=300"})
 
     async def icon(request: web.Request) -> web.Response:
         return web.Response(
@@ -160,13 +167,13 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
         )
 
     async def connect(request: web.Request) -> web.Response:
-        origin = policy.public_origin(request)
+        origin = policy.origin_of(request)
         return web.Response(
             text=pages.connect_page(f"{origin}/mcp", settings.provider_url), content_type="text/html"
         )
 
     async def llms(request: web.Request) -> web.Response:
-        origin = policy.public_origin(request)
+        origin = policy.origin_of(request)
         return web.Response(
             text=pages.llms_txt(f"{origin}/mcp", settings.provider_url), content_type="text/plain"
         )
@@ -207,7 +214,7 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
             bearer = BearerCheck(validator, gateway.packages, rs, settings.provider_url, gateway.policy)
 
             async def dispatch(request: web.Request) -> web.StreamResponse:
-                return await gateway.endpoint_for(gateway.policy.public_origin(request)).post(request)
+                return await gateway.endpoint_for(gateway.policy.origin_of(request)).post(request)
 
             gateway.endpoint_chain = chain(
                 [shape_checks(settings.max_body_bytes, settings.body_timeout_seconds), bearer.middleware()],
@@ -254,10 +261,6 @@ def _package_resolver(settings: HostedSettings) -> PackageResolver | None:
     if settings.package_file:
         return FilePackageResolver(Path(settings.package_file))
     return IntrospectionPackageResolver()
-
-
-async def _start_draining(app: web.Application) -> None:
-    app[DRAIN].draining = True
 
 
 def _unserved_outcome(status: int) -> str:

@@ -78,7 +78,7 @@ class BearerCheck:
 
     def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
         async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-            origin = self.policy.public_origin(request)
+            origin = self.policy.origin_of(request)
             token = bearer_of(request)
             if token is None:
                 return refusal(401, "authentication_error", "Missing Bearer token", origin)

@@ -81,6 +81,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def observe(metrics: Metrics) -> Middleware:
+    pid = os.getpid()  # once: the app is built in the worker process that serves it
+
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         inbound = request.headers.get("Request-Id") or request.headers.get("X-Request-Id") or ""
@@ -118,7 +120,7 @@ def observe(metrics: Metrics) -> Middleware:
                         "path": route,
                         "status": status,
                         "ms": round(elapsed_ms, 2),
-                        "pid": os.getpid(),
+                        "pid": pid,
                     }
                 },
             )

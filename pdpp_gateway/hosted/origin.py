@@ -14,8 +14,10 @@ Contract:
   admits requests but never makes a host advertisable); else the provider URL's origin.
   So the set of origins the gateway can ever advertise is finite and known at start-up:
   ``advertisable_origins()``.
-- ``audiences()``: exactly those origins and their ``/mcp`` URLs. A token is accepted
-  only for an audience the gateway could have advertised to the client that got it
+- ``audiences()``: those origins, the provider URL's origin and the full provider URL
+  (normalised, path included: ``https://rs.example/pdpp``), each bare and as its
+  ``/mcp`` URL. A token is accepted only for an audience the gateway could have
+  advertised to the client that got it, or for the RS resource it fronts
   (introspection mode; see ``tokens``).
 - ``host_guard`` (aiohttp middleware): the request's effective host (the forwarded host
   from a trusted proxy, else ``Host``) must be on the allow-list, else 421
@@ -42,6 +44,7 @@ EXEMPT_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+PUBLIC_ORIGIN: Final = web.RequestKey("public_origin", str)  # ``origin_of``'s per-request memo
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ class OriginPolicy:
     hosts: frozenset[str]  # normal-form host[:port] entries, or "*"
     forwardable: frozenset[str]  # hosts a trusted proxy may make the advertised origin
     origins: frozenset[str]
+    provider_resource: str | None = None  # the provider URL in ``normal_resource`` form
 
     @classmethod
     def from_settings(cls, settings: HostedSettings) -> OriginPolicy:
@@ -73,6 +77,7 @@ class OriginPolicy:
             hosts=frozenset(hosts),
             forwardable=frozenset(forwardable),
             origins=frozenset(o for entry in settings.origin_allow_list() if (o := normal_origin(entry))),
+            provider_resource=normal_resource(settings.provider_url),
         )
 
     def from_trusted_proxy(self, request: web.Request) -> bool:
@@ -105,6 +110,13 @@ class OriginPolicy:
             return self.configured_origin
         return self.forwarded_origin(request) or self.fallback_origin
 
+    def origin_of(self, request: web.Request) -> str:
+        """``public_origin(request)``, computed once per request and kept on it."""
+        origin = request.get(PUBLIC_ORIGIN)
+        if origin is None:
+            origin = request[PUBLIC_ORIGIN] = self.public_origin(request)
+        return origin
+
     def advertisable_origins(self) -> frozenset[str]:
         """Every origin ``public_origin`` can return."""
         if self.configured_origin:
@@ -115,10 +127,13 @@ class OriginPolicy:
         return frozenset(found)
 
     def audiences(self) -> frozenset[str]:
-        """The ``aud`` values a token may carry: the advertisable origins (and the provider's
-        own, the RS resource this gateway fronts), each bare and as its ``/mcp`` URL."""
-        origins = self.advertisable_origins() | {self.fallback_origin}
-        return frozenset(url for origin in origins for url in (origin, f"{origin}/mcp"))
+        """The ``aud`` values a token may carry, in ``normal_resource`` form: the
+        advertisable origins and the provider's origin, plus the full provider URL (the
+        RS resource this gateway fronts, path included), each bare and as its ``/mcp`` URL."""
+        bases = self.advertisable_origins() | {self.fallback_origin}
+        if self.provider_resource:
+            bases |= {self.provider_resource}
+        return frozenset(url for base in bases for url in (base, f"{base}/mcp"))
 
     def effective_host(self, request: web.Request) -> str | None:
         if self.from_trusted_proxy(request):
@@ -158,7 +173,7 @@ def host_guard(policy: OriginPolicy) -> Middleware:
                 403,
                 "origin_not_allowed",
                 "Browser requests from this origin are not allowed. Call the gateway from an MCP client.",
-                policy.public_origin(request),
+                policy.origin_of(request),
             )
         return await handler(request)
 

@@ -6,10 +6,14 @@ resolver reads). Two implementations:
 
 - ``IntrospectionValidator``: ``POST`` to the authorization server's introspection
   endpoint with HTTP Basic client credentials. An active answer must carry the
-  expected ``iss`` and an ``aud`` naming this resource (the RS origin or the public
-  ``/mcp`` URL); otherwise the token is treated as invalid and never forwarded.
-- ``SchemaProbeValidator``: without introspection credentials, ``GET /v1/schema`` with
-  the bearer and read ``bearer.token_kind`` (what the RS itself says the token is).
+  expected ``iss`` and an ``aud`` (a string or a list) of which at least one value, in
+  ``normal_resource`` form, is among the audiences it was built with
+  (``OriginPolicy.audiences()``: the origins the gateway may advertise, the provider's
+  origin and its full URL, each bare or as its ``/mcp`` URL); otherwise the token is
+  treated as invalid and never forwarded.
+- ``SchemaProbeValidator``: without introspection credentials, the shared
+  ``rs.token_kind.SchemaProbe`` (``GET /v1/schema`` with the bearer) and its
+  ``bearer.token_kind`` (what the RS itself says the token is).
 
 Both sit behind ``CachedValidator``: verdicts are cached under a hash of the token for
 no longer than min(exp, the configured bound ≤ 60 s), so a revoked grant stops working
@@ -32,6 +36,7 @@ import orjson
 from pdpp_gateway.hosted.origin import normal_resources
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsError, RsStatusError
+from pdpp_gateway.rs.token_kind import SchemaProbe
 
 CACHE_ENTRIES: Final = 10_000
 INTROSPECTION_TIMEOUT: Final = aiohttp.ClientTimeout(total=5.0, sock_connect=2.0)
@@ -128,86 +133,44 @@ class IntrospectionValidator:
 
 
 class SchemaProbeValidator:
-    """Without introspection credentials: ask the RS what the bearer is.
+    """Without introspection credentials: ask the RS what the bearer is, with the shared
+    ``SchemaProbe`` (compact form, plain-form fallback, remembered form). Reading it:
 
-    The probe is ``GET /v1/schema?view=compact`` (small), falling back to the plain
-    ``GET /v1/schema`` when the RS refuses that form: any 4xx other than 401/403 to the
-    compact form is "this form is not supported here", not a verdict on the token. Once
-    the RS has answered the compact form (or refused it while the plain one worked) the
-    validator remembers which form to use. Reading the answers:
-
-    - 200 → active, with ``bearer.token_kind`` / ``grant_id`` / ``client_id``;
-    - 401/403 → inactive, the RS's code kept as the reason (the RS checks issuer and
-      audience itself: the reference RS answers 401 ``context.audience_mismatch`` for a
-      token issued for another resource, which becomes the gateway's own audience
-      challenge);
-    - 404 ``not_found`` to the plain form → an active ``mcp_package`` token (the RS
-      serves ``/v1`` only to client and owner tokens and answers a package token with
-      "Unknown source"), refused by the bearer check as a package this gateway cannot
-      serve without introspection;
-    - anything else (other 4xx to the plain form, 5xx, no answer) →
-      ``AuthServerUnavailable``: never a pass and never a false "invalid token".
+    - a report → active, with its ``token_kind`` / ``grant_id`` / ``client_id``; no
+      ``bearer`` in the document → inactive ``kind_unknown``;
+    - 404 ``not_found`` → an active ``mcp_package`` token, refused by the bearer check as
+      a package this gateway cannot serve without introspection;
+    - 401/403 → inactive, the RS's code kept as the reason without its ``context.``
+      prefix (the RS checks issuer and audience itself: the reference RS answers 401
+      ``context.audience_mismatch`` for a token issued for another resource, which
+      becomes the gateway's own audience challenge);
+    - anything else (other 4xx, 5xx, no answer) → ``AuthServerUnavailable``: never a
+      pass and never a false "invalid token".
     """
-
-    COMPACT: Final = (("view", "compact"),)
 
     def __init__(self, rs: RsClient) -> None:
         self._rs = rs
-        self._compact: bool | None = None  # None: not known yet
+        self._probe = SchemaProbe()
 
     async def validate(self, token: str) -> Verdict:
-        if self._compact is not False:
-            try:
-                verdict = await self._probe(token, self.COMPACT)
-            except _FormRefused as refused:
-                if self._compact:
-                    return self._refused(refused)
-            else:
-                if verdict.active:
-                    self._compact = True
-                return verdict
         try:
-            verdict = await self._probe(token, ())
-        except _FormRefused as refused:
-            return self._refused(refused)
-        if verdict.active and self._compact is None:
-            self._compact = False
-        return verdict
-
-    async def _probe(self, token: str, query: tuple[tuple[str, str], ...]) -> Verdict:
-        try:
-            response = await self._rs.get_json("/v1/schema", query, token=token)
+            report = await self._probe.probe(self._rs.bind(token))
         except RsStatusError as error:
             if error.status in {401, 403}:
                 code = str(error.envelope.get("code") or "inactive")
                 return Verdict.inactive(code.removeprefix("context."))
-            if 400 <= error.status < 500:
-                raise _FormRefused(error.status, str(error.envelope.get("code") or "")) from None
             raise AuthServerUnavailable(f"the RS answered HTTP {error.status} to the bearer probe") from None
         except RsError:
             raise AuthServerUnavailable("the RS did not answer the bearer probe") from None
-        bearer = response.body.get("bearer")
-        if not isinstance(bearer, dict):
+        if report is None:
             return Verdict.inactive("kind_unknown")
         return Verdict(
             active=True,
-            kind=_text(bearer.get("token_kind")),
-            grant_id=_text(bearer.get("grant_id")),
-            client_id=_text(bearer.get("client_id")),
+            kind=report.kind,
+            grant_id=report.grant_id,
+            client_id=report.client_id,
+            claims={"recognised_by": "schema_probe"} if report.by_route else {},
         )
-
-    @staticmethod
-    def _refused(refused: _FormRefused) -> Verdict:
-        if refused.status == 404 and refused.code == "not_found":
-            return Verdict(active=True, kind="mcp_package", claims={"recognised_by": "schema_probe"})
-        raise AuthServerUnavailable(f"the RS answered HTTP {refused.status} to the bearer probe")
-
-
-class _FormRefused(Exception):
-    def __init__(self, status: int, code: str) -> None:
-        super().__init__(status, code)
-        self.status = status
-        self.code = code
 
 
 class CachedValidator:

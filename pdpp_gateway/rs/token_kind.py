@@ -2,12 +2,15 @@
 
 Contract:
 
-- ``probe_token_kind(rs)`` asks ``GET /v1/schema?view=compact`` (plain ``/v1/schema``
-  when the RS refuses the compact selector) and returns ``bearer.token_kind``, or
-  ``None`` when the RS does not say. The RS never reports ``mcp_package`` there: it
-  answers a package token on ``/v1`` with 404 ``not_found`` (capture 40), a route that
-  always exists for any other bearer, so that answer reads as ``mcp_package``. Other RS
-  failures propagate as the ``RsError`` tree.
+- ``SchemaProbe`` is the one bearer probe (this door and the hosted one): ``GET
+  /v1/schema?view=compact``, the plain ``/v1/schema`` when the RS refuses the compact
+  form (a 4xx other than 401/403/404), ``bearer`` read from the document or its ``data``
+  envelope. The RS never reports ``mcp_package`` there: it answers a package token on
+  ``/v1`` with 404 ``not_found`` (capture 40), a route that always exists for any other
+  bearer, so that answer reads as ``mcp_package``. Other RS failures propagate as the
+  ``RsError`` tree.
+- ``probe_token_kind(rs)`` returns the probe's ``bearer.token_kind``, or ``None`` when
+  the RS does not say.
 - ``KindCheckedRs`` wraps the caller's bound reader for a door whose credential comes
   from a file that may be mislabelled (stdio, the local commands). Before its first
   read it verifies the kind once and caches a success for the life of the process: a
@@ -28,7 +31,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
@@ -45,28 +49,90 @@ _log = logging.getLogger(__name__)
 ALLOWED_KIND: Final = "client"
 START_PROBE_SECONDS: Final = 10.0
 PACKAGE_KIND: Final = "mcp_package"
-# RS answers meaning "I do not know view=compact": ask for the plain schema instead.
-_COMPACT_UNSUPPORTED: Final = frozenset({"invalid_request", "unsupported_query", "bad_request"})
+_COMPACT: Final = (("view", "compact"),)
+
+
+@dataclass(frozen=True, slots=True)
+class BearerReport:
+    """What the RS says about a bearer: ``bearer.token_kind`` / ``grant_id`` / ``client_id``
+    of ``/v1/schema``, or ``mcp_package`` read from its 404 ``not_found`` (``by_route``)."""
+
+    kind: str | None
+    grant_id: str | None = None
+    client_id: str | None = None
+    by_route: bool = False
+
+
+class SchemaProbe:
+    """The one ``/v1/schema`` bearer probe, shared by the local doors and the hosted one.
+
+    Rules: ask ``GET /v1/schema?view=compact``; a 4xx other than 401/403/404 to that form
+    means "this form is not supported here", so ask the plain ``GET /v1/schema``. The
+    probe remembers which form the RS serves: once the compact form answered, a refusal
+    of it is a verdict on the token (no fallback); once the compact form was refused while
+    the plain one answered, only the plain form is asked. Reading the answers:
+
+    - 200 → a ``BearerReport`` from ``bearer`` (the document may sit in a ``data``
+      envelope), or ``None`` when the RS names no bearer;
+    - 404 ``not_found`` → ``mcp_package`` (``by_route``): the RS serves ``/v1`` only to
+      client and owner tokens and answers a package token there with "Unknown source",
+      a route that always exists for any other bearer (capture 40);
+    - anything else (401/403 such as ``context.audience_mismatch``, other 4xx, 5xx, no
+      answer) propagates as the ``RsError`` tree; each door decides what it means.
+    """
+
+    def __init__(self) -> None:
+        self._compact: bool | None = None  # None: not known yet
+
+    async def probe(self, rs: RsReader) -> BearerReport | None:
+        try:
+            return await self._ask(rs)
+        except RsStatusError as error:
+            if error.status == 404 and error.code == "not_found":
+                return BearerReport(kind=PACKAGE_KIND, by_route=True)
+            raise
+
+    async def _ask(self, rs: RsReader) -> BearerReport | None:
+        if self._compact is not False:
+            try:
+                response = await rs.get_json("/v1/schema", _COMPACT)
+            except RsStatusError as error:
+                if self._compact or not _form_refused(error.status):
+                    raise
+            else:
+                self._compact = True
+                return _report(response.body)
+        report = _report((await rs.get_json("/v1/schema")).body)
+        if self._compact is None:
+            self._compact = False
+        return report
+
+
+def _form_refused(status: int) -> bool:
+    return 400 <= status < 500 and status not in {401, 403, 404}
+
+
+def _report(body: Mapping[str, Any]) -> BearerReport | None:
+    data = body.get("data")
+    document = data if isinstance(data, Mapping) else body
+    bearer = document.get("bearer")
+    if not isinstance(bearer, Mapping):
+        return None
+    return BearerReport(
+        kind=_text(bearer.get("token_kind")),
+        grant_id=_text(bearer.get("grant_id")),
+        client_id=_text(bearer.get("client_id")),
+    )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 async def probe_token_kind(rs: RsReader) -> str | None:
-    """``bearer.token_kind`` as the RS reports it for the reader's token."""
-    try:
-        try:
-            response = await rs.get_json("/v1/schema", [("view", "compact")])
-        except RsStatusError as error:
-            if error.status != 400 or error.code not in _COMPACT_UNSUPPORTED:
-                raise
-            response = await rs.get_json("/v1/schema")
-    except RsStatusError as error:
-        if error.status == 404 and error.code == "not_found":
-            return PACKAGE_KIND  # the RS's answer to a package token on /v1
-        raise
-    body = response.body
-    document = body.get("data") if isinstance(body.get("data"), Mapping) else body
-    bearer = document.get("bearer") if isinstance(document, Mapping) else None
-    kind = bearer.get("token_kind") if isinstance(bearer, Mapping) else None
-    return kind if isinstance(kind, str) and kind else None
+    """``bearer.token_kind`` as the RS reports it for the reader's token (``SchemaProbe``)."""
+    report = await SchemaProbe().probe(rs)
+    return report.kind if report else None
 
 
 class KindUnknown(Exception):

@@ -164,8 +164,6 @@ def check_expand_limit(arguments: Mapping[str, Any]) -> ToolError | None:
                 f"e.g. {example}.",
                 param="expand_limit",
             )
-        if isinstance(limit, float) and limit.is_integer():
-            limit = int(limit)  # 2.0 is the integer 2, as the schema and the encoder treat it
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             return gateway_error(
                 "invalid_expand",

@@ -15,7 +15,8 @@ Contract:
 - Every free string, array and object argument has a size cap (``maxLength``,
   ``maxItems``, ``maxProperties``), so an oversized argument is refused with a typed
   ``invalid_arguments`` error before any RS call instead of reaching the RS as a huge
-  URL. ``SIZE_LIMITS`` is the same table for the check ladder.
+  URL. The check ladder reads these same caps from ``INPUT_SCHEMAS``
+  (``tools.checks.check_sizes``).
 - The whole ``tools/list`` result stays under ``TOOLS_LIST_BUDGET_BYTES`` of compact
   JSON (pinned by a test).
 """

@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
+from tests.upstreams import serve_app
 
 METADATA = "/.well-known/oauth-protected-resource/mcp"
 
@@ -201,14 +202,9 @@ async def rs_with_authorization_server(*, issuer_suffix: str = "") -> AsyncItera
     app = web.Application()
     app.router.add_get("/.well-known/oauth-protected-resource", resource)
     app.router.add_get("/.well-known/oauth-authorization-server/as", authorization_server)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    origin = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    try:
+    async with serve_app(app) as url:
+        origin = url  # the handlers read it: they run only once the app is served
         yield origin
-    finally:
-        await runner.cleanup()
 
 
 async def test_mcp_metadata_carries_the_authorization_flows_the_as_advertises() -> None:

@@ -3,27 +3,23 @@ normalises and bounds what trusted proxies tell it."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import aiohttp
 import pytest
 
 from pdpp_gateway.hosted.app import MAX_SERVERS
+from pdpp_gateway.hosted.origin import OriginPolicy
 from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
-from tests.hosted.upstreams import proxied_settings, upstream_proxy
+from pdpp_gateway.hosted.tokens import IntrospectionValidator
+from pdpp_gateway.settings import HostedSettings
+from tests.frames import initialize
+from tests.upstreams import proxied_settings, upstream_proxy
 
 METADATA = "/.well-known/oauth-protected-resource/mcp"
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INITIALIZE = initialize()
 
 
 def forwarded(host: str, proto: str = "https") -> dict[str, str]:
@@ -139,6 +135,16 @@ async def test_per_origin_servers_are_bounded(shared_sandbox: Any) -> None:
         assert await servers_held(url) == MAX_SERVERS
 
 
+def _ipv6_bind_fails() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::", 0))
+    except OSError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(_ipv6_bind_fails(), reason="this host cannot bind an IPv6 socket on '::'")
 async def test_ipv4_mapped_peer_matches_an_ipv4_trusted_proxy(shared_sandbox: Any) -> None:
     settings = sandbox_settings(
         shared_sandbox.url, host="::", trusted_proxies=("127.0.0.0/8",), allowed_hosts=("data.example.org",)
@@ -157,3 +163,26 @@ async def servers_held(url: str) -> float:
     values = [line.split()[-1] for line in text.splitlines() if line.startswith("pdpp_gateway_mcp_servers ")]
     assert values, text
     return float(values[0])
+
+
+async def test_a_provider_url_with_a_path_is_an_accepted_audience() -> None:
+    """``https://rs.example/pdpp`` fronts the RS resource at that path: a token issued for
+    it (bare or its ``/mcp`` URL, in any normal-form spelling) is accepted, as before the
+    audiences were derived from origins."""
+    settings = HostedSettings(
+        provider_url="https://rs.example/pdpp", introspection_url="https://as.example/i"
+    )
+    audiences = OriginPolicy.from_settings(settings).audiences()
+    assert {"https://rs.example", "https://rs.example/pdpp", "https://rs.example/pdpp/mcp"} <= audiences
+    async with aiohttp.ClientSession() as session:
+        validator = IntrospectionValidator(
+            session, "https://as.example/i", "c", "s", issuer=None, audiences=audiences
+        )
+    accepted: list[Any] = [
+        "https://rs.example/pdpp",
+        "HTTPS://RS.EXAMPLE:443/pdpp/mcp/",
+        ["https://elsewhere.example", "https://rs.example/pdpp/"],
+    ]
+    for aud in accepted:
+        assert validator._judge({"active": True, "aud": aud}).active, aud
+    assert validator._judge({"active": True, "aud": "https://rs.example/other"}).reason == "audience_mismatch"

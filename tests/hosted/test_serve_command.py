@@ -11,6 +11,7 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from aiohttp import web
 
 from pdpp_gateway.hosted.testing import mcp_http
 from tests.conftest import gateway_env
+from tests.upstreams import serve_app
 
 SECRET = "sandbox-introspection-secret"
 
@@ -137,15 +139,26 @@ async def test_invalid_settings_exit_64_with_one_line() -> None:
     )
 
 
+@dataclass
+class SlowRs:
+    """A minimal RS whose record list is held until the test releases it: ``started`` is
+    set once a record read reached it, so the test knows a call is in flight."""
+
+    url: str = ""
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 @asynccontextmanager
-async def slow_rs(delay: float) -> AsyncIterator[str]:
-    """A minimal RS whose record list takes ``delay`` seconds: enough to catch a call in flight."""
+async def slow_rs() -> AsyncIterator[SlowRs]:
+    rs = SlowRs()
 
     async def schema(request: web.Request) -> web.Response:
         return web.json_response({"object": "schema", "bearer": {"token_kind": "client"}, "connectors": []})
 
     async def records(request: web.Request) -> web.Response:
-        await asyncio.sleep(delay)
+        rs.started.set()
+        await rs.release.wait()
         return web.json_response(
             {
                 "object": "list",
@@ -157,30 +170,42 @@ async def slow_rs(delay: float) -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/v1/schema", schema)
     app.router.add_get("/v1/streams/{stream}/records", records)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as url:
+        rs.url = url
+        try:
+            yield rs
+        finally:
+            rs.release.set()  # never leave a handler waiting past the test
+
+
+async def wait_draining(readyz: str) -> None:
+    """Poll ``/readyz`` (each time on a fresh connection) until it says ``draining``."""
+    async with asyncio.timeout(30):
+        while True:
+            async with aiohttp.ClientSession() as fresh, fresh.get(readyz) as response:
+                if response.status == 503 and (await response.json())["status"] == "draining":
+                    return
+            await asyncio.sleep(0.02)
+
+
+QUERY_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "query_records", "arguments": {"stream": "notes"}},
+}
+ANY_CLIENT = {"Authorization": "Bearer any-client-token", "Accept": "application/json"}
 
 
 async def test_sigterm_drains_the_call_in_flight() -> None:
-    async with slow_rs(1.5) as rs_url, serve("--provider-url", rs_url) as gateway:
+    async with slow_rs() as rs, serve("--provider-url", rs.url) as gateway:
         url = await gateway.wait_listening()
-        call = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "query_records", "arguments": {"stream": "notes"}},
-        }
-        headers = {"Authorization": "Bearer any-client-token", "Accept": "application/json"}
         async with aiohttp.ClientSession() as http:
-            in_flight = asyncio.create_task(http.post(url, json=call, headers=headers))
-            await asyncio.sleep(0.5)
+            in_flight = asyncio.create_task(http.post(url, json=QUERY_CALL, headers=ANY_CLIENT))
+            await asyncio.wait_for(rs.started.wait(), timeout=30)  # the call reached the RS
             stopping = asyncio.create_task(gateway.stop())
+            await wait_draining(url.replace("/mcp", "/readyz"))  # the signal arrived mid-call
+            rs.release.set()
             response = await in_flight
             body = await response.json()
             assert response.status == 200
@@ -311,27 +336,19 @@ async def test_public_url_flag_sets_every_advertised_url(sandbox: Any) -> None:
 
 async def test_readyz_turns_503_while_draining() -> None:
     """On SIGTERM readiness fails at once, while the in-flight call still finishes."""
-    async with slow_rs(2.0) as rs_url, serve("--provider-url", rs_url) as gateway:
+    async with slow_rs() as rs, serve("--provider-url", rs.url) as gateway:
         url = await gateway.wait_listening()
         readyz = url.replace("/mcp", "/readyz")
-        call = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "query_records", "arguments": {"stream": "notes"}},
-        }
-        headers = {"Authorization": "Bearer any-client-token", "Accept": "application/json"}
         async with aiohttp.ClientSession() as http:
             async with http.get(readyz) as response:
                 assert response.status == 503  # the slow RS has no discovery document
                 assert (await response.json())["status"] == "unready"
-            in_flight = asyncio.create_task(http.post(url, json=call, headers=headers))
-            await asyncio.sleep(0.5)
+            in_flight = asyncio.create_task(http.post(url, json=QUERY_CALL, headers=ANY_CLIENT))
+            await asyncio.wait_for(rs.started.wait(), timeout=30)
             gateway.process.send_signal(signal.SIGTERM)
-            await asyncio.sleep(0.3)
-            async with aiohttp.ClientSession() as fresh, fresh.get(readyz) as response:
-                assert response.status == 503
-                assert (await response.json())["status"] == "draining"
+            await wait_draining(readyz)
+            assert not in_flight.done()  # draining while the call is still held by the RS
+            rs.release.set()
             response = await in_flight
             assert response.status == 200
             assert "finished after the signal" in json.dumps(await response.json())

@@ -16,7 +16,7 @@ import pytest
 from multidict import CIMultiDict
 
 from pdpp_gateway.hosted.testing import start_gateway
-from tests.hosted.upstreams import Proxy, proxied_settings, raw_http, upstream_proxy
+from tests.upstreams import Switchboard, proxied_settings, raw_http, upstream_proxy
 
 V2026 = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": V2026, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -33,7 +33,7 @@ MODES = pytest.mark.parametrize("introspection", [True, False], ids=["introspect
 
 
 @pytest.fixture
-async def proxy(shared_sandbox: Any) -> AsyncIterator[Proxy]:
+async def proxy(shared_sandbox: Any) -> AsyncIterator[Switchboard]:
     async with upstream_proxy(shared_sandbox.url) as counting:
         yield counting
 
@@ -123,7 +123,7 @@ REFUSAL_IDS = [
 @pytest.mark.parametrize(("extra", "data", "status", "code", "echo"), REFUSALS, ids=REFUSAL_IDS)
 async def test_shape_refusals_make_no_upstream_call(
     shared_sandbox: Any,
-    proxy: Proxy,
+    proxy: Switchboard,
     introspection: bool,
     extra: dict[str, str],
     data: bytes,
@@ -146,7 +146,7 @@ async def test_shape_refusals_make_no_upstream_call(
 
 @MODES
 async def test_duplicated_routing_header_makes_no_upstream_call(
-    shared_sandbox: Any, proxy: Proxy, introspection: bool
+    shared_sandbox: Any, proxy: Switchboard, introspection: bool
 ) -> None:
     sent = headers(shared_sandbox, **{"MCP-Protocol-Version": V2026, "Mcp-Name": "schema"})
     sent.add("Mcp-Method", "tools/call")
@@ -160,7 +160,7 @@ async def test_duplicated_routing_header_makes_no_upstream_call(
 
 @MODES
 async def test_oversize_chunked_body_is_413_without_upstream_calls(
-    shared_sandbox: Any, proxy: Proxy, introspection: bool
+    shared_sandbox: Any, proxy: Switchboard, introspection: bool
 ) -> None:
     settings = proxied_settings(shared_sandbox.url, proxy, introspection=introspection, max_body_bytes=2048)
 
@@ -183,7 +183,7 @@ async def test_oversize_chunked_body_is_413_without_upstream_calls(
 
 @MODES
 async def test_stalled_body_gets_408_and_the_connection_closes(
-    shared_sandbox: Any, proxy: Proxy, introspection: bool
+    shared_sandbox: Any, proxy: Switchboard, introspection: bool
 ) -> None:
     settings = proxied_settings(
         shared_sandbox.url, proxy, introspection=introspection, body_timeout_seconds=0.3

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from middleware import ToolCall, ToolResult
+from pdpp_gateway.documents import _balance_marks as balance_marks
 from pdpp_gateway.documents import (
-    balance_marks,
     fetch_document,
     parse_marks,
     preview_around_mark,
