@@ -14,6 +14,8 @@ Contract:
 - Whole-number floats (``5.0``, an integer to JSON Schema) are normalised to ints
   (``5``) before the checks, everywhere in the arguments, so every stage below sees
   one spelling of a number (an encoder never sends ``limit=5.0``).
+- Arguments nested deeper than ``MAX_DEPTH`` are refused first (``invalid_arguments``),
+  before any recursive step, so a hostile payload cannot exhaust the stack.
 - Tools with no schema pass through untouched: the server decides what an unknown
   tool name means.
 """
@@ -31,7 +33,21 @@ from middleware.pipeline import JSONObject, Next, ToolCall, ToolResult
 
 Check = Callable[[Mapping[str, Any]], ToolError | None]
 MAX_SAFE_INTEGER: Final = 2**53
+MAX_DEPTH: Final = 32
 _MAX_MESSAGE: Final = 300
+
+
+def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether objects/arrays in ``value`` nest more than ``limit`` levels (iterative)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def whole_numbers(value: Any) -> Any:
@@ -71,6 +87,13 @@ class ValidateArguments:
         return _schema_error(tool, failures[0], validator.schema)
 
     async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
+        known = call.name in self._validators or call.name in self._checks
+        if known and depth_exceeds(call.arguments):
+            raise gateway_error(
+                "invalid_arguments",
+                f"The arguments nest more than {MAX_DEPTH} levels deep; no tool takes values that deep. "
+                "Send flat values as each argument's schema describes.",
+            )
         arguments = whole_numbers(call.arguments)
         error = self.rejection(call.name, arguments)
         if error is not None:

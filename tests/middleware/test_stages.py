@@ -151,3 +151,27 @@ async def test_refuse_token_kinds(terminal: Terminal, kind: str | None, refused:
     result = await compose([PreserveErrors(), stage], terminal)(ToolCall("t", {}, context=kind))
     assert result.is_error is refused
     assert (terminal.calls == []) is refused
+
+
+async def test_arguments_nested_too_deep_are_refused_before_any_recursion() -> None:
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(5_000):  # far past Python's recursion limit
+        node["a"] = {}
+        node = node["a"]  # type: ignore[assignment]
+    stage = ValidateArguments({"t": {"type": "object"}})
+
+    async def never(call: ToolCall) -> ToolResult:
+        raise AssertionError("a refused call must not go on")
+
+    with pytest.raises(ToolError) as caught:
+        await stage(ToolCall("t", {"filter": deep}), never)
+    assert caught.value.envelope["code"] == "invalid_arguments"
+    assert "32 levels" in caught.value.envelope["message"]
+    shallow = {"filter": {"a": {"b": [1, 2.0]}}}
+
+    async def passes(call: ToolCall) -> ToolResult:
+        return ToolResult(structured={"seen": call.arguments})
+
+    result = await stage(ToolCall("t", shallow), passes)
+    assert result.structured["seen"] == {"filter": {"a": {"b": [1, 2]}}}
