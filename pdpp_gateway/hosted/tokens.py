@@ -17,12 +17,14 @@ resolver reads). Two implementations:
 
 Both sit behind ``CachedValidator``: verdicts are cached under a hash of the token for
 no longer than min(exp, the configured bound ≤ 60 s), so a revoked grant stops working
-within that bound. An unreachable authorization server is ``AuthServerUnavailable``
+within that bound. Concurrent checks of one uncached token share a single upstream
+check (single flight), so a burst of calls costs one introspection or probe. An unreachable authorization server is ``AuthServerUnavailable``
 (a 503 to the caller), never a silent pass and never a false "invalid token".
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections import OrderedDict
@@ -191,6 +193,7 @@ class CachedValidator:
         self._clock = clock
         self._max_entries = max_entries
         self._entries: OrderedDict[bytes, tuple[float, Verdict]] = OrderedDict()
+        self._pending: dict[bytes, asyncio.Future[Verdict]] = {}
 
     async def validate(self, token: str) -> Verdict:
         key = hashlib.sha256(token.encode()).digest()
@@ -201,6 +204,20 @@ class CachedValidator:
             self._on_lookup(True)
             return cached[1]
         self._on_lookup(False)
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._check(key, token))
+            self._pending[key] = pending
+            pending.add_done_callback(lambda done: self._settled(key, done))
+        # shield: a caller that goes away does not cancel the check the others wait on
+        return await asyncio.shield(pending)
+
+    def _settled(self, key: bytes, done: asyncio.Future[Verdict]) -> None:
+        self._pending.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # retrieved here too, in case every waiter went away
+
+    async def _check(self, key: bytes, token: str) -> Verdict:
         verdict = await self._inner.validate(token)
         lifetime = self._ttl
         if verdict.expires_at is not None:
