@@ -155,8 +155,9 @@ AGGREGATE: Final = types.Tool(
     title="Aggregate records",
     description=(
         "Count, sum, min, max or count_distinct over a stream without reading record bodies "
-        "(GET /v1/streams/{stream}/aggregate); prefer it to paging query_records and counting. Group by "
-        "exactly one dimension: group_by (a field) or group_by_time with granularity. Grouped results "
+        "(GET /v1/streams/{stream}/aggregate); prefer it to paging query_records and counting. Group "
+        "count only, by exactly one dimension: group_by (a field) or group_by_time with granularity (for a "
+        "sum per month, sum with a range filter per month). Grouped results "
         "hold the top limit groups (default 10) and other_count, the records in groups beyond limit: a "
         "positive other_count means the group list is truncated. Usable fields: schema(stream), a= flags."
     ),
