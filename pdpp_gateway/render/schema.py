@@ -229,7 +229,7 @@ def _stream(document: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
         lines.append("  expand: " + (", ".join(map(str, relations)) if relations else "none"))
     if len(rows) > 1 and not arguments.get("connection_id"):
         lines.append(
-            'Several sources share this name: pass connection_id to query_records, aggregate or detail: "full".'
+            'Several sources share this name: pass connection_id to query_records and aggregate, and to schema(stream, detail: "full").'
         )
     return _bounded(lines, STREAM_BUDGET, "narrow with connection_id")
 
