@@ -97,7 +97,7 @@ class UnroutedRs:
 class GatewayContext:
     rs: RsReader
     provider_url: str
-    token_kind: str | None = "client"
+    token_kind: str | None  # required: the door states what it established (see above)
     package: tuple[PackageMember, ...] = field(default=())
     # Set when a package call was routed to one member: the member this context reads from.
     source: PackageMember | None = None

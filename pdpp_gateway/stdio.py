@@ -108,7 +108,7 @@ async def serve_stdio(provider_url: str, token: str, server_name: str) -> None:
         bound = rs.bind(token)
         verified = await verify_credential(bound, provider_url)
         reader = KindCheckedRs(bound, provider_url, verified_kind=verified)
-        context = GatewayContext(rs=reader, provider_url=provider_url)
+        context = GatewayContext(rs=reader, provider_url=provider_url, token_kind="client")
         server = build_server(lambda _ctx: context, name=server_name)
         # Order matters: the SDK claims the real stdout first, then Python-level prints are redirected.
         async with (

@@ -83,7 +83,7 @@ async def _call(
     from pdpp_gateway.tools.pipeline import build_pipeline
 
     async with RsClient(provider_url) as rs:
-        context = GatewayContext(rs=rs.bind(token), provider_url=provider_url)
+        context = GatewayContext(rs=rs.bind(token), provider_url=provider_url, token_kind="client")
         result = await build_pipeline()(ToolCall(tool, arguments, context))
     if result.is_error:
         print(cli_text(result.text or "", flags), file=sys.stderr)

@@ -42,7 +42,7 @@ async def _read(provider_url: str, token: str, uri: str, output: str | None) -> 
     from pdpp_gateway.rs.client import RsClient
 
     async with RsClient(provider_url) as rs:
-        context = GatewayContext(rs=rs.bind(token), provider_url=provider_url)
+        context = GatewayContext(rs=rs.bind(token), provider_url=provider_url, token_kind="client")
         try:
             result = await read(context, uri)
         except MCPError as error:

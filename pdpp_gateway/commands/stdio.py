@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         return resolved
     provider_url, token = resolved
     server_name = args.server_name or os.environ.get("PDPP_MCP_SERVER_NAME") or "pdpp-gateway"
-    local_credential.say(f"serving {provider_url} over stdio with the cached credential")
+    local_credential.say(f"checking the cached credential with {provider_url}, then serving over stdio")
 
     import anyio
 

@@ -112,7 +112,9 @@ class BearerCheck:
             return refusal(401, code, message, origin)
         labels = {"request_id": REQUEST_ID.get() or ""}
         if verdict.kind == "client":
-            return GatewayContext(rs=self.rs.bind(token), provider_url=self.provider_url, labels=labels)
+            return GatewayContext(
+                rs=self.rs.bind(token), provider_url=self.provider_url, token_kind="client", labels=labels
+            )
         if verdict.kind == "mcp_package":
             if self.packages is None:
                 return refusal(
