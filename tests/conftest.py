@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -128,6 +129,41 @@ def gateway_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     env.update(extra or {})
     return env
+
+
+def run_cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    stdin: str = "",
+    cwd: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m pdpp_gateway ARGS`` as a person would run it, with ``gateway_env``."""
+    return subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "pdpp_gateway", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=gateway_env(env),
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+    )
+
+
+async def run_cli_async(*args: str) -> tuple[int | None, str]:
+    """``python -m pdpp_gateway ARGS`` from async code: (exit code, stderr); stdout dropped."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "pdpp_gateway",
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env=gateway_env(),
+    )
+    _, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    return process.returncode, err.decode()
 
 
 def stdio_params(

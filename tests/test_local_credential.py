@@ -3,30 +3,14 @@ token is before reading: a cache label can be missing or wrong."""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pdpp_gateway.credentials import write_credential
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)}
-    return subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "pdpp_gateway", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+from tests.conftest import run_cli
 
 
 @pytest.mark.parametrize("name", ["owner", "package"])
@@ -37,7 +21,7 @@ def test_search_with_an_unlabelled_owner_or_package_token_reads_nothing(
     token = shared_sandbox.tokens[name]
     write_credential(cache_root, shared_sandbox.url, token)
     shared_sandbox.reset_calls()
-    done = _cli("search", "invoice", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
+    done = run_cli("search", "invoice", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
     assert done.returncode == 77, done.stderr
     assert f"pdpp connect {shared_sandbox.url}" in done.stderr
     assert token not in done.stdout + done.stderr
@@ -48,7 +32,7 @@ def test_search_with_a_client_token_is_verified_then_reads(tmp_path: Path, share
     cache_root = tmp_path / ".pdpp"
     write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
     shared_sandbox.reset_calls()
-    done = _cli("search", "invoice", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
+    done = run_cli("search", "invoice", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
     assert done.returncode == 0, done.stderr
     assert [call.path for call in shared_sandbox.calls] == ["/v1/schema", "/v1/search"]
 
@@ -59,7 +43,7 @@ def test_an_unreachable_rs_stops_a_one_shot_command_before_reading(tmp_path: Pat
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"
     cache_root = tmp_path / ".pdpp"
     write_credential(cache_root, url, "tok_for_a_dead_rs")
-    done = _cli("search", "invoice", "--provider-url", url, "--cache-root", str(cache_root))
+    done = run_cli("search", "invoice", "--provider-url", url, "--cache-root", str(cache_root))
     assert done.returncode == 69
     assert "nothing was read" in done.stderr
     assert "Traceback" not in done.stderr

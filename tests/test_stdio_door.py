@@ -7,10 +7,8 @@ never calls the RS; a served session writes only JSON-RPC frames to stdout.
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
-import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,30 +19,13 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from pdpp_gateway.credentials import write_credential
-from tests.conftest import gateway_env, stdio_params
+from tests.conftest import gateway_env, run_cli, stdio_params
 from tests.frames import INITIALIZED, initialize
 from tests.upstreams import Switchboard
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _run_stdio(
-    *args: str, env: dict[str, str] | None = None, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    full_env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "pdpp_gateway", "stdio", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=60,
-        check=False,
-    )
-
 
 def test_missing_provider_url_is_a_usage_error() -> None:
-    done = _run_stdio()
+    done = run_cli("stdio")
     assert done.returncode == 64
     assert done.stdout == ""
     assert "--provider-url" in done.stderr
@@ -52,7 +33,7 @@ def test_missing_provider_url_is_a_usage_error() -> None:
 
 def test_empty_cache_fails_closed_with_pdpp_connect_guidance(tmp_path: Path, shared_sandbox: Any) -> None:
     shared_sandbox.reset_calls()
-    done = _run_stdio("--provider-url", shared_sandbox.url, "--cache-root", str(tmp_path / ".pdpp"))
+    done = run_cli("stdio", "--provider-url", shared_sandbox.url, "--cache-root", str(tmp_path / ".pdpp"))
     assert done.returncode == 78
     assert done.stdout == ""
     assert f"pdpp connect {shared_sandbox.url}" in done.stderr
@@ -62,7 +43,8 @@ def test_empty_cache_fails_closed_with_pdpp_connect_guidance(tmp_path: Path, sha
 def test_owner_token_in_environment_is_ignored_not_used(tmp_path: Path, shared_sandbox: Any) -> None:
     owner = shared_sandbox.tokens["owner"]
     shared_sandbox.reset_calls()
-    done = _run_stdio(
+    done = run_cli(
+        "stdio",
         "--provider-url",
         shared_sandbox.url,
         "--cache-root",
@@ -79,7 +61,7 @@ def test_owner_flagged_cached_credential_is_refused(tmp_path: Path, shared_sandb
     cache_root = tmp_path / ".pdpp"
     owner = shared_sandbox.tokens["owner"]
     write_credential(cache_root, shared_sandbox.url, owner, extra={"token_kind": "owner"})
-    done = _run_stdio("--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
+    done = run_cli("stdio", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
     assert done.returncode == 77
     assert owner not in done.stderr + done.stdout
 
@@ -90,7 +72,7 @@ def test_expired_credential_is_refused(tmp_path: Path, shared_sandbox: Any) -> N
     write_credential(
         cache_root, shared_sandbox.url, shared_sandbox.tokens["client_broad"], expires_at=expired
     )
-    done = _run_stdio("--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
+    done = run_cli("stdio", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
     assert done.returncode == 78
     assert "expired" in done.stderr
     assert f"pdpp connect {shared_sandbox.url}" in done.stderr
@@ -112,7 +94,8 @@ def test_stdout_carries_only_protocol_frames(tmp_path: Path, shared_sandbox: Any
             "params": {"name": "query_records", "arguments": {"stream": "x", "filter": "a=1"}},
         },
     ]
-    done = _run_stdio(
+    done = run_cli(
+        "stdio",
         "--provider-url",
         shared_sandbox.url,
         "--cache-root",
@@ -163,7 +146,7 @@ def test_unlabelled_owner_or_package_token_is_refused_by_what_the_rs_says(
     token = shared_sandbox.tokens[name]
     write_credential(cache_root, shared_sandbox.url, token)  # no kind label at all
     shared_sandbox.reset_calls()
-    done = _run_stdio(*_serve_args(shared_sandbox.url, cache_root))
+    done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 77, done.stderr
     assert done.stdout == ""
     assert f"pdpp connect {shared_sandbox.url}" in done.stderr
@@ -177,7 +160,7 @@ def test_cached_mcp_package_label_is_refused_without_an_rs_call(tmp_path: Path, 
     token = shared_sandbox.tokens["package"]
     write_credential(cache_root, shared_sandbox.url, token, extra={"token_kind": "mcp_package"})
     shared_sandbox.reset_calls()
-    done = _run_stdio(*_serve_args(shared_sandbox.url, cache_root))
+    done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 77
     assert "mcp_package" in done.stderr
     assert f"pdpp connect {shared_sandbox.url}" in done.stderr
@@ -199,7 +182,7 @@ def test_unreadable_or_numeric_expiry_is_never_treated_as_never_expiring(
         extra={"expires_at": expires_at},
     )
     shared_sandbox.reset_calls()
-    done = _run_stdio(*_serve_args(shared_sandbox.url, cache_root))
+    done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 78
     assert reason in done.stderr
     assert f"pdpp connect {shared_sandbox.url}" in done.stderr
@@ -286,8 +269,8 @@ def test_resources_with_the_rs_down_fail_as_internal_errors_without_a_traceback(
             "params": {"uri": "pdpp://stream/..%2Fadmin"},
         },
     ]
-    done = _run_stdio(
-        *_serve_args(url, cache_root), stdin="".join(json.dumps(frame) + "\n" for frame in frames)
+    done = run_cli(
+        "stdio", *_serve_args(url, cache_root), stdin="".join(json.dumps(frame) + "\n" for frame in frames)
     )
     assert done.returncode == 0, done.stderr
     replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
@@ -392,7 +375,7 @@ def test_non_finite_filter_values_are_refused_before_the_rs(tmp_path: Path, shar
         call % (4, "aggregate", '"metric":"count","filter":{"size_bytes":-Infinity}'),
     ]
     shared_sandbox.reset_calls()
-    done = _run_stdio(*_serve_args(shared_sandbox.url, cache_root), stdin="\n".join(lines) + "\n")
+    done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root), stdin="\n".join(lines) + "\n")
     assert done.returncode == 0, done.stderr
     replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
     for request_id in (2, 3, 4):

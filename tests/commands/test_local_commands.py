@@ -11,25 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from pdpp_gateway.credentials import write_credential
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)}
-    return subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "pdpp_gateway", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-        cwd=cwd,
-    )
+from tests.conftest import run_cli
 
 
 def test_demo_runs_the_hosted_gateway_on_the_sandbox_and_prints_client_setup(tmp_path: Path) -> None:
-    done = _cli(
+    done = run_cli(
         "demo", "--port", "0", "--gateway-port", "0", "--cache-root", str(tmp_path / "cache"), "--once"
     )
     assert done.returncode == 0, done.stderr
@@ -77,7 +63,7 @@ def test_cli_search_then_read_field_walks_the_evidence_ladder(tmp_path: Path, sh
     cache = tmp_path / ".pdpp"
     write_credential(cache, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
     common = ["--provider-url", shared_sandbox.url, "--cache-root", str(cache)]
-    found = _cli("search", "storage unit locker", *common)
+    found = run_cli("search", "storage unit locker", *common)
     assert found.returncode == 0, found.stderr
     assert "read_record_field {" not in found.stdout  # continuations are commands, not MCP JSON
     read_more = re.search(r"read more: (pdpp-gateway read-field .*)$", found.stdout, re.M)
@@ -100,11 +86,11 @@ def test_every_command_the_cli_prints_runs_as_printed(tmp_path: Path, shared_san
     write_credential(cache, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
     common = ["--provider-url", shared_sandbox.url, "--cache-root", str(cache)]
     outputs = [
-        _cli("search", "invoice", "--limit", "4", *common),
-        _cli("search", "citystorage", "--limit", "2", *common),  # metadata-only hits: fetch
-        _cli("call", "query_records", '{"stream":"attachments","connection_id":"cin_mail_work"}', *common),
-        _cli("call", "fetch", '{"id":"cin_mail_work/message_bodies:body_porto_trip"}', *common),
-        _cli("read-field", "cin_mail_work/attachments:att_0000", "blob_ref", *common),
+        run_cli("search", "invoice", "--limit", "4", *common),
+        run_cli("search", "citystorage", "--limit", "2", *common),  # metadata-only hits: fetch
+        run_cli("call", "query_records", '{"stream":"attachments","connection_id":"cin_mail_work"}', *common),
+        run_cli("call", "fetch", '{"id":"cin_mail_work/message_bodies:body_porto_trip"}', *common),
+        run_cli("read-field", "cin_mail_work/attachments:att_0000", "blob_ref", *common),
     ]
     commands: list[str] = []
     for done in outputs:
@@ -134,11 +120,11 @@ def test_read_field_takes_the_connection_id_an_ambiguity_asks_for(
     cache = tmp_path / ".pdpp"
     write_credential(cache, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
     common = ["--provider-url", shared_sandbox.url, "--cache-root", str(cache)]
-    ambiguous = _cli("read-field", "messages:msg_shared_0001", "subject", *common)
+    ambiguous = run_cli("read-field", "messages:msg_shared_0001", "subject", *common)
     assert ambiguous.returncode == 1
     assert "ambiguous_connection" in ambiguous.stderr
     assert "cin_mail_work" in ambiguous.stderr
-    picked = _cli(
+    picked = run_cli(
         "read-field", "messages:msg_shared_0001", "subject", "--connection-id", "cin_mail_work", *common
     )
     assert picked.returncode == 0, picked.stderr
@@ -149,7 +135,7 @@ def test_read_field_takes_the_connection_id_an_ambiguity_asks_for(
 def test_cli_errors_are_typed_and_go_to_stderr(tmp_path: Path, shared_sandbox: Any) -> None:
     cache = tmp_path / ".pdpp"
     write_credential(cache, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
-    done = _cli(
+    done = run_cli(
         "read-field",
         "messages:../../etc/passwd",
         "body",
@@ -161,7 +147,7 @@ def test_cli_errors_are_typed_and_go_to_stderr(tmp_path: Path, shared_sandbox: A
     assert done.returncode == 1
     assert done.stdout == ""
     assert "Error invalid_id" in done.stderr
-    no_cache = _cli(
+    no_cache = run_cli(
         "search", "x", "--provider-url", shared_sandbox.url, "--cache-root", str(tmp_path / "none")
     )
     assert no_cache.returncode == 78

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 
 from pdpp_gateway.hosted.testing import mcp_http
-from tests.conftest import gateway_env
+from tests.conftest import gateway_env, run_cli_async
 from tests.upstreams import serve_app
 
 SECRET = "sandbox-introspection-secret"
@@ -247,23 +247,9 @@ def busy_port() -> Iterator[int]:
         yield holder.getsockname()[1]
 
 
-async def run_command(*args: str) -> tuple[int | None, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "pdpp_gateway",
-        *args,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        env=gateway_env(),
-    )
-    _, err = await asyncio.wait_for(process.communicate(), timeout=60)
-    return process.returncode, err.decode()
-
-
 @pytest.mark.parametrize("workers", ["1", "2"])
 async def test_busy_port_is_one_line_and_exit_64(busy_port: int, workers: str) -> None:
-    code, err = await run_command(
+    code, err = await run_cli_async(
         "serve", "--provider-url", "https://a.example", "--port", str(busy_port), "--workers", workers
     )
     assert code == 64
@@ -277,7 +263,7 @@ async def test_demo_on_a_busy_port_is_one_line_and_exit_64(
     busy_port: int, which: str, tmp_path: Path
 ) -> None:
     ports = {"--port": "0", "--gateway-port": "0", which: str(busy_port)}
-    code, err = await run_command(
+    code, err = await run_cli_async(
         "demo", "--once", "--cache-root", str(tmp_path / "cache"), *(x for kv in ports.items() for x in kv)
     )
     assert code == 64

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import aiohttp
 
+from tests.conftest import run_cli_async
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -57,24 +59,12 @@ async def test_sandbox_command_serves_prints_tokens_and_stops(tmp_path: Path) ->
 
 
 async def test_sandbox_on_a_busy_port_is_one_line_and_exit_64() -> None:
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)}
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "pdpp_gateway",
-            "sandbox",
-            "--port",
-            str(port),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-        )
-        _, err = await asyncio.wait_for(process.communicate(), timeout=60)
-    assert process.returncode == 64
-    assert err.decode().strip() == (
+        code, err = await run_cli_async("sandbox", "--port", str(port))
+    assert code == 64
+    assert err.strip() == (
         f"pdpp-gateway sandbox: cannot listen on 127.0.0.1:{port}: address already in use (choose another with --port)"
     )
