@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 from urllib.parse import quote
 
 import orjson
@@ -364,9 +364,14 @@ def _connector_key(source: Mapping[str, Any]) -> str | None:
     return None
 
 
+def is_blob_ref(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """Whether a record value is an RS blob reference (``blob_id`` and/or ``fetch_url``)."""
+    return isinstance(value, Mapping) and ("blob_id" in value or "fetch_url" in value)
+
+
 def _blob_refs(payload: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     for field, value in payload.items():
-        if isinstance(value, Mapping) and ("blob_id" in value or "fetch_url" in value):
+        if is_blob_ref(value):
             yield field, value
 
 
@@ -384,9 +389,7 @@ def blob_uri(connection_id: str | None, blob: Mapping[str, Any]) -> str | None:
 
 def _without_blobs(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        key: (
-            {"blob": "see metadata.blob_uri"} if isinstance(value, Mapping) and "blob_id" in value else value
-        )
+        key: ({"blob": "see metadata.blob_uri"} if is_blob_ref(value) else value)
         for key, value in payload.items()
     }
 

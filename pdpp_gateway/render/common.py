@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from pdpp_gateway.documents import blob_uri
+from pdpp_gateway.documents import blob_uri, is_blob_ref
 
 
 def as_mapping(value: object) -> Mapping[str, Any]:
@@ -66,7 +66,7 @@ def preview_value(
         long_fields.append((path, len(value)))
         return f"{value[:max_string]}…[+{len(value) - max_string} chars]"
     if isinstance(value, Mapping):
-        if "blob_id" in value or "fetch_url" in value:
+        if is_blob_ref(value):
             summary = {
                 "blob": value.get("mime_type") or value.get("content_type") or "binary",
                 "size_bytes": value.get("size_bytes"),

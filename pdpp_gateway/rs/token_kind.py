@@ -197,10 +197,6 @@ class KindCheckedRs:
         self._kind = verified_kind
         self._lock = anyio.Lock()
 
-    @property
-    def verified(self) -> bool:
-        return self._kind == ALLOWED_KIND
-
     async def _ensure_client(self) -> None:
         if self._kind == ALLOWED_KIND:
             return

@@ -196,7 +196,7 @@ async def _blob_field(context: GatewayContext, ref: RecordRef, field: str) -> di
     )
     body = response.body
     value = as_mapping(body.get("data")).get(field)
-    if not isinstance(value, Mapping) or not ("blob_id" in value or "fetch_url" in value):
+    if not documents.is_blob_ref(value):
         return None
     connection = body.get("connection_id") if isinstance(body.get("connection_id"), str) else None
     connection = connection or ref.connection_id
