@@ -26,8 +26,6 @@ from typing import Any
 
 import orjson
 
-from pdpp_gateway.ids import format_handle
-
 PROG = "pdpp-gateway"
 TOOLS = ("schema", "query_records", "aggregate", "search", "fetch", "read_record_field")
 _CALL = re.compile(r"\b(" + "|".join(TOOLS) + r") (?=\{)")
@@ -134,6 +132,8 @@ def command_for(tool: str, arguments: Mapping[str, Any], flags: Sequence[str] = 
     ):
         record = arguments.get("id")
         if record is None:
+            from pdpp_gateway.ids import format_handle  # lazily: keeps --help free of middleware imports
+
             record = format_handle(str(arguments.get("stream")), str(arguments.get("record_id")))
         options: list[str] = []
         for key, flag in _FIELD_FLAGS:
