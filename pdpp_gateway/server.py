@@ -5,7 +5,10 @@ read tools, the ``pdpp://`` resources and the instructions. Each request's
 ``GatewayContext`` (whose RS client is bound to the caller's own token) comes from
 ``context_for(ctx)``, supplied by the front door: stdio has one caller, the hosted door
 one per HTTP request. Tool calls run through the pipeline built once here; an unknown
-tool name is a protocol error (``-32602``), everything else is a tool result.
+tool name is a protocol error (``-32602``), everything else is a tool result. A success
+result's ``structuredContent`` conforms to the tool's ``outputSchema``; an ``isError``
+result carries none (its typed error is the text: ``Error <code> ...``, the next step,
+``param``), because strict clients validate error results against that schema too.
 """
 
 from __future__ import annotations
@@ -53,7 +56,11 @@ def build_server(
         result = await pipeline(ToolCall(params.name, params.arguments or {}, context_for(ctx)))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result.text or "")],
-            structured_content=result.structured,
+            # Clients that check structured output against the tool's outputSchema (the
+            # TypeScript SDK 1.x, the MCP Inspector) check error results too: an error
+            # envelope there would turn every tool error into -32602 and hide it from the
+            # model. So an error travels as its rendered text (code, step, param) only.
+            structured_content=None if result.is_error else result.structured,
             is_error=result.is_error,
         )
 

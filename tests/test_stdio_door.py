@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from pdpp_gateway.credentials import write_credential
 from tests.conftest import gateway_env, run_cli, stdio_params
 from tests.frames import INITIALIZED, initialize
+from tests.strict_client import error_of
 from tests.upstreams import Switchboard
 
 
@@ -202,8 +203,8 @@ async def test_rs_down_at_start_then_an_unlabelled_owner_token_never_reads(
             board.down = False
             result = await client.call_tool("query_records", {"stream": "messages", "limit": 1})
             assert result.is_error
-            error = result.structured_content["error"]  # type: ignore[index]
-            assert error["code"] == "token_kind_refused"
+            assert result.structured_content is None  # strict clients validate error results too
+            assert error_of(result)["code"] == "token_kind_refused"
             assert f"pdpp connect {url}" in result.content[0].text  # type: ignore[union-attr]
             with pytest.raises(MCPError) as caught:
                 await client.read_resource("pdpp://stream/messages")
@@ -226,7 +227,7 @@ async def test_rs_down_at_start_then_a_client_token_is_verified_once(
         async with Client(stdio_params(url, cache_root), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
             down = await client.call_tool("query_records", {"stream": "messages", "limit": 1})
             assert down.is_error
-            assert down.structured_content["error"]["code"] == "upstream_unavailable"  # type: ignore[index]
+            assert error_of(down)["code"] == "upstream_unavailable"
             assert board.data_reads() == []
             board.down = False
             board.seen.clear()
@@ -381,6 +382,7 @@ def test_non_finite_filter_values_are_refused_before_the_rs(tmp_path: Path, shar
     for request_id in (2, 3, 4):
         result = replies[request_id]["result"]
         assert result["isError"] is True
-        assert result["structuredContent"]["error"]["code"] == "invalid_filter"
+        assert "structuredContent" not in result
+        assert result["content"][0]["text"].startswith("Error invalid_filter")
         assert "finite" in result["content"][0]["text"]
     assert {call.path for call in shared_sandbox.calls} == {"/v1/schema"}  # the start-up probe only

@@ -121,4 +121,10 @@ def _next_step(code: str, status: object, error: Mapping[str, Any], argument: st
         return "The credential is invalid or expired; reconnect with `pdpp connect <provider-url>`."
     if code.startswith("invalid_") or code == "conflicting_connection_id":
         return f"Fix the argument{f' {argument!r}' if argument else ''} as the message says and call again."
+    if isinstance(status, int) and status >= 500:
+        return "The resource server failed on its side: retry once in a moment; if it fails again, tell the person."
+    if status == 403:
+        return "This grant does not allow that read; call schema() to see what it covers."
+    if isinstance(status, int) and status >= 400:
+        return "The resource server refused this request as sent; adjust the arguments the message names."
     return None
