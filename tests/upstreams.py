@@ -10,6 +10,9 @@
   compact schema view (400 ``invalid_request``, as an RS that does not know
   ``view=compact``) or rewrite the ``aud`` of every active introspection answer.
   ``upstream_proxy(upstream, **options)`` serves one for the block.
+  A ``Fault`` set on it is injected into every read but the schema probe: a delay
+  before answering, a status, a connection reset, malformed JSON, an HTML page, an
+  oversized body, or a body cut short of its declared length.
 - ``proxied_settings``: a hosted gateway whose every upstream call goes through a proxy.
 - ``raw_http``: send raw bytes on one TCP connection and read the answer.
 - ``broad_schema``: a synthetic compact schema body for a very broad grant
@@ -58,6 +61,45 @@ class Seen(NamedTuple):
         return f"{self.method} {self.path_qs}"
 
 
+@dataclass(frozen=True)
+class Fault:
+    """One way an upstream can fail, injected by ``Switchboard`` into every read but the schema probe."""
+
+    kind: str  # delay | status | reset | malformed | html | oversized | truncated
+    value: float = 0  # seconds for delay, status code for status, bytes for oversized
+
+    async def answer(self, request: web.Request) -> web.StreamResponse | None:
+        """The faulty answer, or ``None`` to pass the request on (after a delay)."""
+        if self.kind == "delay":
+            await asyncio.sleep(self.value)
+            return None
+        if self.kind == "status":
+            envelope = {"type": "api_error", "code": "injected", "message": "injected fault"}
+            return web.json_response({"error": envelope}, status=int(self.value))
+        if self.kind == "reset":
+            assert request.transport is not None
+            request.transport.abort()
+            return web.Response()  # never sent: the connection is gone
+        if self.kind == "malformed":
+            return web.Response(body=b'{"data": [', content_type="application/json")
+        if self.kind == "html":
+            return web.Response(text="<html><body>502 Bad Gateway</body></html>", content_type="text/html")
+        if self.kind == "oversized":
+            return web.Response(
+                body=b'{"data": "' + b"x" * int(self.value) + b'"}', content_type="application/json"
+            )
+        if self.kind == "truncated":
+            response = web.StreamResponse(
+                headers={"Content-Type": "application/json", "Content-Length": "5000"}
+            )
+            await response.prepare(request)
+            await response.write(b'{"data": [')
+            assert request.transport is not None
+            request.transport.abort()
+            return response
+        raise ValueError(f"unknown fault {self.kind}")
+
+
 @dataclass
 class Switchboard:
     upstream: str
@@ -66,6 +108,7 @@ class Switchboard:
     schema_rewrite: Rewrite | None = None
     refuse_compact: bool = False
     audience: Any = None  # when set: the ``aud`` every active introspection answer carries
+    fault: Fault | None = None  # injected into every read but ``/v1/schema``
     url: str = ""  # set while ``serve`` runs
     seen: list[Seen] = field(default_factory=list)
 
@@ -88,6 +131,10 @@ class Switchboard:
                 {"error": {"type": "api_error", "code": "unavailable", "message": "down for the test"}},
                 status=503,
             )
+        if self.fault is not None and request.path != "/v1/schema":
+            faulty = await self.fault.answer(request)
+            if faulty is not None:
+                return faulty
         if self.garbage and request.path != "/v1/schema":
             return web.Response(text="<html>not json</html>", content_type="text/html")
         if self.refuse_compact and request.path == "/v1/schema" and "view" in request.query:
