@@ -98,6 +98,11 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     try:
         await stop.wait()
     finally:
+        # Stopping is already under way: a repeated SIGTERM (a supervisor's, or one sent
+        # while the loop closes, when its handler is gone) must not kill the drain or the
+        # exit code. The grace bound still ends the process.
+        loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         drain = app[DRAIN]
         drain.draining = True
         _log.info(
