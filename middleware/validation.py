@@ -26,13 +26,13 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any, Final
 
 from middleware.errors import ToolError, gateway_error
 from middleware.pipeline import JSONObject, Next, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 Check = Callable[[Mapping[str, Any]], ToolError | None]
 MAX_SAFE_INTEGER: Final = 2**53
@@ -72,6 +72,8 @@ class ValidateArguments:
         schemas: Mapping[str, JSONObject],
         checks: Mapping[str, Sequence[Check]] | None = None,
     ) -> None:
+        from jsonschema import Draft202012Validator  # about 40 ms: paid by who validates, not by import
+
         self._validators = {name: Draft202012Validator(schema) for name, schema in schemas.items()}
         self._checks = {name: tuple(ladder) for name, ladder in (checks or {}).items()}
 
