@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -104,6 +105,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 VERSION_HEADER: Final = "MCP-Protocol-Version"
 _HANDSHAKE: Final = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
 _SUPPORTED: Final = frozenset(SUPPORTED_PROTOCOL_VERSIONS)
+_VERSION_SHAPE: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass
@@ -410,12 +412,14 @@ def _invalid(request_id: Any, message: str) -> web.Response:
 
 
 def _unsupported_version(version: str) -> web.Response:
+    """400 naming the supported versions; the requested value is echoed only when it is
+    shaped like a version (a date), so no other header content is ever reflected."""
     supported = list(SUPPORTED_PROTOCOL_VERSIONS)
-    shown = version if len(version) <= 40 and version.isprintable() else f"{version[:40]!r}..."
+    shown = f" {version!r}" if _VERSION_SHAPE.fullmatch(version) else " (not a YYYY-MM-DD version)"
     return refusal(
         400,
         "unsupported_protocol_version",
-        f"Unsupported MCP-Protocol-Version {shown!r}. This server speaks {', '.join(supported)}: send "
+        f"Unsupported MCP-Protocol-Version{shown}. This server speaks {', '.join(supported)}: send "
         "one of them, or leave the header out before initialize.",
         rpc_code=UNSUPPORTED_PROTOCOL_VERSION,
         supported=supported,
