@@ -12,8 +12,9 @@ import sys
 from typing import Any
 
 import pytest
+from aiohttp import web
 
-from pdpp_gateway.hosted.http_server import RedactBearers, redact
+from pdpp_gateway.hosted.http_server import GatewayRunner, RedactBearers, redact
 from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
 from tests.upstreams import raw_exchange
 
@@ -84,3 +85,35 @@ def test_redaction_filter_scrubs_bearer_values_from_message_and_traceback() -> N
     assert TOKEN not in str(record.fields)  # type: ignore[attr-defined]
     assert record.exc_info is None
     assert redact(f"authorization: BEARER\t{TOKEN}") == "authorization: BEARER\t[redacted]"
+
+
+async def test_a_handler_defect_is_a_json_rpc_500_logged_without_the_bearer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def broken(request: web.Request) -> web.Response:
+        raise RuntimeError(f"defect while holding {request.headers['Authorization']}")
+
+    app = web.Application()
+    app.router.add_post("/mcp", broken)
+    runner = GatewayRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/mcp"
+    try:
+        with caplog.at_level(logging.DEBUG):
+            answer = await raw_exchange(
+                url,
+                f"POST /mcp HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 0\r\n\r\n".encode(),
+            )
+    finally:
+        await runner.cleanup()
+    assert answer.status == 500
+    assert (answer.json()["error"]["code"], answer.json()["error"]["data"]["code"]) == (
+        -32603,
+        "internal_error",
+    )
+    assert TOKEN not in (answer.head + answer.body).decode("latin-1")
+    logged = everything_logged(caplog)
+    assert "RuntimeError" in logged  # the defect stays diagnosable
+    assert TOKEN not in logged
