@@ -3,8 +3,8 @@
 Contract: ``create_app(settings)`` returns an application serving
 
 - ``POST /mcp``: header checks → bearer check → body checks → the Streamable HTTP
-  endpoint (``GET`` and ``DELETE`` answer 405). A request malformed in its headers never
-  causes an upstream call; a body is read only once its bearer is accepted (so an
+  endpoint (any other method answers a JSON-RPC 405). A request malformed in its
+  headers never causes an upstream call; a body is read only once its bearer is accepted (so an
   unauthenticated caller never makes the gateway buffer or parse one), and a malformed
   body costs at most the bearer check, never a read. Every ``/mcp`` refusal is a JSON-RPC
   error object (``refusals``); every ``/mcp`` answer carries the icon ``Link`` header and
@@ -189,8 +189,7 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
 
     router = app.router
     router.add_post("/mcp", mcp_post)
-    router.add_get("/mcp", mcp_other, allow_head=False)
-    router.add_delete("/mcp", mcp_other)
+    router.add_route("*", "/mcp", mcp_other)  # every other method: a JSON-RPC 405
     router.add_get("/.well-known/oauth-protected-resource/mcp", resource_metadata)
     router.add_get("/icon.svg", icon)
     router.add_get("/connect", connect)

@@ -3,8 +3,8 @@
 Contract (one JSON-RPC message per POST, answered with one ``application/json`` body;
 no ``Mcp-Session-Id``, no server-sent events):
 
-- ``GET`` and ``DELETE`` answer 405 with ``Allow: POST`` (no standalone stream, no
-  sessions to end).
+- Any method but ``POST`` answers 405 with ``Allow: POST`` (no standalone ``GET``
+  stream, no sessions to ``DELETE``).
 - ``header_checks`` runs BEFORE the bearer check and decides everything visible in the
   headers, so such a malformed request never costs an upstream call (no RS probe, no
   token introspection), in this order:
