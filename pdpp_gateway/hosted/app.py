@@ -4,9 +4,9 @@ Contract: ``create_app(settings)`` returns an application serving
 
 - ``POST /mcp``: header checks → bearer check → body checks → the Streamable HTTP
   endpoint (any other method answers a JSON-RPC 405). A request malformed in its
-  headers never causes an upstream call; a body is read only once its bearer is accepted (so an
-  unauthenticated caller never makes the gateway buffer or parse one), and a malformed
-  body costs at most the bearer check, never a read. Every ``/mcp`` refusal is a JSON-RPC
+  headers never causes an upstream call; a body is read only once its bearer is
+  accepted (so an unauthenticated caller never makes the gateway buffer or parse one),
+  and a malformed body costs at most the bearer check, never a read. Every ``/mcp`` refusal is a JSON-RPC
   error object (``refusals``); every ``/mcp`` answer carries the icon ``Link`` header and
   is counted once with its outcome (``refused`` when it was answered before the endpoint);
 - ``/.well-known/oauth-protected-resource/mcp``, ``/icon.svg``, ``/connect``,
