@@ -440,19 +440,20 @@ _KNOWN_METHODS: Final = frozenset(
 )
 
 
-def _data(rejection: InboundLadderRejection) -> ErrorData:
-    return ErrorData(code=rejection.code, message=rejection.message, data=rejection.data)
-
-
-def _rejection_status(rejection: InboundLadderRejection) -> int:
-    return ERROR_CODE_HTTP_STATUS.get(rejection.code, 400)
+_LADDER_CODES: Final = {HEADER_MISMATCH: "header_mismatch", INVALID_PARAMS: "invalid_params"}
 
 
 def _rejection(request_id: Any, rejection: InboundLadderRejection) -> web.Response:
-    return web.Response(
-        status=_rejection_status(rejection),
-        body=orjson.dumps(_error_body(request_id, _data(rejection))),
-        content_type="application/json",
+    """A 2026-era ladder rejection: the SDK's code, status and message, our typed data."""
+    extra = rejection.data if isinstance(rejection.data, dict) else {}
+    return refusal(
+        ERROR_CODE_HTTP_STATUS.get(rejection.code, 400),
+        _LADDER_CODES.get(rejection.code, "invalid_request"),
+        f"{rejection.message[:1].upper()}{rejection.message[1:]}. Send routing headers that match the body "
+        "(Mcp-Method, Mcp-Name, once each) and the complete _meta envelope.",
+        rpc_code=rejection.code,
+        request_id=request_id,
+        **extra,
     )
 
 

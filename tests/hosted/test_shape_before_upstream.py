@@ -174,6 +174,8 @@ async def test_body_refusals_cost_only_the_bearer_check(
         got, body = await post(url, headers(shared_sandbox, **extra), data)
         assert got == status, body
         assert (body["jsonrpc"], body["id"], body["error"]["code"]) == ("2.0", echo, code)
+        assert body["error"]["data"]["type"] == "invalid_request_error"
+        assert body["error"]["data"]["request_id"].startswith("req_")
         assert len(proxy.seen) == 1
         assert {f"{seen.method} {seen.path}" for seen in proxy.seen} <= BEARER_CHECK
 
