@@ -6,9 +6,9 @@ log; the app writes its own) whose connections are served by ``GatewayRequestHan
 - A request aiohttp's parser cannot read (``BadHttpMessage``, ``LineTooLong``, a NUL in
   a header, a header over the limit, ...) is answered with a JSON-RPC error object
   (``-32600``, ``data.code: malformed_http``) that never echoes the request line or a
-  header, and is logged as one warning naming the error's class only: aiohttp's own
-  handler logs the offending line (bearer included) with a traceback and writes it
-  into the 400 body.
+  header, and is logged as one warning naming the error's class only (debug for a bad
+  method: mostly non-HTTP traffic, as aiohttp does). aiohttp's own handler logs the
+  offending line (bearer included) with a traceback and writes it into the 400 body.
 - An exception escaping a handler is a 500 JSON-RPC ``-32603`` body; the log line keeps
   the traceback with the request's own bearer and any ``Bearer <value>`` redacted.
 - Request bodies are never decompressed by the server (``auto_decompress=False``); the
@@ -31,7 +31,7 @@ from http import HTTPStatus
 from typing import Any, Final
 
 from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
@@ -79,7 +79,8 @@ class GatewayRequestHandler(RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         if isinstance(exc, HttpProcessingError):
-            _log.warning(
+            _log.log(
+                logging.DEBUG if isinstance(exc, BadHttpMethod) else logging.WARNING,
                 "refused a malformed HTTP request (%s); its content is not logged",
                 type(exc).__name__,
                 extra={"fields": {"event": "malformed_http", "status": status, "error": type(exc).__name__}},
@@ -147,6 +148,8 @@ class GatewayRunner(web.AppRunner):
         super().__init__(app, **kwargs)
 
     async def _make_server(self) -> web.Server:
+        # aiohttp builds the server (app start-up, handler arguments); only the class
+        # that makes connection handlers changes, every attribute it set is kept
         server = await super()._make_server()
         server.__class__ = GatewayServer
         return server
