@@ -14,7 +14,8 @@
   before answering, a status, a connection reset, malformed JSON, an HTML page, an
   oversized body, or a body cut short of its declared length.
 - ``proxied_settings``: a hosted gateway whose every upstream call goes through a proxy.
-- ``raw_http``: send raw bytes on one TCP connection and read the answer.
+- ``raw_http``: send raw bytes on one TCP connection and read the answer;
+  ``raw_exchange``: send bytes and read one answer (its head, then ``Content-Length`` bytes).
 - ``broad_schema``: a synthetic compact schema body for a very broad grant
   (``connectors`` × ``streams``), served by ``schema_only_rs``.
 """
@@ -210,6 +211,36 @@ async def raw_http(url: str, head: bytes, body_parts: list[bytes]) -> bytes:
         return await asyncio.wait_for(reader.read(65536), timeout=10)
     finally:
         writer.close()
+
+
+class RawAnswer(NamedTuple):
+    status: int
+    head: bytes  # status line and headers, as sent
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+async def raw_exchange(url: str, data: bytes, *, seconds: float = 10) -> RawAnswer:
+    """Send ``data`` on one TCP connection to ``url``'s host and port and read one answer
+    (within ``seconds``), without waiting for the connection to end."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+    try:
+        writer.write(data)
+        await writer.drain()
+        async with asyncio.timeout(seconds):
+            head = (await reader.readuntil(b"\r\n\r\n"))[:-4]
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            body = await reader.readexactly(length)
+    finally:
+        writer.close()
+    return RawAnswer(int(head.split(b" ", 2)[1]), head, body)
 
 
 _SHARED = ("messages", "contacts", "calendar_events", "documents", "payments")

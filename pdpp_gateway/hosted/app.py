@@ -2,11 +2,13 @@
 
 Contract: ``create_app(settings)`` returns an application serving
 
-- ``POST /mcp``: shape checks (everything about the request's form, body included) →
-  bearer check → the Streamable HTTP endpoint (``GET`` and ``DELETE`` answer 405), so a
-  malformed request never causes an upstream call; every ``/mcp`` answer carries the
-  icon ``Link`` header and is counted once with its outcome (``refused`` when it was
-  answered before the endpoint);
+- ``POST /mcp``: header checks → bearer check → body checks → the Streamable HTTP
+  endpoint (any other method answers a JSON-RPC 405). A request malformed in its
+  headers never causes an upstream call; a body is read only once its bearer is
+  accepted (so an unauthenticated caller never makes the gateway buffer or parse one),
+  and a malformed body costs at most the bearer check, never a read. Every ``/mcp`` refusal is a JSON-RPC
+  error object (``refusals``); every ``/mcp`` answer carries the icon ``Link`` header and
+  is counted once with its outcome (``refused`` when it was answered before the endpoint);
 - ``/.well-known/oauth-protected-resource/mcp``, ``/icon.svg``, ``/connect``,
   ``/llms.txt``;
 - ``/healthz``, ``/readyz``, ``/metrics``;
@@ -54,6 +56,7 @@ from pdpp_gateway.hosted.metrics import Metrics
 from pdpp_gateway.hosted.ops import DRAIN, Drain, healthz, metrics_route, observe, readyz
 from pdpp_gateway.hosted.origin import OriginPolicy, host_guard
 from pdpp_gateway.hosted.packages import FilePackageResolver, IntrospectionPackageResolver, PackageResolver
+from pdpp_gateway.hosted.readiness import ReadinessProbe
 from pdpp_gateway.hosted.refusals import icon_link
 from pdpp_gateway.hosted.tokens import (
     BearerValidator,
@@ -65,8 +68,9 @@ from pdpp_gateway.hosted.transport import (
     MCP_LABELS,
     MCP_OUTCOME,
     McpEndpoint,
+    body_checks,
+    header_checks,
     method_not_allowed,
-    shape_checks,
 )
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.server import build_server
@@ -89,6 +93,7 @@ class Gateway:
     packages: PackageResolver | None
     rs: RsClient | None = None
     discovery: RsDiscovery | None = None
+    readiness: ReadinessProbe | None = None
     endpoint_chain: Handler | None = None
     endpoints: OrderedDict[str, McpEndpoint] = field(default_factory=OrderedDict)
 
@@ -178,20 +183,19 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
             text=pages.llms_txt(f"{origin}/mcp", settings.provider_url), content_type="text/plain"
         )
 
-    def current_discovery() -> RsDiscovery:
-        assert gateway.discovery is not None
-        return gateway.discovery
+    def current_readiness() -> ReadinessProbe:
+        assert gateway.readiness is not None
+        return gateway.readiness
 
     router = app.router
     router.add_post("/mcp", mcp_post)
-    router.add_get("/mcp", mcp_other, allow_head=False)
-    router.add_delete("/mcp", mcp_other)
+    router.add_route("*", "/mcp", mcp_other)  # every other method: a JSON-RPC 405
     router.add_get("/.well-known/oauth-protected-resource/mcp", resource_metadata)
     router.add_get("/icon.svg", icon)
     router.add_get("/connect", connect)
     router.add_get("/llms.txt", llms)
     router.add_get("/healthz", healthz)
-    router.add_get("/readyz", readyz(current_discovery))
+    router.add_get("/readyz", readyz(current_readiness))
     router.add_get("/metrics", metrics_route(metrics))
     return app
 
@@ -206,6 +210,7 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
         ):
             gateway.rs = rs
             gateway.discovery = RsDiscovery(rs, introspection)
+            gateway.readiness = ReadinessProbe(rs)
             validator = CachedValidator(
                 _validator(settings, gateway.policy, rs, introspection),
                 settings.introspection_cache_seconds,
@@ -217,7 +222,11 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
                 return await gateway.endpoint_for(gateway.policy.origin_of(request)).post(request)
 
             gateway.endpoint_chain = chain(
-                [shape_checks(settings.max_body_bytes, settings.body_timeout_seconds), bearer.middleware()],
+                [
+                    header_checks(settings.max_body_bytes),
+                    bearer.middleware(),
+                    body_checks(settings.max_body_bytes, settings.body_timeout_seconds),
+                ],
                 dispatch,
             )
             yield

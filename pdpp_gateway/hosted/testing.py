@@ -25,6 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from pdpp_gateway.hosted.app import create_app
+from pdpp_gateway.hosted.http_server import GatewayRunner
 from pdpp_gateway.hosted.packages import PackageResolver
 from pdpp_gateway.hosted.serve import bind_socket
 from pdpp_gateway.sandbox.config import SandboxConfig
@@ -43,7 +44,7 @@ async def start_gateway(
     bound = replace(settings, port=port)
     if public_self:
         bound = replace(bound, public_url=f"http://{host}:{port}")
-    runner = web.AppRunner(create_app(bound, packages=packages), access_log=None, shutdown_timeout=5)
+    runner = GatewayRunner(create_app(bound, packages=packages), shutdown_timeout=5)
     await runner.setup()
     await web.SockSite(runner, sock).start()
     try:
