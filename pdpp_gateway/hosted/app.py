@@ -52,12 +52,14 @@ from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
 from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_resource_metadata
+from pdpp_gateway.hosted.limits import RateLimits, rate_limits
 from pdpp_gateway.hosted.metrics import Metrics
 from pdpp_gateway.hosted.ops import DRAIN, Drain, healthz, metrics_route, observe, readyz
 from pdpp_gateway.hosted.origin import OriginPolicy, host_guard
 from pdpp_gateway.hosted.packages import FilePackageResolver, IntrospectionPackageResolver, PackageResolver
 from pdpp_gateway.hosted.readiness import ReadinessProbe
 from pdpp_gateway.hosted.refusals import icon_link
+from pdpp_gateway.hosted.shared_state import SharedRefusals, redis_client
 from pdpp_gateway.hosted.tokens import (
     BearerValidator,
     CachedValidator,
@@ -94,6 +96,8 @@ class Gateway:
     rs: RsClient | None = None
     discovery: RsDiscovery | None = None
     readiness: ReadinessProbe | None = None
+    limits: RateLimits | None = None
+    shared: SharedRefusals | None = None
     endpoint_chain: Handler | None = None
     endpoints: OrderedDict[str, McpEndpoint] = field(default_factory=OrderedDict)
 
@@ -195,7 +199,15 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
     router.add_get("/connect", connect)
     router.add_get("/llms.txt", llms)
     router.add_get("/healthz", healthz)
-    router.add_get("/readyz", readyz(current_readiness))
+
+    def degraded() -> dict[str, str]:
+        notes = {
+            "rate_limits": gateway.limits.degraded if gateway.limits is not None else None,
+            "verdicts": gateway.shared.degraded if gateway.shared is not None else None,
+        }
+        return {part: note for part, note in notes.items() if note}
+
+    router.add_get("/readyz", readyz(current_readiness, degraded))
     router.add_get("/metrics", metrics_route(metrics))
     return app
 
@@ -207,7 +219,12 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
         async with (
             RsClient(settings.upstream_url, observer=gateway.metrics.observe_upstream) as rs,
             aiohttp.ClientSession() as introspection,
+            redis_client(settings) as redis,
         ):
+            gateway.limits = limits = rate_limits(settings, redis)
+            gateway.shared = (
+                None if redis is None else SharedRefusals(redis, settings.introspection_cache_seconds)
+            )
             gateway.rs = rs
             gateway.discovery = RsDiscovery(rs, introspection)
             gateway.readiness = ReadinessProbe(rs)
@@ -215,6 +232,7 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
                 _validator(settings, gateway.policy, rs, introspection),
                 settings.introspection_cache_seconds,
                 on_lookup=gateway.metrics.observe_token_cache,
+                shared=gateway.shared,
             )
             bearer = BearerCheck(validator, gateway.packages, rs, settings.provider_url, gateway.policy)
 
@@ -225,6 +243,7 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
                 [
                     header_checks(settings.max_body_bytes),
                     bearer.middleware(),
+                    limits.stage(gateway.policy.origin_of),
                     body_checks(settings.max_body_bytes, settings.body_timeout_seconds),
                 ],
                 dispatch,
@@ -273,6 +292,8 @@ def _package_resolver(settings: HostedSettings) -> PackageResolver | None:
 
 
 def _unserved_outcome(status: int) -> str:
+    if status == 429:
+        return "rate_limited"
     if status >= 500:
         return "unavailable"
     return "refused" if status >= 400 else "ok"

@@ -20,7 +20,8 @@ after), so an unauthenticated caller never makes the gateway buffer or parse a b
 Refusals are JSON-RPC error objects (``refusals``) with ``id: null``.
 
 On success the request carries a ``GatewayContext`` under ``GATEWAY_CONTEXT``, whose
-RS client is bound to the caller's own token, and nothing else in the gateway ever sees
+RS client is bound to the caller's own token, and its rate-limit key under
+``limits.CALLER`` (a grant or package id, or a token hash), and nothing else in the gateway ever sees
 the raw ``Authorization`` header.
 """
 
@@ -34,6 +35,7 @@ from typing import Final
 from aiohttp import web
 
 from pdpp_gateway.context import GatewayContext, PackageMember
+from pdpp_gateway.hosted.limits import CALLER, caller_key
 from pdpp_gateway.hosted.origin import OriginPolicy
 from pdpp_gateway.hosted.packages import PackageResolver
 from pdpp_gateway.hosted.refusals import refusal
@@ -112,6 +114,7 @@ class BearerCheck:
             if isinstance(outcome, web.Response):
                 return outcome
             request[GATEWAY_CONTEXT] = outcome
+            request[CALLER] = caller_key(verdict, token)
             response = await handler(request)
             if outcome.package:
                 response.headers["X-Pdpp-Grant-Package-Member-Count"] = str(len(outcome.package))

@@ -134,7 +134,10 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
-def readyz(probe: Callable[[], ReadinessProbe]) -> Handler:
+def readyz(probe: Callable[[], ReadinessProbe], degraded: Callable[[], dict[str, str]] = dict) -> Handler:
+    """Ready when the RS's /v1 answers and the gateway is not draining. ``degraded`` names
+    parts running in a fallback mode (still serving, so still ready), as ``detail``."""
+
     async def handler(request: web.Request) -> web.Response:
         if request.app[DRAIN].draining:
             return web.json_response(
@@ -143,7 +146,8 @@ def readyz(probe: Callable[[], ReadinessProbe]) -> Handler:
         reason = await probe().check()
         if reason is not None:
             return web.json_response({"status": "unready", "reason": reason}, status=503)
-        return web.json_response({"status": "ready"})
+        detail = degraded()
+        return web.json_response({"status": "ready", **({"detail": detail} if detail else {})})
 
     return handler
 
