@@ -33,6 +33,7 @@ Integer codes (``RPC_CODES``, by HTTP status unless a caller names one):
             package token, browser Origin not allowed (403)
 ``-32000``  temporarily unavailable: the token could not be checked (503, ``Retry-After``),
             or the answer took too long (504)
+``-32029``  too many calls from this caller (429, ``Retry-After``; ``hosted.limits``)
 ``-32603``  internal error (500)
 =========  ==========================================================================
 
