@@ -201,8 +201,14 @@ def write_credential(
     client_id: str | None = None,
     authorization_server: str | None = None,
     extra: Mapping[str, Any] | None = None,
+    client: Mapping[str, Any] | None = None,
+    authorization_details: list[Any] | None = None,
 ) -> Path:
-    """Write a credential file the way ``pdpp connect`` does (0700 dir, 0600 file, atomic)."""
+    """Write a credential file the way ``pdpp connect`` does (0700 dir, 0600 file, atomic).
+
+    ``client`` is the registered client as cached (else ``{client_id}``);
+    ``authorization_details`` the granted details, kept for ``connect --list``.
+    """
     url = normalize_provider_url(provider_url)
     path = cache_file_for(url, cache_root)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -217,14 +223,16 @@ def write_credential(
     if expires_at:
         credential["expires_at"] = expires_at
     credential.update(extra or {})
-    payload = {
+    payload: dict[str, Any] = {
         "provider_url": url,
         "authorization_server": authorization_server or url,
         "scope": "pdpp:read",
-        "client": {"client_id": client_id} if client_id else None,
+        "client": dict(client) if client else {"client_id": client_id} if client_id else None,
         "credential": credential,
         "created_at": datetime.now(UTC).isoformat(),
     }
+    if authorization_details is not None:
+        payload["authorization_details"] = authorization_details
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     try:
         os.fchmod(fd, 0o600)
