@@ -15,7 +15,7 @@ Contract:
   (``bearer.token_kind``; a cache label can lie or be missing): ``owner`` or
   ``mcp_package`` stops the process (``CredentialError``, exit 77), a token the RS
   rejects (401, revoked or expired grant) stops it too (exit 78), both with the
-  ``pdpp connect`` fix. An RS that cannot be reached within ``START_PROBE_SECONDS``
+  ``pdpp-gateway connect`` fix. An RS that cannot be reached within ``START_PROBE_SECONDS``
   does not stop it: the gateway serves, and its reader (``KindCheckedRs``) verifies the
   kind before the first tool or resource read instead, refusing every read unless the
   RS says ``client``.

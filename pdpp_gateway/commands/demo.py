@@ -5,7 +5,7 @@ against the sandbox) on loopback, proves the pair works with one real session th
 the SDK's HTTP client (tools/list, then the ``schema`` index and a ``search`` as a model
 reads them), then prints the MCP URL, a demo client token and copy-paste setup for
 Claude Code, Codex and a generic client, and serves until Ctrl-C. It also caches the
-demo grant the way ``pdpp connect`` would (``--cache-root``) and prints the stdio
+demo grant the way ``pdpp-gateway connect`` would (``--cache-root``) and prints the stdio
 alternative. The demo token is sandbox material; printing it is intended.
 
 Exit codes: 0 (``--once``, or Ctrl-C), 64 when a port cannot be bound (busy port: one

@@ -80,7 +80,7 @@ def connect_page(mcp_url: str, provider_url: str) -> str:
 <p>The app sends you to the provider to sign in and approve what it may read.</p>
 <h2>From a terminal</h2>
 <p>Approve a grant once with the PDPP CLI, then run the gateway locally over stdio:</p>
-{_block(f"pdpp connect {provider_url}")}
+{_block(f"pdpp-gateway connect {provider_url}")}
 {_block(f"pdpp-gateway stdio --provider-url {provider_url}")}
 <h2>For agents</h2>
 <p>A plain-text summary of how to connect lives at <a href="{llms}">{llms}</a>.</p>
@@ -106,7 +106,7 @@ def llms_txt(mcp_url: str, provider_url: str) -> str:
 - Claude Code: `claude mcp add --transport http pdpp {mcp_url}`
 - Codex: `codex mcp add pdpp --url {mcp_url}`
 - Remote-connector apps (ChatGPT, Claude.ai, ...): add a custom connector with the URL above.
-- From a terminal: `pdpp connect {provider_url}`, then `pdpp-gateway stdio --provider-url {provider_url}`.
+- From a terminal: `pdpp-gateway connect {provider_url}`, then `pdpp-gateway stdio --provider-url {provider_url}`.
 
 ## Tools (all read-only)
 

@@ -22,7 +22,7 @@ from pdpp_gateway.rs.errors import error_type_for
 MCP_METADATA_PATH: Final = "/.well-known/oauth-protected-resource/mcp"
 NEXT_STEP: Final = (
     "Fetch error.resource_metadata and complete the authorization flow it names to get a scoped, "
-    "read-only client grant (or run `pdpp connect <provider-url>`); owner bearer tokens are never accepted."
+    "read-only client grant (or run `pdpp-gateway connect <provider-url>`); owner bearer tokens are never accepted."
 )
 _TYPES: Final = {421: "invalid_request_error", 503: "api_error"}
 

@@ -100,6 +100,13 @@ async def test_connect_caches_a_scoped_grant_that_stdio_then_serves(sandbox: Any
     assert "message_bodies" in text
     assert "repositories" not in text  # only what was approved
 
+    cached["credential"]["expires_at"] = "2000-01-01T00:00:00+00:00"  # stdio renews with the refresh token
+    path.write_text(json.dumps(cached))
+    async with Client(params, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+        assert (await client.call_tool("schema", {})).is_error is False
+    token = json.loads(path.read_text())["credential"]["access_token"]
+    assert token != cached["credential"]["access_token"]
+
     listed = run_cli("connect", "--list", "--cache-root", str(cache))
     assert listed.returncode == 0
     assert "streams=messages,threads,message_bodies,attachments" in listed.stdout

@@ -151,4 +151,4 @@ def test_cli_errors_are_typed_and_go_to_stderr(tmp_path: Path, shared_sandbox: A
         "search", "x", "--provider-url", shared_sandbox.url, "--cache-root", str(tmp_path / "none")
     )
     assert no_cache.returncode == 78
-    assert f"pdpp connect {shared_sandbox.url}" in no_cache.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in no_cache.stderr

@@ -20,7 +20,7 @@ def test_connect_page_leads_with_the_mcp_url_and_exact_setup() -> None:
     assert page.index('id="mcp-url"') < page.index("claude mcp add")
     assert f"claude mcp add --transport http pdpp {MCP}" in page
     assert f"codex mcp add pdpp --url {MCP}" in page
-    assert f"pdpp connect {PROVIDER}" in page
+    assert f"pdpp-gateway connect {PROVIDER}" in page
     assert f"pdpp-gateway stdio --provider-url {PROVIDER}" in page
     assert "https://data.example.com/llms.txt" in page
     assert len(page.encode()) < 8_000
