@@ -38,6 +38,8 @@ def test_demo_runs_the_hosted_gateway_on_the_sandbox_and_prints_client_setup(tmp
         "headers": {"Authorization": f"Bearer {token.group(1)}"},
     }
     assert "stdio --provider-url" in out
+    assert f"claude mcp add --transport http pdpp-sandbox {url.group(1)}\n" in out  # OAuth sign-in, no header
+    assert " connect http://127.0.0.1:" in out  # the terminal path to approve one's own grant
 
 
 def _printed_commands(output: str) -> list[str]:

@@ -116,6 +116,8 @@ async def test_icon_connect_page_and_llms_txt(shared_sandbox: Any) -> None:
         assert f"codex mcp add pdpp --url {url}" in page
         assert f"pdpp-gateway connect {shared_sandbox.url}" in page
         assert "llms.txt" in page
+        assert "sends you to the provider to sign in" in page  # the sandbox AS offers code + PKCE
+        assert "Bearer" not in page  # no demo token outside the demo
 
         status, headers, llms = await get(base(url) + "/llms.txt")
         assert status == 200
