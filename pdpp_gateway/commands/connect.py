@@ -148,6 +148,7 @@ async def _wait(receiver: Any, seconds: float) -> str:
 
     deadline = time.monotonic() + seconds
     tty = sys.stderr.isatty()
+    next_line = 0.0  # off a terminal: a line now, then one every 30 s
     waiter = asyncio.ensure_future(receiver.code())
     try:
         while True:
@@ -162,8 +163,9 @@ async def _wait(receiver: Any, seconds: float) -> str:
             line = f"Waiting for approval in the browser: {minutes}:{seconds:02d} left (Ctrl-C to stop)"
             if tty:
                 print(f"\r{line}", end="", file=sys.stderr, flush=True)
-            elif int(left) % 30 == 0 or left == seconds:
+            elif time.monotonic() >= next_line:
                 print(line, file=sys.stderr, flush=True)
+                next_line = time.monotonic() + 30
             done, _ = await asyncio.wait({waiter}, timeout=min(1.0, left))
             if done:
                 return str(waiter.result())

@@ -155,6 +155,7 @@ async def test_no_approval_within_the_timeout_exits_67(sandbox: Any, tmp_path: P
         code, _, err = await _finish(process)
     assert code == 67
     assert "--timeout" in err
+    assert "0:01 left" in err  # the countdown (off a terminal: a line now, then every 30 s)
 
 
 def test_unreachable_provider_and_bad_usage_are_one_line_with_their_codes(tmp_path: Path) -> None:
