@@ -348,7 +348,10 @@ async def decide(request: web.Request, catalog: Catalog) -> web.Response:
             ),
             400,
         )
-    store.take_pending(pending.request_id)
+    if store.take_pending(pending.request_id) is None:  # answered only once, and only in time
+        return _page(
+            error_page("Request expired", "This consent request expired. Start again from the app."), 400
+        )
     offered = {item.value: item for item in pending.offered}
     approved = [offered[v] for v in form.getall("stream", []) if isinstance(v, str) and v in offered]
     if form.get("decision") != "approve" or not approved:

@@ -196,6 +196,19 @@ async def test_deny_sends_access_denied_with_state_and_no_code(sandbox: Any) -> 
     assert status == 400
 
 
+async def test_a_consent_answered_after_it_expired_is_refused(sandbox: Any) -> None:
+    client_id = await _register(sandbox)
+    _, challenge = _pkce()
+    async with ConsentBrowser() as browser:
+        _, form, _ = await browser.open(_authorize_url(sandbox, client_id, challenge))
+        pending = sandbox.app[OAUTH].pending
+        request_id = form.hidden["request_id"]
+        pending[request_id] = replace(pending[request_id], expires=time.time() - 1)
+        status, location = await browser.submit(form, "approve")
+    assert status == 400
+    assert location is None
+
+
 async def test_a_forged_consent_post_without_the_browsers_cookie_is_refused(sandbox: Any) -> None:
     client_id = await _register(sandbox)
     _, challenge = _pkce()
