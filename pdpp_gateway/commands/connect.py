@@ -10,7 +10,8 @@ Contract:
   commands read (``credentials.write_credential``: 0600 file, atomic). ``--connector``
   and ``--stream`` narrow the request; without them the consent page offers everything.
 - An owner token is never cached (by the token answer's ``pdpp_token_kind`` or by the
-  RS's own answer): exit 77.
+  RS's own answer): exit 77. Nor is a multi-source package token (``grant_package_id``,
+  what the reference issues when nothing narrows the request): 77, naming ``--connector``.
 - ``connect --refresh URL``: a new access token from the cached refresh token, no
   browser. ``refresh_cached`` is also what the local commands use when the cached access
   token has expired.
@@ -177,17 +178,31 @@ async def _wait(receiver: Any, seconds: float) -> str:
 
 async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> None:
     """No owner (or package) token reaches the cache: by the AS's label, then by the RS's answer."""
-    from pdpp_gateway.credentials import REFUSED_KINDS, refused_kind_error
-    from pdpp_gateway.oauth_flow import EXIT_UNREACHABLE, ConnectError
+    from pdpp_gateway.credentials import REFUSED_KINDS, CredentialError, refused_kind_error
+    from pdpp_gateway.oauth_flow import EXIT_OWNER_REFUSED, EXIT_TOKEN_REFUSED, EXIT_UNREACHABLE, ConnectError
     from pdpp_gateway.rs.client import RsClient
     from pdpp_gateway.rs.token_kind import KindUnknown, verify_at_start
 
     kind = str(answer.get("pdpp_token_kind", "")).lower()
+    if kind == "mcp_package" or answer.get("grant_package_id"):
+        raise ConnectError(
+            "the provider issued a multi-source package token, which only its hosted /mcp accepts; nothing was "
+            f"cached. Ask for one connector's grant: pdpp-gateway connect {provider_url} --connector ID",
+            EXIT_OWNER_REFUSED,
+        )
     if kind in REFUSED_KINDS:
         raise refused_kind_error(provider_url, kind)
     try:
         async with RsClient(provider_url) as rs:
             await verify_at_start(rs.bind(answer["access_token"]), provider_url)
+    except CredentialError as error:
+        if error.code != "credential_rejected":
+            raise
+        raise ConnectError(
+            f"{provider_url} refused the token its authorization server just issued; nothing was cached. "
+            "Run the command again, or ask the provider.",
+            EXIT_TOKEN_REFUSED,
+        ) from None
     except KindUnknown as unknown:
         raise ConnectError(
             f"the new grant could not be checked with {provider_url} ({unknown.reason}); nothing was cached. "

@@ -22,6 +22,7 @@ from mcp import Client
 
 from pdpp_gateway.commands.connect import _refuse_owner
 from pdpp_gateway.credentials import CredentialError, load_credential
+from pdpp_gateway.oauth_flow import ConnectError
 from tests.conftest import gateway_env, run_cli, stdio_params
 from tests.oauth_browser import ConsentBrowser
 
@@ -174,3 +175,12 @@ async def test_an_owner_token_is_never_cached(sandbox: Any) -> None:
     with pytest.raises(CredentialError) as by_rs:  # unlabelled, but the RS says it is the owner's
         await _refuse_owner(sandbox.url, {"access_token": sandbox.tokens["owner"]})
     assert by_rs.value.exit_code == 77
+    with pytest.raises(ConnectError) as package:  # the reference's answer for its multi-source picker
+        await _refuse_owner(
+            sandbox.url, {"access_token": sandbox.tokens["package"], "grant_package_id": "gpk_1"}
+        )
+    assert package.value.exit_code == 77
+    assert "--connector" in package.value.message
+    with pytest.raises(ConnectError) as rejected:
+        await _refuse_owner(sandbox.url, {"access_token": "sbx_at_not_issued"})
+    assert rejected.value.exit_code == 70
