@@ -49,7 +49,7 @@ def resolve(args: argparse.Namespace, command: str, *, verify: bool = True) -> t
     notice = owner_env_warning(os.environ)
     if notice:
         say(notice)
-    cache_root = Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
+    cache_root = cache_root_of(args)
     try:
         provider_url = normalize_provider_url(raw_url)
         credential = load_credential(provider_url, cache_root)
@@ -63,6 +63,10 @@ def resolve(args: argparse.Namespace, command: str, *, verify: bool = True) -> t
         if stop is not None:
             return stop
     return provider_url, credential.access_token
+
+
+def cache_root_of(args: argparse.Namespace) -> Path:
+    return Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
 
 
 def _renewed(provider_url: str, cache_root: Path) -> bool:

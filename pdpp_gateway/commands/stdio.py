@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.stdio import serve_stdio
 
     try:
-        anyio.run(serve_stdio, provider_url, token, server_name)
+        anyio.run(serve_stdio, provider_url, token, server_name, local_credential.cache_root_of(args))
     except CredentialError as error:
         local_credential.say(error.message)
         return error.exit_code

@@ -23,6 +23,7 @@ from mcp import Client
 from pdpp_gateway.commands.connect import _refuse_owner
 from pdpp_gateway.credentials import CredentialError, load_credential
 from pdpp_gateway.oauth_flow import ConnectError
+from pdpp_gateway.sandbox.oauth_store import OAUTH
 from tests.conftest import gateway_env, run_cli, stdio_params
 from tests.oauth_browser import ConsentBrowser
 
@@ -105,8 +106,12 @@ async def test_connect_caches_a_scoped_grant_that_stdio_then_serves(sandbox: Any
     path.write_text(json.dumps(cached))
     async with Client(params, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
         assert (await client.call_tool("schema", {})).is_error is False
+        token = json.loads(path.read_text())["credential"]["access_token"]
+        assert token != cached["credential"]["access_token"]
+        del sandbox.app[OAUTH].access[token]  # the access token dies mid-session (expiry, revocation)
+        renewed_mid_session = await client.call_tool("schema", {})
+    assert renewed_mid_session.is_error is False
     token = json.loads(path.read_text())["credential"]["access_token"]
-    assert token != cached["credential"]["access_token"]
 
     listed = run_cli("connect", "--list", "--cache-root", str(cache))
     assert listed.returncode == 0
