@@ -1,7 +1,8 @@
 """A reader over the cached grant that renews its access token mid-session (stdio).
 
 Contract: ``RenewingRs`` is an ``RsReader`` reading with the token cached for the provider.
-When the RS answers 401 (the access token expired or was revoked) it renews the grant
+When the RS answers 401 saying the access token itself is no good (``TOKEN_REFUSED``:
+expired, revoked or unknown; not a stream or connection outside the grant) it renews the grant
 once with the cached refresh token (``commands.connect.refresh_cached``: the same
 checks as ``pdpp-gateway connect --refresh``, the cache rewritten), then repeats the
 read with the new token. Concurrent reads that hit the same 401 share one renewal. When
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import anyio
 
@@ -23,6 +24,9 @@ from pdpp_gateway.rs.errors import RsStatusError
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
+# 401 codes that mean "this access token is no longer good" (not "outside the grant":
+# context.stream_not_allowed / instance_mismatch are answered as they are)
+TOKEN_REFUSED: Final = frozenset({"context.active_false", "authentication_error", "invalid_token"})
 
 
 class RenewingRs:
@@ -44,7 +48,7 @@ class RenewingRs:
         try:
             return await call(reader)
         except RsStatusError as error:
-            if error.status != 401 or not await self._renew(reader):
+            if error.status != 401 or error.code not in TOKEN_REFUSED or not await self._renew(reader):
                 raise
         return await call(self._reader)
 
