@@ -28,8 +28,8 @@ _NEXT_STEPS: Final = {
     "grant_stream_not_allowed": "A requested stream is not in this grant; call schema() for the granted streams.",
     "context.instance_mismatch": "That connection_id is not granted for this stream; call schema(stream) for its connections.",
     "connection_not_found": "That connection_id is not granted; call schema() for the granted connections.",
-    "grant_revoked": "The person revoked this grant; ask them to re-approve access (pdpp connect), then retry.",
-    "grant_expired": "This grant expired; ask the person to re-approve access (pdpp connect), then retry.",
+    "grant_revoked": "The person revoked this grant; ask them to re-approve access (pdpp-gateway connect), then retry.",
+    "grant_expired": "This grant expired; ask the person to re-approve access (pdpp-gateway connect), then retry.",
     "invalid_cursor": "Restart paging without cursor, keeping the same order/sort and query.",
     "cursor_expired": 'The change token is too old: resync with changes_since="beginning".',
     "not_found": "No such record under this grant; search again or check the id.",
@@ -118,7 +118,7 @@ def _next_step(code: str, status: object, error: Mapping[str, Any], argument: st
     if code in _NEXT_STEPS:
         return _NEXT_STEPS[code]
     if status == 401:
-        return "The credential is invalid or expired; reconnect with `pdpp connect <provider-url>`."
+        return "The credential is invalid or expired; reconnect with `pdpp-gateway connect <provider-url>`."
     if code.startswith("invalid_") or code == "conflicting_connection_id":
         return f"Fix the argument{f' {argument!r}' if argument else ''} as the message says and call again."
     if isinstance(status, int) and status >= 500:
