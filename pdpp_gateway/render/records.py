@@ -6,7 +6,8 @@ warning code; then, within ``BUDGET`` characters, every record of the page: the 
 ones (as many as ``BUDGET`` allows) with their handle and compact JSON of their data (long
 strings shortened with ``…[+N chars]``, blobs summarised with their readable
 ``pdpp://blob/`` URI) and the handles of any expanded relations, the rest as one-line
-``[n] handle "label" time`` rows (the record's title-like field and first timestamp). If even those rows
+``[n] handle "title" time`` rows (the record's title-like field and authored time, never an
+ingest time; see ``documents.record_title``). If even those rows
 cannot all fit, the text says exactly which records are not listed and how to list
 them (a smaller ``limit``, then ``next_cursor``). A handle that cannot embed its
 connection is followed by ``connection_id=...``, which every continuation carries too.
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from middleware import ToolCall, ToolResult
+from pdpp_gateway.documents import authored_time, record_title
 from pdpp_gateway.ids import handle_arguments
 from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows, preview_value
 
@@ -27,8 +29,6 @@ MAX_RECORDS: Final = 100  # detailed rows are bounded by BUDGET, not by count
 MAX_STRING: Final = 160
 MAX_LINE: Final = 700
 MAX_LABEL: Final = 60
-# Fields that name a record for a person, in order of preference (the row's label).
-_LABEL_KEYS: Final = ("title", "subject", "name", "filename", "display_name", "track_name", "summary")
 _EXPANDED_SHOWN: Final = 3
 
 
@@ -132,12 +132,10 @@ def _record_row(index: int, record: Mapping[str, Any], stream: Any) -> str:
         return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
     row = f"[{index}] {_label(_naming(record, stream))}"
     data = as_mapping(record.get("data"))
-    title = next((data[k] for k in _LABEL_KEYS if isinstance(data.get(k), str) and data[k]), None)
+    title = record_title(data)
     if title:
         row += f" {dumps(clip(title, MAX_LABEL))}"
-    moment = next(
-        (v for k, v in data.items() if isinstance(v, str) and (k.endswith("_at") or k == "date") and v), None
-    )
+    moment = authored_time(data)
     return row + f" {clip(moment, 30)}" if moment else row
 
 

@@ -4,7 +4,8 @@ Contract: a summary line (hit count, has_more, mode), ``next_cursor`` verbatim w
 exact next-page call, recall and source-mix disclosures when the RS sent them, then the
 hits within ``BUDGET`` characters. Every returned hit is listed with its complete id
 (never cut): the first ones (up to ``MAX_HITS``) as detailed blocks with stream, source
-label, title, snippet and evidence, the rest as one-line ``[n] id=... stream "…excerpt…"``
+label, title (see ``documents.search_results``; a snippet the title already shows in full
+is not repeated), snippet and evidence, the rest as one-line ``[n] id=... stream "…excerpt…"``
 rows (a short window of the evidence or snippet around its first mark, so a model can
 still choose which hit to open). If even
 the one-line rows cannot all fit, the text says exactly which hits are not listed and
@@ -22,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from middleware import ToolCall, ToolResult
-from pdpp_gateway.documents import preview_around_mark
+from pdpp_gateway.documents import parse_marks, preview_around_mark
 from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows
 
 BUDGET: Final = 5_000
@@ -139,11 +140,13 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     parts = [f"[{number}] id={hit_id}", f"stream={hit.get('stream')}"]
     if source:
         parts.append(f"source={source}")
-    lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(str(hit.get('title', '')), 100)}"]
+    title = str(hit.get("title", ""))
+    lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(title, 100)}"]
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
     previews = {_flat(str(e.get("preview", ""))) for e in evidence}
-    if hit.get("snippet") and _flat(str(hit["snippet"])) not in previews:
-        lines.append(f"    snippet: {preview_around_mark(_flat(str(hit['snippet'])), SNIPPET_CHARS)[0]}")
+    snippet = _flat(str(hit.get("snippet") or ""))
+    if snippet and snippet not in previews and _flat(parse_marks(snippet)[0]) not in title:
+        lines.append(f"    snippet: {preview_around_mark(snippet, SNIPPET_CHARS)[0]}")
     for item in evidence[:MAX_EVIDENCE]:
         preview = preview_around_mark(_flat(str(item.get("preview", ""))), PREVIEW_CHARS)[0]
         lines.append(f"    evidence {item.get('field')}: {preview}")

@@ -1,0 +1,86 @@
+"""Model-facing answers on reference-shaped data (issue 13): what a model reading only
+content[] needs to tell hits apart, to know an answer merged several sources, to get more
+hybrid hits, and to read a grant refusal as one.
+
+The SDK client → ``pdpp-gateway stdio`` → the sandbox RS over HTTP, in both eras. The
+sandbox sends search hits as the reference does: ``emitted_at`` is the ingest time, one
+value for every seeded record, and a gmail message carries no ``authored_at``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+import pytest
+from mcp import Client
+
+from pdpp_gateway.sandbox.data import EMITTED_AT
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+WORK, SLACK = "cin_mail_work", "cin_slack_acme"
+MESSAGES_SOURCES = {"cin_mail_work", "cin_mail_personal", "cin_slack_acme"}
+
+
+async def _call(client: Client, tool: str, **arguments: Any) -> tuple[Any, str]:
+    result = await client.call_tool(tool, arguments)
+    return result, result.content[0].text  # type: ignore[union-attr]
+
+
+def _json_after(prefix: str, text: str) -> dict[str, Any]:
+    """The JSON arguments of the first ``prefix {...}`` call printed in ``text``."""
+    found = re.search(re.escape(prefix) + r" (\{.*?\})(?:$|\s)", text, re.M)
+    assert found, text
+    arguments: dict[str, Any] = orjson.loads(found.group(1))
+    return arguments
+
+
+# --- titles --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
+async def test_search_titles_never_come_from_the_ingest_time(stdio_gateway: Client, mode: str) -> None:
+    result, text = await _call(
+        stdio_gateway, "search", query="flight confirmation lisbon", mode=mode, limit=8
+    )
+    hits = result.structured_content["results"]
+    assert hits
+    for hit in hits:
+        assert EMITTED_AT not in hit["title"], hit
+        assert "<mark>" not in hit["title"]
+        assert f"    title: {hit['title'][:99]}" in text
+    assert EMITTED_AT not in text
+
+
+async def test_a_hit_proven_on_a_subject_is_titled_by_that_subject(stdio_gateway: Client) -> None:
+    result, text = await _call(stdio_gateway, "search", query="lisbon", streams=["messages"], limit=5)
+    subject_hits = [h for h in result.structured_content["results"] if h["evidence"][0]["field"] == "subject"]
+    assert subject_hits
+    for hit in subject_hits:
+        subject = re.sub(r"</?mark>", "", hit["evidence"][0]["preview"])
+        assert hit["title"] == subject
+        assert f"title: {subject}\n" in text
+
+
+async def test_hits_matched_only_on_a_sender_name_show_the_matched_name(stdio_gateway: Client) -> None:
+    result, text = await _call(
+        stdio_gateway, "search", query="Ribeiro", streams=["messages"], connection_id=WORK, limit=5
+    )
+    by_name = [h for h in result.structured_content["results"] if h["matched_fields"] == ["from_name"]]
+    assert by_name
+    for hit in by_name:
+        assert hit["title"] == f"Work / messages / {hit['record_id']} · from_name: Ana Ribeiro"
+        assert f"title: {hit['title']}" in text  # each hit says why it matched, without a fetch
+
+
+async def test_fetch_titles_a_record_without_a_title_field_by_its_id_not_the_ingest_time(
+    stdio_gateway: Client,
+) -> None:
+    page, _ = await _call(stdio_gateway, "query_records", stream="messages", connection_id=SLACK, limit=1)
+    record_id = page.structured_content["data"]["data"][0]["id"]
+    result, text = await _call(stdio_gateway, "fetch", id=f"{SLACK}/messages:{record_id}", fields=["text"])
+    assert not result.is_error, text
+    document = orjson.loads(text)
+    assert document["metadata"]["emitted_at"] == EMITTED_AT  # the projection left no time to title by
+    assert document["title"] == f"Acme Slack / messages / {record_id}"
