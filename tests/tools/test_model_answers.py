@@ -84,3 +84,46 @@ async def test_fetch_titles_a_record_without_a_title_field_by_its_id_not_the_ing
     document = orjson.loads(text)
     assert document["metadata"]["emitted_at"] == EMITTED_AT  # the projection left no time to title by
     assert document["title"] == f"Acme Slack / messages / {record_id}"
+
+
+# --- shared stream names ---------------------------------------------------------------------
+
+
+async def test_aggregate_over_a_shared_stream_name_says_it_added_up_every_source(
+    stdio_gateway: Client,
+) -> None:
+    result, text = await _call(
+        stdio_gateway, "aggregate", stream="messages", metric="count", group_by="is_seen"
+    )
+    assert not result.is_error, text
+    merged = result.structured_content["merged_connections"]
+    assert {c["connection_id"] for c in merged} == MESSAGES_SOURCES
+    assert {c["connector_key"] for c in merged} == {"gmail", "slack"}
+    note = text.splitlines()[1]
+    assert note.startswith('Merged sources: 3 connections hold stream "messages"')
+    assert "records of a source without is_seen group as (none)" in note
+    narrowed, narrowed_text = await _call(stdio_gateway, "aggregate", **_json_after("e.g. aggregate", note))
+    assert (
+        narrowed.structured_content["data"]["filtered_record_count"]
+        < (result.structured_content["data"]["filtered_record_count"])
+    )
+    assert "merged_connections" not in narrowed.structured_content
+    assert "Merged sources" not in narrowed_text
+
+
+async def test_aggregate_on_a_stream_one_connection_holds_says_nothing_of_sources(
+    stdio_gateway: Client,
+) -> None:
+    result, text = await _call(stdio_gateway, "aggregate", stream="channels", metric="count")
+    assert "merged_connections" not in result.structured_content
+    assert text == f"aggregate count(channels) = {result.structured_content['data']['value']}"
+
+
+async def test_query_records_and_aggregate_name_the_same_merged_sources(stdio_gateway: Client) -> None:
+    page, page_text = await _call(stdio_gateway, "query_records", stream="messages", fields=["id"], limit=1)
+    total, total_text = await _call(stdio_gateway, "aggregate", stream="messages", metric="count")
+    assert page.structured_content["merged_connections"] == total.structured_content["merged_connections"]
+    sources = re.compile(r"^Merged sources: (3 connections hold stream \"messages\": [^;]*);", re.M)
+    listed = sources.search(page_text)
+    assert listed, page_text
+    assert sources.search(total_text).group(1) == listed.group(1)  # type: ignore[union-attr]
