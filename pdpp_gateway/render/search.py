@@ -1,7 +1,9 @@
 """Text for ``search``: every hit's complete id, sources, and proven evidence.
 
 Contract: a summary line (hit count, has_more, mode), ``next_cursor`` verbatim with the
-exact next-page call, recall and source-mix disclosures when the RS sent them, then the
+exact next-page call (hybrid search has none: when it says more hits exist, the text
+says how to reach them: a larger ``limit``, narrower ``streams``, or the same search in
+lexical mode, which pages), recall and source-mix disclosures when the RS sent them, then the
 hits within ``BUDGET`` characters. Every returned hit is listed with its complete id
 (never cut): the first ones (up to ``MAX_HITS``) as detailed blocks with stream, source
 label, title (see ``documents.search_results``; a snippet the title already shows in full
@@ -25,6 +27,7 @@ from typing import Any, Final
 from middleware import ToolCall, ToolResult
 from pdpp_gateway.documents import parse_marks, preview_around_mark
 from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows
+from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 BUDGET: Final = 5_000
 MAX_HITS: Final = 8
@@ -43,6 +46,8 @@ def render_search(call: ToolCall, result: ToolResult) -> str:
     if envelope.get("next_cursor"):
         follow = {**call.arguments, "cursor": envelope["next_cursor"]}
         lines.append(f"next_cursor={envelope['next_cursor']} → next page: {call_text('search', follow)}")
+    elif envelope.get("has_more") and mode == "hybrid":
+        lines.append(_hybrid_more(call))
     meta = as_mapping(envelope.get("meta"))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
@@ -84,6 +89,18 @@ def render_search(call: ToolCall, result: ToolResult) -> str:
     if listed < len(hits):
         lines.append(_not_listed(call, listed, len(hits)))
     return "\n".join([*lines, *footer])
+
+
+def _hybrid_more(call: ToolCall) -> str:
+    """What to do when hybrid says more hits exist: it has no cursor (the RS refuses one)."""
+    limit = call.arguments.get("limit")
+    raise_limit = "" if limit == MAX_PAGE_LIMIT else f"raise limit (up to {MAX_PAGE_LIMIT}), "
+    paged = {key: value for key, value in call.arguments.items() if key != "mode"}
+    return (
+        "More hits exist, but hybrid search has no next page (no cursor): "
+        f"{raise_limit}narrow with streams or connection_id, or page through them with lexical "
+        f"search, which has a cursor: {call_text('search', {**paged, 'mode': 'lexical'})}"
+    )
 
 
 def _id_only_note(detailed: int, listed: int) -> str:

@@ -127,3 +127,19 @@ async def test_query_records_and_aggregate_name_the_same_merged_sources(stdio_ga
     listed = sources.search(page_text)
     assert listed, page_text
     assert sources.search(total_text).group(1) == listed.group(1)  # type: ignore[union-attr]
+
+
+# --- hybrid paging ---------------------------------------------------------------------------
+
+
+async def test_hybrid_more_hits_say_how_to_reach_them(stdio_gateway: Client) -> None:
+    result, text = await _call(stdio_gateway, "search", query="invoice", mode="hybrid", limit=3)
+    envelope = result.structured_content["data"]
+    assert envelope["has_more"] is True
+    assert "next_cursor" not in envelope
+    assert "raise limit (up to 100)" in text
+    lexical, lexical_text = await _call(
+        stdio_gateway, "search", **_json_after("which has a cursor: search", text)
+    )
+    assert lexical.structured_content["data"]["next_cursor"]
+    assert "next_cursor=" in lexical_text
