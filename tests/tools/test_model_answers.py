@@ -10,6 +10,9 @@ value for every seeded record, and a gmail message carries no ``authored_at``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -143,3 +146,23 @@ async def test_hybrid_more_hits_say_how_to_reach_them(stdio_gateway: Client) -> 
     )
     assert lexical.structured_content["data"]["next_cursor"]
     assert "next_cursor=" in lexical_text
+
+
+# --- grant refusals --------------------------------------------------------------------------
+
+
+async def test_an_ungranted_stream_reads_as_outside_the_grant_not_as_a_token_problem(
+    shared_sandbox: Any, tmp_path: Path, stdio_connect: Callable[..., AbstractAsyncContextManager[Client]]
+) -> None:
+    async with stdio_connect(shared_sandbox, tmp_path / ".pdpp", token="client_work_mail") as client:
+        for tool, extra in (("query_records", {}), ("aggregate", {"metric": "count"})):
+            result, text = await _call(client, tool, stream="repositories", **extra)
+            assert result.is_error
+            first = text.splitlines()[0]
+            assert first.startswith(
+                'Error context.stream_not_allowed (HTTP 401): Stream "repositories" is not in this grant'
+            )
+            assert "not a token problem" in first
+            assert "call schema() for the granted streams" in text
+        _, searched = await _call(client, "search", query="x", streams=["repositories"])
+        assert "not in this grant" in searched.splitlines()[0]  # search says the same of the same stream
