@@ -23,6 +23,7 @@ connections hold the name, structured output lists them under ``merged_connectio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -122,8 +123,14 @@ async def aggregate(call: ToolCall) -> ToolResult:
     sources = asyncio.create_task(_stream_connections(context, args["stream"]))
     try:
         response = await context.rs.get_json(path, query)
-    except BaseException:
+    except asyncio.CancelledError:
         sources.cancel()
+        raise
+    except Exception:
+        # The schema read is already on its way: let it end, so no read of this call
+        # outlives the call (it is fail-open, so its outcome does not matter here).
+        with contextlib.suppress(Exception):
+            await sources
         raise
     structured = _envelope(context, response, response.body)
     _note_merge(structured, await sources)
