@@ -92,7 +92,8 @@ def decode(text: str, *, expected_fingerprint: str, known_keys: Collection[str])
         raise invalid_cursor("it is not a merged-search cursor of this gateway")
     body = text[len(PREFIX) :]
     try:
-        payload = orjson.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        raw = base64.b64decode(body + "=" * (-len(body) % 4), altchars=b"-_", validate=True)
+        payload = orjson.loads(raw)
     except (binascii.Error, ValueError):
         raise invalid_cursor("it is garbled") from None
     if not isinstance(payload, dict) or payload.get("v") != VERSION:

@@ -6,14 +6,16 @@ Contract (for a ``search`` fanned out to several children of a package):
   round-robin by each child's own rank, children in the package's member order (child A's
   1st, B's 1st, C's 1st, A's 2nd, ...); a child with no hits left drops out of the rotation.
   A hit whose id was already shown on the page is skipped (it still uses its turn).
-- Paging: the page holds at most the caller's ``limit`` (default 25, max 100).
-  ``next_cursor`` is a package cursor (``package_cursor``) that continues EVERY child with
-  hits left, each exactly after its last hit shown, and the rotation exactly after the last
-  child served, so concatenated pages are the one interleaving above: nothing lost, nothing
-  repeated. Each child is asked for at most ``skip + limit`` hits (capped at 100) starting
-  at its recorded RS cursor, and ``skip`` of them are dropped as already shown. When a
-  child's fetched hits run out while it has more, the page ends there (it may be shorter
-  than ``limit``) rather than let other children overtake it.
+- Paging: ``next_cursor`` is a package cursor (``package_cursor``) that continues EVERY
+  child with hits left, each exactly after its last hit shown, and the rotation exactly
+  after the last child served, so concatenated pages are the one interleaving above:
+  nothing lost, nothing repeated. Each child is asked for its share of the page
+  (``ceil(limit / children asked)``) past the hits of its recorded RS page already shown
+  (``skip``, dropped from the answer), at most 100: the RS reads and the hits shaped stay
+  near ``limit`` in all, not ``limit`` per child. A page holds the caller's ``limit``
+  (default 25, max 100) unless a child ends, fails or answers short within it: when a
+  child's fetched hits run out while it has more, the page ends there (shorter, with
+  ``has_more`` and ``next_cursor``) rather than let other children overtake it.
 - A child that fails is a ``source_unavailable`` warning; it keeps its place in the
   cursor and the next page retries it, unless its failure was its own cursor
   (``invalid_cursor``, ``cursor_expired``): then it is dropped with a warning saying how to
@@ -78,14 +80,16 @@ def search_calls(call: ToolCall, members: Sequence[PackageMember], route: Route)
     if cursor is None and len(eligible) == 1:
         member, narrowed = eligible[0]
         return [route(call.with_arguments(narrowed), member)]
-    limit = _limit(args)
+    asked = [
+        (member, narrowed, positions[member_key(member)])
+        for member, narrowed in eligible
+        if member_key(member) in positions
+    ]
+    share = -(-_limit(args) // max(1, len(asked)))  # each child's turns on a full page, rounded up
     calls: list[ToolCall] = []
-    for member, narrowed in eligible:
-        position = positions.get(member_key(member))
-        if position is None:
-            continue
+    for member, narrowed, position in asked:
         sub_args = {k: v for k, v in narrowed.items() if k != "cursor"}
-        sub_args["limit"] = min(MAX_PAGE_LIMIT, position.skip + limit)
+        sub_args["limit"] = min(MAX_PAGE_LIMIT, position.skip + share)
         if position.rs_cursor is not None:
             sub_args["cursor"] = position.rs_cursor
         calls.append(route(call.with_arguments(sub_args), member))

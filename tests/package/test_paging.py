@@ -38,11 +38,19 @@ async def test_paging_a_three_child_package_yields_the_interleaving_exactly_once
     pages = await page_through(package(a, b, c), {"query": "invoice", "limit": limit})
     expected = interleave(hit_ids(a), hit_ids(b), hit_ids(c))
     assert concatenated(pages) == expected
-    assert all(len(ids(page)) == limit for page in pages[:-1])
+    assert all(1 <= len(ids(page)) <= limit for page in pages)
     assert all(page.structured["data"]["has_more"] is True for page in pages[:-1])
     last = pages[-1].structured["data"]
     assert last["has_more"] is False
     assert "next_cursor" not in last
+
+
+@pytest.mark.parametrize("limit", [1, 3, 8, 25, 100])
+async def test_pages_are_full_while_no_child_ends_within_them(limit: int) -> None:
+    fakes = [child(name, 40) for name in ("a", "b", "c")]
+    pages = await page_through(package(*fakes), {"query": "invoice", "limit": limit})
+    assert concatenated(pages) == interleave(*map(hit_ids, fakes))
+    assert [len(ids(page)) for page in pages[:-1]] == [limit] * (len(pages) - 1)
 
 
 async def test_children_longer_than_one_rs_page_are_continued_across_their_own_cursors() -> None:
@@ -82,20 +90,22 @@ async def test_a_child_failing_on_page_two_is_warned_and_retried_while_the_other
 
 
 async def test_a_child_whose_cursor_expired_is_dropped_with_a_warning_saying_how_to_see_the_rest() -> None:
-    # 150 hits each at limit 100: each child's first RS page (100 hits) lasts two merged
-    # pages; the third page reads on from b's RS cursor, which the RS no longer knows.
+    # limit 100 over two children: each is asked for 50; page 2 reads on from b's RS
+    # cursor, which the RS no longer knows.
     a, b = child("a", 150), child("b", 150)
     expired = RsStatusError(410, {"type": "gone_error", "code": "cursor_expired", "message": "expired"}, None)
     b.fail_with(lambda call: expired if call.param("cursor") else None)
     pages = await page_through(package(a, b), {"query": "invoice", "limit": 100})
-    assert len(pages) == 3
-    third = pages[2].structured["data"]
-    assert "search again without cursor" in third["meta"]["warnings"][0]["message"]
+    second = pages[1].structured["data"]
+    assert "search again without cursor" in second["meta"]["warnings"][0]["message"]
     assert (
-        third["unavailable_connections"][0]["next_step"]
+        second["unavailable_connections"][0]["next_step"]
         == "Search again without cursor to see its remaining hits."
     )
-    assert concatenated(pages) == interleave(hit_ids(a), hit_ids(b)[:100])
+    assert concatenated(pages) == interleave(hit_ids(a), hit_ids(b)[:50])
+    assert all(
+        "cin_b" not in str(page.structured["data"].get("unavailable_connections")) for page in pages[2:]
+    )
 
 
 async def test_limit_may_change_between_pages() -> None:
@@ -120,11 +130,21 @@ async def test_the_text_explains_the_order_and_gives_the_exact_next_call() -> No
 
 async def test_the_cursor_holds_child_positions_only() -> None:
     a, b = child("a", 5), child("b", 5)
-    result = await call(package(a, b), "search", {"query": "invoice", "limit": 3})
-    payload = cursor_payload(result.structured["data"]["next_cursor"])
+    context = package(a, b)
+    result = await call(context, "search", {"query": "invoice", "limit": 3})
+    cursor = result.structured["data"]["next_cursor"]
+    payload = cursor_payload(cursor)
     assert set(payload) == {"v", "f", "t", "c"}
-    assert payload["c"] == [["grt_a", None, 2], ["grt_b", None, 1]]
+    # a0 b0 a1 shown: a used up its 2 fetched hits (it goes on from its RS cursor), b
+    # showed 1 of its 2 (skip 1), and b's turn is next.
+    (a_key, a_rs_cursor, a_skip), b_entry = payload["c"]
+    assert (a_key, a_skip) == ("grt_a", 0)
+    assert b_entry == ["grt_b", None, 1]
     assert payload["t"] == 1
+    following = await call(context, "search", {"query": "invoice", "limit": 3, "cursor": cursor})
+    assert a.calls[-1].param("cursor") == a_rs_cursor
+    assert (b.calls[-1].param("cursor"), b.calls[-1].param("limit")) == (None, "3")
+    assert ids(following) == [hit_ids(b)[1], hit_ids(a)[2], hit_ids(b)[2]]
 
 
 @pytest.mark.parametrize(
@@ -132,6 +152,7 @@ async def test_the_cursor_holds_child_positions_only() -> None:
     [
         (lambda c: c[:-6], "garbled"),
         (lambda c: c + "!!", "garbled"),
+        (lambda c: c[:12] + "A" + c[12:], "garbled"),
         (lambda c: PREFIX + "e30", "garbled"),
         (lambda c: forge(c, v=2), "another gateway version"),
         (lambda c: forge(c, c=[["grt_a", None, -1], ["grt_b", None, 1]]), "garbled"),

@@ -166,9 +166,9 @@ async def test_a_merged_page_holds_at_most_the_callers_limit(limit: int) -> None
     assert result.structured["data"]["has_more"] is True
 
 
-async def test_the_default_page_is_25_hits_and_each_child_is_asked_for_25() -> None:
+async def test_the_default_page_is_25_hits_and_each_child_is_asked_for_its_share() -> None:
     log: list[FakeCall] = []
     fakes = [child(name, 40, log=log) for name in ("a", "b")]
     result = await call(package(*fakes), "search", {"query": "invoice"})
     assert len(ids(result)) == 25
-    assert [c.param("limit") for c in log] == ["25", "25"]
+    assert [c.param("limit") for c in log] == ["13", "13"]
