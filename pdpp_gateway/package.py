@@ -58,7 +58,7 @@ def plan(call: ToolCall) -> Sequence[ToolCall] | None:
                 "or drop cursor to page this source alone"
             )
         return [_routed(call, _member_for(members, target, stream))]
-    if len(members) == 1:
+    if len(members) == 1 and not is_continuation(call):
         return [_routed(call, members[0])]
     if call.name == "search":
         return search_calls(call, members, _routed)
@@ -78,7 +78,7 @@ def merge(call: ToolCall, sub_calls: Sequence[ToolCall], outcomes: Sequence[Outc
     if outcomes and not ok:
         raise failed[0][1]
     if call.name == "search":
-        return merge_search(call, sources, outcomes, len(members))
+        return merge_search(call, members, sources, outcomes)
     return _merge_schema(ok, failed, len(members))
 
 

@@ -8,8 +8,8 @@ Contract:
   the RS cursor that fetched the page it is part-way through (null: its first page) and
   how many hits of that fetched page were already consumed. ``t`` is the index (in ``c``)
   of the child whose turn comes next in the round-robin.
-- It holds child keys (grant id, else first connection id), RS cursors and counts: never
-  a token. ``encode`` returns ``None`` past ``MAX_CURSOR_CHARS`` (the tools' cursor bound),
+- It holds child keys (``member_keys``: grant id, else first connection id), RS cursors
+  and counts: never a token. ``encode`` returns ``None`` past ``MAX_CURSOR_CHARS`` (the tools' cursor bound),
   so the merged page says how to page one source at a time instead of sending a cursor the
   caller could not send back.
 - ``fingerprint`` binds a cursor to the search it continues (query, mode, streams, filter;
@@ -25,7 +25,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Collection, Mapping
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeGuard
 
@@ -58,9 +59,16 @@ class PackageCursor:
     turn: int  # index in ``children`` of the child to take the next hit from
 
 
-def member_key(member: PackageMember) -> str:
-    """A member's stable name inside a cursor (never its token)."""
-    return member.grant_id or (member.connection_ids[0] if member.connection_ids else "")
+def member_keys(members: Sequence[PackageMember]) -> list[str]:
+    """Each member's stable name inside a cursor, in member order: its grant id, else its first
+    connection id; a repeated name gets ``#2``, ``#3``, ... (never a token)."""
+    keys: list[str] = []
+    seen: Counter[str] = Counter()
+    for member in members:
+        name = member.grant_id or (member.connection_ids[0] if member.connection_ids else "member")
+        seen[name] += 1
+        keys.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return keys
 
 
 def is_package_cursor(value: object) -> bool:

@@ -43,7 +43,7 @@ from pdpp_gateway.package_cursor import (
     fingerprint,
     invalid_cursor,
     is_package_cursor,
-    member_key,
+    member_keys,
 )
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
@@ -65,12 +65,12 @@ def search_calls(call: ToolCall, members: Sequence[PackageMember], route: Route)
     eligible = _eligible(args, members)
     cursor = args.get("cursor")
     if cursor is None:
-        positions = {member_key(m): ChildPosition(member_key(m), None, 0) for m, _ in eligible}
+        positions = {key: ChildPosition(key, None, 0) for key, _, _ in eligible}
     elif is_package_cursor(cursor):
-        decoded = _decode(call, eligible)
+        decoded = _decode(call, [key for key, _, _ in eligible])
         positions = {child.key: child for child in decoded.children}
     elif len(eligible) == 1:
-        member, narrowed = eligible[0]
+        _, member, narrowed = eligible[0]
         return [route(call.with_arguments(narrowed), member)]
     else:
         raise invalid_cursor(
@@ -78,13 +78,9 @@ def search_calls(call: ToolCall, members: Sequence[PackageMember], route: Route)
             "connection_id with it to page that source alone"
         )
     if cursor is None and len(eligible) == 1:
-        member, narrowed = eligible[0]
+        _, member, narrowed = eligible[0]
         return [route(call.with_arguments(narrowed), member)]
-    asked = [
-        (member, narrowed, positions[member_key(member)])
-        for member, narrowed in eligible
-        if member_key(member) in positions
-    ]
+    asked = [(member, narrowed, positions[key]) for key, member, narrowed in eligible if key in positions]
     share = -(-_limit(args) // max(1, len(asked)))  # each child's turns on a full page, rounded up
     calls: list[ToolCall] = []
     for member, narrowed, position in asked:
@@ -124,12 +120,19 @@ class _Lane:
 
 
 def merge_search(
-    call: ToolCall, sources: Sequence[PackageMember], outcomes: Sequence[Outcome], member_count: int
+    call: ToolCall,
+    members: Sequence[PackageMember],
+    sources: Sequence[PackageMember],
+    outcomes: Sequence[Outcome],
 ) -> ToolResult:
-    """The merged page (see the module contract); ``sources`` are in member order."""
+    """The merged page (see the module contract); ``sources``, a subset of ``members``, are in member order."""
     args = call.arguments
     limit = _limit(args)
-    turn, lanes = _lanes(call, sources, outcomes)
+    keys = member_keys(members)
+    source_keys = [
+        next(key for key, member in zip(keys, members, strict=True) if member is source) for source in sources
+    ]
+    turn, lanes = _lanes(call, source_keys, sources, outcomes)
     returned, turn = _interleave(lanes, turn, limit)
     hybrid = args.get("mode") == "hybrid"
     continuing = [lane for lane in lanes if lane.continues and not hybrid]
@@ -149,7 +152,7 @@ def merge_search(
         lanes, hybrid=hybrid, cursor_dropped=bool(continuing) and next_cursor is None
     )
     meta["package"] = {
-        "member_count": member_count,
+        "member_count": len(members),
         "order": ORDER,
         "source_order": [_label(lane.member) for lane in lanes],
         "returned_hit_count": len(returned),
@@ -194,24 +197,23 @@ def source_tag(member: PackageMember) -> dict[str, Any]:
 
 def _eligible(
     args: Mapping[str, Any], members: Sequence[PackageMember]
-) -> list[tuple[PackageMember, Mapping[str, Any]]]:
+) -> list[tuple[str, PackageMember, Mapping[str, Any]]]:
+    """(cursor key, member, its arguments) for each member granting a requested stream."""
     requested = args.get("streams")
-    eligible: list[tuple[PackageMember, Mapping[str, Any]]] = []
-    for member in members:
+    eligible: list[tuple[str, PackageMember, Mapping[str, Any]]] = []
+    for key, member in zip(member_keys(members), members, strict=True):
         if isinstance(requested, list) and "*" not in member.streams:
             narrowed = [stream for stream in requested if stream in member.streams]
             if narrowed:
-                eligible.append((member, {**args, "streams": narrowed}))
+                eligible.append((key, member, {**args, "streams": narrowed}))
         else:
-            eligible.append((member, args))
+            eligible.append((key, member, args))
     return eligible
 
 
-def _decode(call: ToolCall, eligible: Sequence[tuple[PackageMember, Any]]) -> PackageCursor:
+def _decode(call: ToolCall, known_keys: Sequence[str]) -> PackageCursor:
     return decode(
-        str(call.arguments["cursor"]),
-        expected_fingerprint=fingerprint(call.arguments),
-        known_keys={member_key(member) for member, _ in eligible},
+        str(call.arguments["cursor"]), expected_fingerprint=fingerprint(call.arguments), known_keys=known_keys
     )
 
 
@@ -223,22 +225,16 @@ def _limit(args: Mapping[str, Any]) -> int:
 
 
 def _lanes(
-    call: ToolCall, sources: Sequence[PackageMember], outcomes: Sequence[Outcome]
+    call: ToolCall, keys: Sequence[str], sources: Sequence[PackageMember], outcomes: Sequence[Outcome]
 ) -> tuple[int, list[_Lane]]:
-    cursor_text = call.arguments.get("cursor")
-    if is_package_cursor(cursor_text):
-        decoded = decode(
-            str(cursor_text),
-            expected_fingerprint=fingerprint(call.arguments),
-            known_keys={member_key(member) for member in sources},
-        )
+    if is_package_cursor(call.arguments.get("cursor")):
+        decoded = _decode(call, keys)
         positions = {child.key: child for child in decoded.children}
         at_turn = decoded.children[decoded.turn].key if decoded.children else None
     else:
         positions, at_turn = {}, None
     lanes: list[_Lane] = []
-    for member, outcome in zip(sources, outcomes, strict=True):
-        key = member_key(member)
+    for key, member, outcome in zip(keys, sources, outcomes, strict=True):
         position = positions.get(key, ChildPosition(key, None, 0))
         if isinstance(outcome, ToolError):
             lanes.append(_Lane(member, position, [], None, False, outcome))
@@ -256,7 +252,7 @@ def _lanes(
                 None,
             )
         )
-    turn = next((i for i, lane in enumerate(lanes) if member_key(lane.member) == at_turn), 0)
+    turn = next((i for i, key in enumerate(keys) if key == at_turn), 0)
     return turn, lanes
 
 

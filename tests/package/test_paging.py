@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
+from pdpp_gateway.context import PackageMember
 from pdpp_gateway.package_cursor import MAX_CURSOR_CHARS, PREFIX
 from pdpp_gateway.rs.errors import RsStatusError, RsUnavailableError
 from tests.fake_rs import FakeCall
@@ -252,3 +253,40 @@ async def test_the_merged_count_is_the_sum_of_exact_child_counts() -> None:
     result = await call(package(a, b), "search", {"query": "invoice", "limit": 3})
     meta = result.structured["data"]["meta"]
     assert (meta["count"], meta["count_accuracy"]) == (12, "exact")
+
+
+async def test_members_without_grant_ids_on_one_connection_still_page_apart() -> None:
+    mail, archive = child("mail", 5), child("archive", 5)
+    members = [
+        PackageMember(rs=mail, grant_id=None, connection_ids=("cin_mail",), streams=("messages",)),
+        PackageMember(rs=archive, grant_id=None, connection_ids=("cin_mail",), streams=("messages",)),
+    ]
+    for fake in (mail, archive):  # both children answer hits of one connection, with distinct ids
+        for found in fake.hits:
+            found["connection_id"] = "cin_mail"
+    pages = await page_through(package(members=members), {"query": "invoice", "limit": 3})
+    expected = [
+        f"cin_mail/messages:{key}"
+        for key in interleave(*[[h["record_key"] for h in f.hits] for f in (mail, archive)])
+    ]
+    assert concatenated(pages) == expected
+    assert [entry[0] for entry in cursor_payload(pages[0].structured["data"]["next_cursor"])["c"]] == [
+        "cin_mail",
+        "cin_mail#2",
+    ]
+
+
+async def test_a_cursor_follows_the_package_as_it_shrinks_or_says_which_source_left() -> None:
+    a, b = child("a", 10), child("b", 10)
+    short = child("short", 1)
+    first = await call(package(a, short), "search", {"query": "invoice", "limit": 2})
+    cursor = first.structured["data"]["next_cursor"]  # "short" has nothing left: only a continues
+    alone = await call(package(a), "search", {"query": "invoice", "limit": 2, "cursor": cursor})
+    assert ids(alone) == hit_ids(a)[1:3]
+    both = await call(package(a, b), "search", {"query": "invoice", "limit": 2})
+    left = await call(
+        package(a),
+        "search",
+        {"query": "invoice", "limit": 2, "cursor": both.structured["data"]["next_cursor"]},
+    )
+    assert "no longer part of this package" in left.structured["error"]["message"]
