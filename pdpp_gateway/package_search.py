@@ -81,7 +81,9 @@ def search_calls(call: ToolCall, members: Sequence[PackageMember], route: Route)
         _, member, narrowed = eligible[0]
         return [route(call.with_arguments(narrowed), member)]
     asked = [(member, narrowed, positions[key]) for key, member, narrowed in eligible if key in positions]
-    share = -(-_limit(args) // max(1, len(asked)))  # each child's turns on a full page, rounded up
+    # Each child's turns on a full page, rounded up; hybrid search cannot page, so its one
+    # page asks every child for the whole limit.
+    share = _limit(args) if args.get("mode") == "hybrid" else -(-_limit(args) // max(1, len(asked)))
     calls: list[ToolCall] = []
     for member, narrowed, position in asked:
         sub_args = {k: v for k, v in narrowed.items() if k != "cursor"}
@@ -105,18 +107,25 @@ class _Lane:
     taken: int = 0
 
     @property
+    def more_after_batch(self) -> bool:
+        """Hits exist past this answer and can be read: from its RS cursor, or (a child that
+        has more but gives no cursor) by re-reading with a larger skip, up to 100 deep."""
+        fetched = self.position.skip + len(self.hits)
+        return self.next_cursor is not None or (self.has_more and fetched < MAX_PAGE_LIMIT)
+
+    @property
     def continues(self) -> bool:
         if self.error is not None:
             return self.error.code not in _CURSOR_FAILURES
-        return self.taken < len(self.hits) or self.next_cursor is not None
+        return self.taken < len(self.hits) or self.more_after_batch
 
     def next_position(self) -> ChildPosition:
-        key = self.position.key
+        key, position = self.position.key, self.position
         if self.error is not None:
-            return self.position
-        if self.taken < len(self.hits):
-            return ChildPosition(key, self.position.rs_cursor, self.position.skip + self.taken)
-        return ChildPosition(key, self.next_cursor, 0)
+            return position
+        if self.taken == len(self.hits) and self.next_cursor is not None:
+            return ChildPosition(key, self.next_cursor, 0)
+        return ChildPosition(key, position.rs_cursor, position.skip + self.taken)
 
 
 def merge_search(
@@ -142,6 +151,7 @@ def merge_search(
         next_cursor = encode(
             PackageCursor(fingerprint(args), tuple(lane.next_position() for lane in continuing), next_turn)
         )
+    retried = {id(lane) for lane in continuing if lane.error is not None and next_cursor is not None}
     ok = [lane for lane in lanes if lane.error is None]
     first = next((outcome for outcome in outcomes if isinstance(outcome, ToolResult)), None)
     base: dict[str, Any] = dict(_data(first)) if first is not None else {"object": "list"}
@@ -149,7 +159,7 @@ def merge_search(
         base.pop(key, None)
     meta = _merged_meta([_data(o) for o in outcomes if isinstance(o, ToolResult)])
     meta["warnings"] = _warnings(
-        lanes, hybrid=hybrid, cursor_dropped=bool(continuing) and next_cursor is None
+        lanes, retried, hybrid=hybrid, cursor_dropped=bool(continuing) and next_cursor is None
     )
     meta["package"] = {
         "member_count": len(members),
@@ -171,9 +181,7 @@ def merge_search(
             {
                 **source_tag(lane.member),
                 "error_code": lane.error.code,
-                "next_step": "Follow next_cursor to retry it, or choose another connection."
-                if lane.continues
-                else "Search again without cursor to see its remaining hits.",
+                "next_step": _next_step(lane, retried),
             }
             for lane in failed
             if lane.error is not None
@@ -273,8 +281,8 @@ def _interleave(lanes: Sequence[_Lane], turn: int, limit: int) -> tuple[list[dic
                 seen.add(str(hit.get("id")))
                 returned.append(hit)
             index = (index + 1) % len(lanes)
-        elif lane.next_cursor is not None:
-            break  # its next hits are on its next RS page: the merged page ends here
+        elif lane.more_after_batch:
+            break  # its next hits are in its next RS answer: the merged page ends here
         else:
             exhausted[index] = True
             index = (index + 1) % len(lanes)
@@ -314,25 +322,30 @@ def _next_turn(lanes: Sequence[_Lane], continuing: Sequence[_Lane], turn: int) -
     return 0
 
 
-def _warnings(lanes: Sequence[_Lane], *, hybrid: bool, cursor_dropped: bool) -> list[dict[str, Any]]:
+def _next_step(lane: _Lane, retried: set[int]) -> str:
+    if id(lane) in retried:
+        return "Follow next_cursor to retry it, or choose another connection."
+    if lane.error is not None and lane.error.code in _CURSOR_FAILURES:
+        return "Search again without cursor to see its remaining hits."
+    return "Retry this search, or pass its connection_id to search it alone."
+
+
+def _warnings(
+    lanes: Sequence[_Lane], retried: set[int], *, hybrid: bool, cursor_dropped: bool
+) -> list[dict[str, Any]]:
     warnings: list[dict[str, Any]] = []
     for lane in lanes:
         name = _label(lane.member)
         if lane.error is not None:
-            then = (
-                "next_cursor retries it"
-                if lane.continues
-                else "its cursor is no longer valid; search again without cursor to see its remaining hits"
-            )
             warnings.append(
                 {
                     "code": "source_unavailable",
                     "message": f"Source {name} failed with {lane.error.code}; its hits are missing from "
-                    f"this page ({then}).",
+                    f"this page. {_next_step(lane, retried)}",
                     "detail": source_tag(lane.member),
                 }
             )
-        elif not hybrid and lane.has_more and lane.next_cursor is None:
+        elif not hybrid and lane.has_more and not lane.more_after_batch:
             warnings.append(
                 {
                     "code": "partial_results",

@@ -8,7 +8,9 @@ and ``/v1/search/hybrid`` over canned hits (``streams`` and ``connection_id`` fi
 cursor bound to the grant, 400 ``invalid_cursor`` when foreign or garbled; hybrid never
 pages), ``/v1/streams/{s}/records`` (paged the same way), ``/v1/streams/{s}/records/{id}``,
 its ``field-window`` and ``/v1/blobs/{id}``. A stream outside the grant is 403
-``grant_stream_not_allowed``; anything else is 404.
+``grant_stream_not_allowed``; anything else is 404. ``fan_in=True`` answers search as a
+multi-connection grant's fan-in does: ``has_more`` without ``next_cursor``, with a
+``partial_results`` warning.
 
 Every read is recorded in ``calls`` (and in a shared ``log`` when several fakes make one
 package) before its ``delay`` (seconds, or a function of the call) and before any
@@ -104,6 +106,7 @@ class FakeRs:
         blobs: Mapping[str, bytes] | None = None,
         delay: float | Callable[[FakeCall], float] = 0.0,
         log: list[FakeCall] | None = None,
+        fan_in: bool = False,
     ) -> None:
         self.grant = grant
         self.connection_id = connection_id
@@ -114,6 +117,7 @@ class FakeRs:
         self.delay = delay
         self.calls: list[FakeCall] = []
         self._log = log
+        self.fan_in = fan_in
         self._failures: list[tuple[Failure, Collection[int] | None]] = []
 
     # --- configuration ------------------------------------------------------------
@@ -244,8 +248,12 @@ class FakeRs:
             raise _status(400, "invalid_cursor", "Hybrid search does not page.", call)
         page, more, next_cursor, warnings = self._page(call, matching, "search")
         body: dict[str, Any] = {"object": "list", "url": call.path, "has_more": more, "data": page}
-        if next_cursor is not None and mode != "hybrid":
+        if next_cursor is not None and mode != "hybrid" and not self.fan_in:
             body["next_cursor"] = next_cursor
+        if more and self.fan_in:
+            warnings.append(
+                {"code": "partial_results", "message": "Fan-in over several connections does not page."}
+            )
         body["meta"] = {
             "count": len(matching),
             "count_accuracy": "exact",

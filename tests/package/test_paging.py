@@ -80,7 +80,7 @@ async def test_a_child_failing_on_page_two_is_warned_and_retried_while_the_other
     pages = await page_through(package(a, b, c), {"query": "invoice", "limit": 4})
     second = pages[1].structured["data"]
     assert [w["code"] for w in second["meta"]["warnings"]] == ["source_unavailable"]
-    assert "next_cursor retries it" in second["meta"]["warnings"][0]["message"]
+    assert "Follow next_cursor to retry it" in second["meta"]["warnings"][0]["message"]
     assert [u["connection_id"] for u in second["unavailable_connections"]] == ["cin_b"]
     assert not any(hit_id.startswith("cin_b/") for hit_id in ids(pages[1]))
     assert len(ids(pages[1])) == 4
@@ -98,7 +98,7 @@ async def test_a_child_whose_cursor_expired_is_dropped_with_a_warning_saying_how
     b.fail_with(lambda call: expired if call.param("cursor") else None)
     pages = await page_through(package(a, b), {"query": "invoice", "limit": 100})
     second = pages[1].structured["data"]
-    assert "search again without cursor" in second["meta"]["warnings"][0]["message"]
+    assert "Search again without cursor" in second["meta"]["warnings"][0]["message"]
     assert (
         second["unavailable_connections"][0]["next_step"]
         == "Search again without cursor to see its remaining hits."
@@ -290,3 +290,30 @@ async def test_a_cursor_follows_the_package_as_it_shrinks_or_says_which_source_l
         {"query": "invoice", "limit": 2, "cursor": both.structured["data"]["next_cursor"]},
     )
     assert "no longer part of this package" in left.structured["error"]["message"]
+
+
+async def test_a_hybrid_merged_page_asks_every_child_for_the_whole_limit() -> None:
+    a, b = child("a", 1), child("b", 30)
+    result = await call(package(a, b), "search", {"query": "invoice", "mode": "hybrid", "limit": 10})
+    assert ids(result) == interleave(hit_ids(a), hit_ids(b)[:9])
+    assert [fake.calls[0].param("limit") for fake in (a, b)] == ["10", "10"]
+
+
+@pytest.mark.parametrize(("fan_in_hits", "shown"), [(30, 30), (150, 100)])
+async def test_a_child_that_has_more_without_a_cursor_is_read_on_by_skip_up_to_100_deep(
+    fan_in_hits: int, shown: int
+) -> None:
+    a, b = child("a", fan_in_hits), child("b", 20)
+    a.fan_in = True
+    pages = await page_through(package(a, b), {"query": "invoice", "limit": 7})
+    assert concatenated(pages) == interleave(hit_ids(a)[:shown], hit_ids(b))
+    assert {c.param("cursor") for c in a.calls} == {None}
+    warned = [
+        w
+        for page in pages
+        for w in page.structured["data"]["meta"]["warnings"]
+        if w["code"] == "partial_results"
+    ]
+    assert bool(warned) is (fan_in_hits > shown)
+    if warned:
+        assert "cin_a has more hits than it can page here" in warned[-1]["message"]
