@@ -8,7 +8,8 @@ one per HTTP request. Tool calls run through the pipeline built once here; an un
 tool name is a protocol error (``-32602``), everything else is a tool result. A success
 result's ``structuredContent`` conforms to the tool's ``outputSchema``; an ``isError``
 result carries none (its typed error is the text: ``Error <code> ...``, the next step,
-``param``), because strict clients validate error results against that schema too.
+``param``), because strict clients validate error results against that schema too; an
+error worth retrying later says when in ``_meta["dev.pdpp/retry_after_seconds"]``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from pdpp_gateway.tools.pipeline import build_pipeline
 from pdpp_gateway.tools.specs import TOOL_NAMES, TOOLS
 
 ContextFactory = Callable[[ServerRequestContext], GatewayContext]
+# ``_meta`` of an error result that is worth retrying later (the RS breaker is open): the
+# hosted door also sends it as ``Retry-After``.
+RETRY_AFTER_META = "dev.pdpp/retry_after_seconds"
 DEFAULT_SERVER_NAME = "pdpp-gateway"
 
 
@@ -54,7 +58,9 @@ def build_server(
                 f"Unknown tool {params.name!r}; available tools: {', '.join(TOOL_NAMES)}.",
             )
         result = await pipeline(ToolCall(params.name, params.arguments or {}, context_for(ctx)))
+        wait = (result.structured.get("error") or {}).get("retry_after_seconds") if result.is_error else None
         return types.CallToolResult(
+            _meta={RETRY_AFTER_META: wait} if isinstance(wait, int) else None,
             content=[types.TextContent(type="text", text=result.text or "")],
             # Clients that check structured output against the tool's outputSchema (the
             # TypeScript SDK 1.x, the MCP Inspector) check error results too: an error

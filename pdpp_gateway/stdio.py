@@ -10,12 +10,14 @@ Contract:
 - Everything Python prints while serving goes to stderr (``redirect_stdout``), and the
   SDK's ``stdio_server`` points fd 1 at stderr too, so stray output from us or a library
   can never corrupt the protocol stream.
-- The RS client is opened once and closed on the way out.
+- The RS client is opened once and closed on the way out. Given the ``cache_root`` the
+  token came from, reads renew an access token the RS refuses (401) with the cached
+  refresh token, once, and carry on (``renewing_rs``).
 - Before serving, ``verify_credential`` asks the RS what the cached token is
   (``bearer.token_kind``; a cache label can lie or be missing): ``owner`` or
   ``mcp_package`` stops the process (``CredentialError``, exit 77), a token the RS
   rejects (401, revoked or expired grant) stops it too (exit 78), both with the
-  ``pdpp connect`` fix. An RS that cannot be reached within ``START_PROBE_SECONDS``
+  ``pdpp-gateway connect`` fix. An RS that cannot be reached within ``START_PROBE_SECONDS``
   does not stop it: the gateway serves, and its reader (``KindCheckedRs``) verifies the
   kind before the first tool or resource read instead, refusing every read unless the
   RS says ``client``.
@@ -27,6 +29,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Final
 
 import anyio
@@ -36,6 +39,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 from pdpp_gateway.context import GatewayContext, RsReader
+from pdpp_gateway.renewing_rs import RenewingRs
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindCheckedRs, KindUnknown, verify_at_start
 from pdpp_gateway.server import build_server
@@ -103,9 +107,13 @@ async def verify_credential(rs: RsReader, provider_url: str) -> str | None:
         return None
 
 
-async def serve_stdio(provider_url: str, token: str, server_name: str) -> None:
+async def serve_stdio(
+    provider_url: str, token: str, server_name: str, cache_root: Path | None = None
+) -> None:
     async with RsClient(provider_url) as rs:
-        bound = rs.bind(token)
+        bound: RsReader = (
+            rs.bind(token) if cache_root is None else RenewingRs(rs, provider_url, token, cache_root)
+        )
         verified = await verify_credential(bound, provider_url)
         reader = KindCheckedRs(bound, provider_url, verified_kind=verified)
         context = GatewayContext(rs=reader, provider_url=provider_url, token_kind="client")

@@ -37,7 +37,7 @@ def test_empty_cache_fails_closed_with_pdpp_connect_guidance(tmp_path: Path, sha
     done = run_cli("stdio", "--provider-url", shared_sandbox.url, "--cache-root", str(tmp_path / ".pdpp"))
     assert done.returncode == 78
     assert done.stdout == ""
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
     assert shared_sandbox.calls == []
 
 
@@ -76,7 +76,7 @@ def test_expired_credential_is_refused(tmp_path: Path, shared_sandbox: Any) -> N
     done = run_cli("stdio", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
     assert done.returncode == 78
     assert "expired" in done.stderr
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
 
 
 def test_stdout_carries_only_protocol_frames(tmp_path: Path, shared_sandbox: Any) -> None:
@@ -150,7 +150,7 @@ def test_unlabelled_owner_or_package_token_is_refused_by_what_the_rs_says(
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 77, done.stderr
     assert done.stdout == ""
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
     assert ("owner" if name == "owner" else "mcp_package") in done.stderr
     assert token not in done.stderr + done.stdout
     assert {call.path for call in shared_sandbox.calls} == {"/v1/schema"}  # the probe only, never data
@@ -164,7 +164,7 @@ def test_cached_mcp_package_label_is_refused_without_an_rs_call(tmp_path: Path, 
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 77
     assert "mcp_package" in done.stderr
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
     assert token not in done.stderr
     assert shared_sandbox.calls == []
 
@@ -186,7 +186,7 @@ def test_unreadable_or_numeric_expiry_is_never_treated_as_never_expiring(
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 78
     assert reason in done.stderr
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
     assert shared_sandbox.calls == []
 
 
@@ -205,7 +205,7 @@ async def test_rs_down_at_start_then_an_unlabelled_owner_token_never_reads(
             assert result.is_error
             assert result.structured_content is None  # strict clients validate error results too
             assert error_of(result)["code"] == "token_kind_refused"
-            assert f"pdpp connect {url}" in result.content[0].text  # type: ignore[union-attr]
+            assert f"pdpp-gateway connect {url}" in result.content[0].text  # type: ignore[union-attr]
             with pytest.raises(MCPError) as caught:
                 await client.read_resource("pdpp://stream/messages")
             assert caught.value.code == -32603

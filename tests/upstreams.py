@@ -10,7 +10,7 @@
   compact schema view (400 ``invalid_request``, as an RS that does not know
   ``view=compact``) or rewrite the ``aud`` of every active introspection answer.
   ``upstream_proxy(upstream, **options)`` serves one for the block.
-  A ``Fault`` set on it is injected into every read but the schema probe: a delay
+  A ``Fault`` set on it is injected into every ``/v1`` read but the schema probe: a delay
   before answering, a status, a connection reset, malformed JSON, an HTML page, an
   oversized body, or a body cut short of its declared length.
 - ``proxied_settings``: a hosted gateway whose every upstream call goes through a proxy.
@@ -64,7 +64,7 @@ class Seen(NamedTuple):
 
 @dataclass(frozen=True)
 class Fault:
-    """One way an upstream can fail, injected by ``Switchboard`` into every read but the schema probe."""
+    """One way an upstream can fail, injected by ``Switchboard`` into ``/v1`` reads but the schema probe."""
 
     kind: str  # delay | status | reset | malformed | html | oversized | truncated
     value: float = 0  # seconds for delay, status code for status, bytes for oversized
@@ -109,7 +109,7 @@ class Switchboard:
     schema_rewrite: Rewrite | None = None
     refuse_compact: bool = False
     audience: Any = None  # when set: the ``aud`` every active introspection answer carries
-    fault: Fault | None = None  # injected into every read but ``/v1/schema``
+    fault: Fault | None = None  # injected into every ``/v1`` read but ``/v1/schema``
     url: str = ""  # set while ``serve`` runs
     seen: list[Seen] = field(default_factory=list)
 
@@ -132,7 +132,7 @@ class Switchboard:
                 {"error": {"type": "api_error", "code": "unavailable", "message": "down for the test"}},
                 status=503,
             )
-        if self.fault is not None and request.path != "/v1/schema":
+        if self.fault is not None and request.path.startswith("/v1/") and request.path != "/v1/schema":
             faulty = await self.fault.answer(request)
             if faulty is not None:
                 return faulty

@@ -1,13 +1,13 @@
 """``pdpp-gateway stdio``: the local MCP server for one provider, over stdin/stdout.
 
-Contract: the caller's scoped client token comes only from the ``pdpp connect``
+Contract: the caller's scoped client token comes only from the ``pdpp-gateway connect``
 credential cache. Owner credentials are never used: ``PDPP_OWNER_TOKEN`` and
 ``PDPP_OWNER_SESSION_COOKIE`` are ignored (with a notice), and an owner-flagged cached
 credential is refused. A cache label is not trusted on its own: before serving, the RS
 is asked what the token is (``bearer.token_kind``), and an owner or mcp_package token is
 refused even when the file does not say so (see ``pdpp_gateway.stdio``). Without a
 usable credential the process exits non-zero before serving, with a one-line reason and
-the exact fix (``pdpp connect <provider-url>``) on stderr. While serving, stdout carries
+the exact fix (``pdpp-gateway connect <provider-url>``) on stderr. While serving, stdout carries
 protocol frames only: Python-level prints are redirected to stderr and the SDK points
 fd 1 at stderr too.
 
@@ -23,7 +23,7 @@ import os
 
 from pdpp_gateway.commands import local_credential
 
-HELP = "Serve the read tools over stdio for one provider, using the `pdpp connect` credential cache."
+HELP = "Serve the read tools over stdio for one provider, using the `pdpp-gateway connect` credential cache."
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.stdio import serve_stdio
 
     try:
-        anyio.run(serve_stdio, provider_url, token, server_name)
+        anyio.run(serve_stdio, provider_url, token, server_name, local_credential.cache_root_of(args))
     except CredentialError as error:
         local_credential.say(error.message)
         return error.exit_code

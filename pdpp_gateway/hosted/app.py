@@ -37,7 +37,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,7 +51,7 @@ from middleware import chain
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
-from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_resource_metadata
+from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_authorization, mcp_resource_metadata
 from pdpp_gateway.hosted.limits import RateLimits, rate_limits
 from pdpp_gateway.hosted.metrics import Metrics
 from pdpp_gateway.hosted.ops import DRAIN, Drain, healthz, metrics_route, observe, readyz
@@ -123,7 +123,12 @@ def _caller_context(ctx: ServerRequestContext) -> GatewayContext:
     return request[GATEWAY_CONTEXT]
 
 
-def create_app(settings: HostedSettings, *, packages: PackageResolver | None = None) -> web.Application:
+def create_app(
+    settings: HostedSettings,
+    *,
+    packages: PackageResolver | None = None,
+    demo: pages.PageFacts | None = None,
+) -> web.Application:
     metrics = Metrics()
     policy = OriginPolicy.from_settings(settings)
     resolver = packages if packages is not None else _package_resolver(settings)
@@ -175,17 +180,23 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
             headers={"Cache-Control": "public, max-age=86400"},
         )
 
+    async def page_facts(endpoint: str) -> pages.PageFacts:
+        """What the pages may say: sign-in only when the AS metadata offers the code + PKCE flow."""
+        assert gateway.discovery is not None
+        servers = await gateway.discovery.authorization_servers()
+        as_metadata = await gateway.discovery.authorization_server_metadata(servers[0]) if servers else None
+        sign_in = "authorization_code_pkce" in mcp_authorization(endpoint, as_metadata)
+        return replace(demo or pages.PageFacts(), sign_in=sign_in)
+
     async def connect(request: web.Request) -> web.Response:
-        origin = policy.origin_of(request)
-        return web.Response(
-            text=pages.connect_page(f"{origin}/mcp", settings.provider_url), content_type="text/html"
-        )
+        endpoint = f"{policy.origin_of(request)}/mcp"
+        text = pages.connect_page(endpoint, settings.provider_url, await page_facts(endpoint))
+        return web.Response(text=text, content_type="text/html")
 
     async def llms(request: web.Request) -> web.Response:
-        origin = policy.origin_of(request)
-        return web.Response(
-            text=pages.llms_txt(f"{origin}/mcp", settings.provider_url), content_type="text/plain"
-        )
+        endpoint = f"{policy.origin_of(request)}/mcp"
+        text = pages.llms_txt(endpoint, settings.provider_url, await page_facts(endpoint))
+        return web.Response(text=text, content_type="text/plain")
 
     def current_readiness() -> ReadinessProbe:
         assert gateway.readiness is not None

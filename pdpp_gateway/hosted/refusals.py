@@ -71,7 +71,7 @@ def next_step(origin: str) -> str:
     """How a caller gets a credential this door accepts."""
     return (
         f"To connect, fetch {metadata_url(origin)} and complete the authorization flow it names to get "
-        "a scoped, read-only client grant (or run `pdpp connect <provider-url>`); owner bearer tokens "
+        "a scoped, read-only client grant (or run `pdpp-gateway connect <provider-url>`); owner bearer tokens "
         "are never accepted."
     )
 

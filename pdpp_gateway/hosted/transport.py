@@ -99,6 +99,7 @@ from pydantic import ValidationError
 from pdpp_gateway.hosted.http_server import END_CONNECTION
 from pdpp_gateway.hosted.metrics import tool_label
 from pdpp_gateway.hosted.refusals import refusal
+from pdpp_gateway.server import RETRY_AFTER_META
 
 _log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -325,7 +326,11 @@ class McpEndpoint:
         else:
             status, reply = await self._handshake(request, message, request.headers.get(VERSION_HEADER))
         request[MCP_OUTCOME] = _outcome(reply)
-        return web.Response(status=status, body=orjson.dumps(reply), content_type="application/json")
+        response = web.Response(status=status, body=orjson.dumps(reply), content_type="application/json")
+        wait = _retry_after(reply)
+        if wait is not None:
+            response.headers["Retry-After"] = str(wait)
+        return response
 
     async def _handshake(
         self, request: web.Request, message: JSONRPCRequest, version: str | None
@@ -376,6 +381,14 @@ class McpEndpoint:
     def _internal(error: Exception) -> ErrorData:
         _log.error("MCP request failed: %s", type(error).__name__, exc_info=error)
         return ErrorData(code=INTERNAL_ERROR, message="Internal server error")
+
+
+def _retry_after(reply: dict[str, Any]) -> int | None:
+    """A tool error's retry hint (the RS breaker is open), for a ``Retry-After`` header."""
+    result = reply.get("result")
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    wait = meta.get(RETRY_AFTER_META) if isinstance(meta, dict) else None
+    return wait if isinstance(wait, int) and not isinstance(wait, bool) else None
 
 
 def _outcome(reply: dict[str, Any]) -> str:
