@@ -1,10 +1,13 @@
 """Fan-out: run one call against several upstreams and merge what comes back.
 
-Contract: ``FanOut(plan, merge)``.
+Contract: ``FanOut(plan, merge, merge_single=None)``.
 
 - ``plan(call)`` returns ``None`` to pass the call through untouched, or the list of
   sub-calls to make instead (each typically carries another upstream in its context).
-- One sub-call: its result is returned as-is (routing, no merge).
+- One sub-call: its result is returned as-is (routing, no merge), unless
+  ``merge_single(call)`` says this call's single answer must still be merged (for
+  example a continuation whose one remaining upstream answer needs re-shaping); its
+  error then reaches ``merge`` as an outcome like any other.
 - Several: they run concurrently; each outcome is a ``ToolResult`` or the ``ToolError``
   it raised. ``merge(call, sub_calls, outcomes)`` (outcomes in sub-call order) builds
   the single result (and decides what a
@@ -29,15 +32,18 @@ Merge = Callable[[ToolCall, Sequence[ToolCall], Sequence[Outcome]], ToolResult]
 class FanOut:
     """Stage: route a call to one upstream, or fan it out to several and merge."""
 
-    def __init__(self, plan: Plan, merge: Merge) -> None:
+    def __init__(
+        self, plan: Plan, merge: Merge, *, merge_single: Callable[[ToolCall], bool] | None = None
+    ) -> None:
         self._plan = plan
         self._merge = merge
+        self._merge_single = merge_single
 
     async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
         sub_calls = self._plan(call)
         if sub_calls is None:
             return await next_(call)
-        if len(sub_calls) == 1:
+        if len(sub_calls) == 1 and not (self._merge_single and self._merge_single(call)):
             return await next_(sub_calls[0])
         outcomes = await asyncio.gather(*(_attempt(next_, sub) for sub in sub_calls))
         return self._merge(call, sub_calls, outcomes)

@@ -1,5 +1,5 @@
-"""Package fan-out: one caller, several child grants (an ``mcp_package`` token, or
-several local grants), each read with that child's OWN token.
+"""Package fan-out: one caller, several child grants (an ``mcp_package`` token), each
+read with that child's OWN token.
 
 Routing (``plan``), for a context whose ``package`` is non-empty:
 
@@ -7,17 +7,20 @@ Routing (``plan``), for a context whose ``package`` is non-empty:
   whose grant lists it (preferring one that grants the stream); none → 404
   ``connection_not_found`` listing the members. A one-member package always routes.
 - ``search`` fans out to every member, with ``streams`` narrowed to each member's
-  granted streams; members granting none of the requested streams are not called.
+  granted streams; members granting none of the requested streams are not called. A
+  merged page's ``next_cursor`` continues every member with hits left
+  (``package_search``); such a cursor with ``connection_id`` is refused as
+  ``invalid_cursor`` (it continues several sources, not one).
 - ``schema`` fans out to the members that may hold the stream (all for the index);
   ``detail: "full"`` must resolve to one member, else 409 ``ambiguous_schema_detail``.
 - anything else stays unrouted: the context's ``UnroutedRs`` answers a typed
   ``ambiguous_connection`` built from membership alone (no health probes).
 
-Merging (``merge``): search hits are interleaved by rank across members (round-robin),
-de-duplicated by id and cut to the caller's ``limit`` (default 25) after the merge, with
-``meta.package.source_mix``. Schemas concatenate connectors. A failed member becomes a
-``source_unavailable`` warning and is listed under ``unavailable_connections``, never as
-a usable option; if every member failed, the first member's error is the answer.
+Merging (``merge``): search pages are merged by ``package_search`` (round-robin by each
+member's own rank in member order, de-duplicated by id, at most the caller's ``limit``,
+``meta.package.order`` and ``source_mix``). Schemas concatenate connectors. A failed member
+becomes a ``source_unavailable`` warning and is listed under ``unavailable_connections``,
+never as a usable option; if every member failed, the first member's error is the answer.
 """
 
 from __future__ import annotations
@@ -29,14 +32,15 @@ from typing import Any, Final
 from middleware import FanOut, Outcome, ToolCall, ToolError, ToolResult
 from pdpp_gateway.context import MAX_LISTED_CONNECTIONS, PackageMember, context_of
 from pdpp_gateway.ids import parse_handle
+from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
+from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
 
-DEFAULT_SEARCH_LIMIT: Final = 25
 _ROUTED_BY_HANDLE: Final = frozenset({"fetch", "read_record_field"})
 
 
 def fan_out_stage() -> FanOut:
     """The pipeline stage that applies this module's routing and merging."""
-    return FanOut(plan, merge)
+    return FanOut(plan, merge, merge_single=is_continuation)
 
 
 def plan(call: ToolCall) -> Sequence[ToolCall] | None:
@@ -48,11 +52,16 @@ def plan(call: ToolCall) -> Sequence[ToolCall] | None:
     stream = _stream_of(call)
     target = _target_connection(call)
     if target is not None:
+        if call.name == "search" and is_package_cursor(args.get("cursor")):
+            raise invalid_cursor(
+                "it continues a merged search of several sources; drop connection_id to follow it, "
+                "or drop cursor to page this source alone"
+            )
         return [_routed(call, _member_for(members, target, stream))]
-    if len(members) == 1:
+    if len(members) == 1 and not is_continuation(call):
         return [_routed(call, members[0])]
     if call.name == "search":
-        return _search_calls(call, members)
+        return search_calls(call, members, _routed)
     if call.name == "schema":
         candidates = [m for m in members if stream is None or _grants_stream(m, stream)]
         if args.get("detail") == "full" and len(candidates) > 1:
@@ -69,7 +78,7 @@ def merge(call: ToolCall, sub_calls: Sequence[ToolCall], outcomes: Sequence[Outc
     if outcomes and not ok:
         raise failed[0][1]
     if call.name == "search":
-        return _merge_search(call, ok, failed, len(members))
+        return merge_search(call, members, sources, outcomes)
     return _merge_schema(ok, failed, len(members))
 
 
@@ -132,20 +141,6 @@ def _source_of(call: ToolCall) -> PackageMember:
     return source
 
 
-def _search_calls(call: ToolCall, members: Sequence[PackageMember]) -> list[ToolCall]:
-    requested = call.arguments.get("streams")
-    calls: list[ToolCall] = []
-    for member in members:
-        if isinstance(requested, list) and "*" not in member.streams:
-            narrowed = [s for s in requested if s in member.streams]
-            if not narrowed:
-                continue
-            calls.append(_routed(call.with_arguments({**call.arguments, "streams": narrowed}), member))
-        else:
-            calls.append(_routed(call, member))
-    return calls
-
-
 def _listing(members: Sequence[PackageMember]) -> list[dict[str, Any]]:
     return [m.connection_entry() for m in members[:MAX_LISTED_CONNECTIONS]]
 
@@ -169,15 +164,10 @@ def _ambiguous_schema_detail(candidates: Sequence[PackageMember], stream: str) -
 # --- merging -----------------------------------------------------------------------
 
 
-def _source_tag(member: PackageMember) -> dict[str, Any]:
-    tag = member.connection_entry()
-    return {key: value for key, value in tag.items() if value is not None}
-
-
 def _unavailable(failed: Sequence[tuple[PackageMember, ToolError]]) -> list[dict[str, Any]]:
     return [
         {
-            **_source_tag(member),
+            **source_tag(member),
             "error_code": error.code,
             "next_step": "Ask the person to re-approve this source, or choose another connection.",
         }
@@ -191,76 +181,10 @@ def _warnings(failed: Sequence[tuple[PackageMember, ToolError]]) -> list[dict[st
             "code": "source_unavailable",
             "message": f"Source {member.connection_entry()['connection_id'] or member.grant_id} failed with "
             f"{error.code}; its results are missing.",
-            "detail": _source_tag(member),
+            "detail": source_tag(member),
         }
         for member, error in failed
     ]
-
-
-def _merge_search(
-    call: ToolCall,
-    ok: Sequence[tuple[PackageMember, ToolResult]],
-    failed: Sequence[tuple[PackageMember, ToolError]],
-    member_count: int,
-) -> ToolResult:
-    limit = call.arguments.get("limit", DEFAULT_SEARCH_LIMIT)
-    ranked = [list(result.structured.get("results") or []) for _, result in ok]
-    merged: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for rank in range(max((len(hits) for hits in ranked), default=0)):
-        for hits in ranked:
-            if rank < len(hits) and hits[rank].get("id") not in seen:
-                seen.add(str(hits[rank].get("id")))
-                merged.append(hits[rank])
-    returned = merged[:limit]
-    child_more = any(_data(result).get("has_more") for _, result in ok)
-    base: dict[str, Any] = dict(_data(ok[0][1])) if ok else {"object": "list"}
-    base.pop("next_cursor", None)
-    meta: dict[str, Any] = dict(base.get("meta") or {})
-    warnings: list[dict[str, Any]] = [*_warnings(failed)]
-    if child_more or len(merged) > limit:
-        warnings.append(
-            {
-                "code": "partial_results",
-                "message": "More hits exist than this merged page shows; page one source at a time "
-                "by passing connection_id with next_cursor.",
-                "param": "connection_id",
-            }
-        )
-    meta["warnings"] = warnings
-    meta["package"] = {
-        "member_count": member_count,
-        "merged_hit_count": len(merged),
-        "returned_hit_count": len(returned),
-        "fanout_limit": limit,
-        "partial": bool(failed),
-        "source_mix": _source_mix(returned),
-    }
-    base.update(
-        result_count=len(returned),
-        has_more=child_more or len(merged) > limit,
-        meta=meta,
-    )
-    if failed:
-        base["unavailable_connections"] = _unavailable(failed)
-    structured = {
-        "data": base,
-        "results": returned,
-        "provider_url": context_of(call).provider_url,
-        "request_id": None,
-    }
-    return ToolResult(structured=structured)
-
-
-def _source_mix(hits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    mix: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for hit in hits:
-        key = (hit.get("connection_id"), hit.get("connector_key"))
-        entry = mix.setdefault(key, {"connection_id": key[0], "connector_key": key[1], "count": 0})
-        if hit.get("display_name"):
-            entry.setdefault("display_name", hit["display_name"])
-        entry["count"] += 1
-    return list(mix.values())
 
 
 def _merge_schema(
@@ -275,7 +199,7 @@ def _merge_schema(
         for connector in document.get("connectors") or ():
             if isinstance(connector, Mapping):
                 connectors.append(
-                    {**connector, "source": {**_source_tag(member), **(connector.get("source") or {})}}
+                    {**connector, "source": {**source_tag(member), **(connector.get("source") or {})}}
                 )
         for key, value in document.items():
             if key not in {"connectors", "bearer", "connector_count", "stream_count", "object"}:

@@ -64,6 +64,8 @@ def render_search(call: ToolCall, result: ToolResult) -> str:
             if isinstance(m, Mapping)
         )
         lines.append(f"sources: {mix}")
+    if isinstance(package, Mapping) and package.get("order"):
+        lines.append(_package_order(package))
     for warning in meta.get("warnings") or ():
         if isinstance(warning, Mapping):
             lines.append(clip(f"warning {warning.get('code')}: {warning.get('message', '')}", 240))
@@ -89,6 +91,16 @@ def render_search(call: ToolCall, result: ToolResult) -> str:
     if listed < len(hits):
         lines.append(_not_listed(call, listed, len(hits)))
     return "\n".join([*lines, *footer])
+
+
+def _package_order(package: Mapping[str, Any]) -> str:
+    """How a merged package page is ordered (RS scores of different sources are not comparable)."""
+    sources = ", ".join(str(source) for source in (package.get("source_order") or ())[:8])
+    return clip(
+        f"order: round-robin by each source's own rank, sources in fixed order ({sources}); "
+        "scores of different sources are not comparable.",
+        240,
+    )
 
 
 def _hybrid_more(call: ToolCall) -> str:

@@ -8,6 +8,7 @@ which child was asked for what.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -63,3 +64,38 @@ async def test_scoped_search_goes_to_the_selected_child_only(
     assert not result.is_error
     assert set(by_child) == {child}
     assert {hit["id"].split("/", 1)[0] for hit in result.structured_content["results"]} <= {connection}
+
+
+async def test_merged_pages_followed_to_the_end_interleave_every_childs_hits_once(
+    shared_sandbox: Any,
+) -> None:
+    query = {"query": "Lisbon"}  # 30 mail hits, 5 chat hits in the sandbox
+    async with (
+        start_gateway(sandbox_settings(shared_sandbox.url)) as url,
+        mcp_http(url, shared_sandbox.tokens["package"]) as client,
+    ):
+        alone = {}
+        for connection in ("cin_mail_work", "cin_slack_acme"):  # member order of the sandbox package
+            result = await client.call_tool("search", {**query, "connection_id": connection, "limit": 100})
+            assert not result.is_error
+            alone[connection] = [hit["id"] for hit in result.structured_content["results"]]
+        pages = [await client.call_tool("search", {**query, "limit": 3})]
+        while cursor := pages[-1].structured_content["data"].get("next_cursor"):
+            assert len(pages) < 50
+            pages.append(await client.call_tool("search", {**query, "limit": 3, "cursor": cursor}))
+    assert not any(page.is_error for page in pages)
+    shown = [hit["id"] for page in pages for hit in page.structured_content["results"]]
+    mail, chat = alone["cin_mail_work"], alone["cin_slack_acme"]
+    assert len(mail) > 3 * len(chat) >= 6, alone  # both children page, at unequal lengths
+    expected = [
+        ids[rank] for rank in range(max(len(mail), len(chat))) for ids in (mail, chat) if rank < len(ids)
+    ]
+    assert shown == expected
+    cursors = " ".join(str(page.structured_content["data"].get("next_cursor")) for page in pages)
+    decoded = " ".join(
+        base64.urlsafe_b64decode(c.removeprefix("pkg1.") + "==").decode()
+        for c in cursors.split()
+        if c != "None"
+    )
+    assert not any(token in cursors or token in decoded for token in shared_sandbox.tokens.values())
+    assert "order: round-robin by each source's own rank" in pages[0].content[0].text

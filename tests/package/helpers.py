@@ -1,0 +1,76 @@
+"""Packages of in-memory child grants, called through the real tool pipeline (no socket)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from middleware import ToolCall, ToolResult
+from pdpp_gateway.context import GatewayContext, PackageMember
+from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.fake_rs import FakeCall, FakeRs, hit
+
+PROVIDER = "https://rs.example.test"
+PIPELINE = build_pipeline()
+
+
+def child(
+    name: str, hit_count: int, *, stream: str = "messages", log: list[FakeCall] | None = None
+) -> FakeRs:
+    """A child grant ``grt_<name>`` on connection ``cin_<name>`` whose search answers ``hit_count`` hits."""
+    connection = f"cin_{name}"
+    hits = [
+        hit(stream, f"{name}_{rank:03d}", connection, f"<mark>invoice</mark> {name} {rank}")
+        for rank in range(hit_count)
+    ]
+    records = {
+        stream: [{"id": f"{name}_{rank:03d}", "data": {"subject": f"invoice {rank}"}} for rank in range(3)]
+    }
+    return FakeRs(
+        f"grt_{name}", connection_id=connection, connector_key=name, hits=hits, records=records, log=log
+    )
+
+
+def package(*fakes: FakeRs, members: Sequence[PackageMember] | None = None) -> GatewayContext:
+    return GatewayContext.for_package(members or [fake.member() for fake in fakes], PROVIDER)
+
+
+async def call(context: GatewayContext, tool: str, arguments: dict[str, Any]) -> ToolResult:
+    return await PIPELINE(ToolCall(tool, arguments, context))
+
+
+def ids(result: ToolResult) -> list[str]:
+    assert not result.is_error, result.text
+    return [str(h["id"]) for h in result.structured["results"]]
+
+
+def error_code(result: ToolResult) -> str:
+    assert result.is_error, result.text
+    return str(result.structured["error"]["code"])
+
+
+def hit_ids(fake: FakeRs) -> list[str]:
+    """The handles the gateway gives a fake's hits, in the fake's rank order."""
+    return [f"{h['connection_id']}/{h['stream']}:{h['record_key']}" for h in fake.hits]
+
+
+def interleave(*ranked: list[str]) -> list[str]:
+    """Round-robin by each list's own rank, lists in the given order (the documented order)."""
+    return [
+        items[rank]
+        for rank in range(max(map(len, ranked), default=0))
+        for items in ranked
+        if rank < len(items)
+    ]
+
+
+async def page_through(
+    context: GatewayContext, arguments: dict[str, Any], *, max_pages: int = 200
+) -> list[ToolResult]:
+    """Every page of a search, following next_cursor until there is none."""
+    pages = [await call(context, "search", arguments)]
+    while not pages[-1].is_error and pages[-1].structured["data"].get("next_cursor"):
+        assert len(pages) < max_pages, "next_cursor never ends"
+        cursor = pages[-1].structured["data"]["next_cursor"]
+        pages.append(await call(context, "search", {**arguments, "cursor": cursor}))
+    return pages
