@@ -17,8 +17,9 @@ Contract:
   with the early bytes and a difference is logged as an error (a stale ``answers.json``).
 - A line that is not a JSON-RPC message is answered here (``check_line``), since the SDK
   drops it without a word: not JSON → ``-32700``, ``params`` that is not an object →
-  ``-32602``, any other malformed message → ``-32600``; with the request's id when it can
-  be read, else ``null``. A malformed *response* from the client is dropped (a response
+  ``-32602``, any other malformed message → ``-32600`` (a request whose id is neither an
+  integer nor a string too: the SDK would take it for a notification and never answer);
+  with the request's id when it can be read, else ``null``. A malformed *response* from the client is dropped (a response
   is never answered). Each gets one stderr line naming the code and the line's size,
   never its content. Blank lines are skipped.
 - The RS client is opened once and closed on the way out.
@@ -44,6 +45,7 @@ from mcp.types import (
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
     jsonrpc_message_adapter,
@@ -137,11 +139,14 @@ def check_line(line: str, wire: Wire) -> bool:
     if not line.strip():
         return False
     try:
-        jsonrpc_message_adapter.validate_json(line, by_name=False)
+        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError:
         pass
     else:
-        return True
+        # The SDK reads a request whose id is not an integer or a string as a notification
+        # (the id ignored), which would leave its sender waiting for an answer forever.
+        if not (isinstance(message, JSONRPCNotification) and '"id"' in line and "id" in _object(line)):
+            return True
     size = len(line.encode())
     refusal = refuse(line)
     if refusal is None:
@@ -157,7 +162,7 @@ def refuse(line: str) -> tuple[JSONRPCError, str] | None:
     """The error answering a line that is not a JSON-RPC message (``None``: a bad response,
     dropped), with a few words on what was wrong for the log."""
     try:
-        message: Any = pydantic_core.from_json(line, allow_inf_nan=True)
+        message = _object(line)
     except ValueError:
         return _error(
             None, PARSE_ERROR, "Parse error: the line is not JSON. Send one JSON-RPC message per line."
@@ -188,6 +193,11 @@ def refuse(line: str) -> tuple[JSONRPCError, str] | None:
         'Invalid Request: a JSON-RPC message needs "jsonrpc": "2.0", a string "method" and, for a '
         'request, an integer or string "id".',
     ), "is not a valid JSON-RPC message"
+
+
+def _object(line: str) -> Any:
+    """The line's JSON value, read as the SDK's parser reads it."""
+    return pydantic_core.from_json(line, allow_inf_nan=True)
 
 
 def _error(request_id: int | str | None, code: int, message: str) -> JSONRPCError:

@@ -60,7 +60,7 @@ async def _serve(lines: list[str], name: str) -> list[str]:
     outbound_send, outbound_receive = anyio.create_memory_object_stream[SessionMessage](len(lines))
     requests = 0
     frames: list[str] = []
-    async with anyio.create_task_group() as group:
+    async with inbound_receive, outbound_receive, anyio.create_task_group() as group:
         group.start_soon(server.run, inbound_receive, outbound_send, server.create_initialization_options())
         async with inbound_send:
             for line in lines:
