@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 import threading
@@ -119,8 +120,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _unverified(reason: str) -> None:
-    import logging
-
     logging.getLogger("pdpp_gateway.stdio").warning(
         "the resource server is unreachable at start-up (%s); serving, and verifying the credential "
         "before the first read",

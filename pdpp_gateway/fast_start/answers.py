@@ -174,10 +174,9 @@ class EarlyResponder:
             requested = _initialize_version(params)
             if requested is None:
                 return None
-            table = self.table
-            versions = table.handshake_versions
-            self.era = "handshake"
-            self.version = requested if requested in versions else table.latest_handshake_version
+            self.era = "handshake"  # negotiated as the SDK does: the client's version if served, else the latest
+            served = requested in self.table.handshake_versions
+            self.version = requested if served else self.table.latest_handshake_version
             return self._answer(id_key, "handshake", self.version, method)
         protocol_version = self._modern_version(params)
         if method in MODERN_METHODS and protocol_version is not None:
