@@ -53,7 +53,11 @@ INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
 }
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "schema", "arguments": {}}}
@@ -116,7 +120,10 @@ def read_answer(stdout: int, want: int, buffer: bytearray) -> None:
 
 
 def session(
-    command: list[str], env: dict[str, str], exchanges: list[tuple[list[dict[str, Any]], int]], cwd: Path = ROOT
+    command: list[str],
+    env: dict[str, str],
+    exchanges: list[tuple[list[dict[str, Any]], int]],
+    cwd: Path = ROOT,
 ) -> float:
     """ms from spawn to the last exchange's answer; the process is then closed and awaited.
 
@@ -126,7 +133,8 @@ def session(
     child = subprocess.Popen(  # noqa: S603 - our own interpreter
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
     )
-    assert child.stdin is not None and child.stdout is not None
+    assert child.stdin is not None
+    assert child.stdout is not None
     buffer = bytearray()
     try:
         for frames, want in exchanges:

@@ -174,7 +174,8 @@ class EarlyResponder:
             requested = _initialize_version(params)
             if requested is None:
                 return None
-            self.era = "handshake"  # negotiated as the SDK does: the client's version if served, else the latest
+            # Negotiated as the SDK does: the client's version when served, else the latest.
+            self.era = "handshake"
             served = requested in self.table.handshake_versions
             self.version = requested if served else self.table.latest_handshake_version
             return self._answer(id_key, "handshake", self.version, method)
