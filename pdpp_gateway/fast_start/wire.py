@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import codecs
 import collections
-import fcntl
 import io
 import logging
 import os
@@ -47,13 +46,34 @@ _log = logging.getLogger(__name__)
 
 def claim_stdio() -> tuple[int, int]:
     """Private duplicates of fd 0 and fd 1; fd 0 becomes the null device, fd 1 stderr."""
-    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_in, wire_out = _private_copy(0), _private_copy(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
     return wire_in, wire_out
+
+
+def _private_copy(fd: int) -> int:
+    """A copy of ``fd`` above the standard range, not inherited by child processes."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: os.dup's copy is not inheritable either
+        return os.dup(fd)
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+
+
+def _read(fd: int) -> bytes:
+    """The next bytes of ``fd`` (``b""`` at its end), waiting even on a non-blocking pipe."""
+    while True:
+        try:
+            return os.read(fd, READ_BYTES)
+        except BlockingIOError:
+            import select
+
+            select.select([fd], [], [])
+        except OSError:
+            return b""
 
 
 class Wire:
@@ -157,10 +177,7 @@ class StdinPump:
         )
         partial = ""
         while True:
-            try:
-                chunk = os.read(self._fd, READ_BYTES)
-            except OSError:
-                chunk = b""
+            chunk = _read(self._fd)
             text = partial + decoder.decode(chunk, final=not chunk)
             *lines, partial = text.split("\n")
             for line in lines:
