@@ -123,7 +123,7 @@ async def main(calls: int, seconds: float) -> None:
     serve_args = [
         "serve", "--provider-url", rs_url, "--port", str(gw_port), "--log-level", "WARNING",
         "--introspection-url", f"{rs_url}/introspect", "--introspection-client-id", "pdpp-gateway",
-        "--introspection-client-secret", "sandbox-introspection-secret",
+        "--introspection-client-secret", "sandbox-introspection-secret", "--rate-limit", "0",
     ]  # fmt: skip
     async with process("sandbox", "--port", str(rs_port)), process(*serve_args) as gateway:
         await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")

@@ -6,7 +6,7 @@ content rendering, token-kind refusal and fan-out/merge. Nothing here knows abou
 gateway parameterises each stage with what it needs.
 """
 
-from middleware.errors import PreserveErrors, ToolError, gateway_error
+from middleware.errors import PreserveErrors, ToolError, echo, gateway_error
 from middleware.fanout import FanOut, Outcome
 from middleware.pipeline import JSONObject, Middleware, Next, ToolCall, ToolResult, chain, compose
 from middleware.rendering import RenderContent, Renderer
@@ -30,5 +30,6 @@ __all__ = [
     "ValidateArguments",
     "chain",
     "compose",
+    "echo",
     "gateway_error",
 ]

@@ -12,13 +12,14 @@ Contract:
 - Any other exception is a defect: it is logged with its traceback (server side only)
   and answered with a bounded ``internal_error`` envelope that names no internals.
   The caller never sees a traceback.
+- ``echo(value)`` quotes a caller's value in a refusal, bounded to ``ECHO_CHARS``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from middleware.pipeline import JSONObject, Next, ToolCall, ToolResult
 
@@ -36,6 +37,16 @@ class ToolError(Exception):
     @property
     def code(self) -> str:
         return str(self.envelope.get("code", "error"))
+
+
+ECHO_CHARS: Final = 60
+
+
+def echo(value: Any, limit: int = ECHO_CHARS) -> str:
+    """``repr(value)`` for a refusal message, at most ``limit`` characters (a caller's
+    value is quoted so they can find it, never copied back whole)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
 
 
 def gateway_error(

@@ -7,7 +7,10 @@ Contract:
   the tool's own ``checks`` (each returns a ``ToolError`` or ``None``; they see the raw
   arguments and must tolerate any JSON), then the tool's JSON Schema (2020-12).
   Custom checks go first so that they can give a precise, typed error (e.g. "filter
-  must be a typed object") where the schema would only say "wrong type".
+  must be a typed object") where the schema would only say "wrong type". A check that
+  trips over a value of an unexpected type (``TypeError``, ``ValueError``, ...) yields to
+  the schema's verdict on that value; only if the schema accepts it is the exception
+  raised (a defect in the check, contained by ``PreserveErrors``).
 - Schema failures become ``invalid_arguments`` errors whose message names the
   argument and says what to send instead, bounded and never echoing a large value.
   The schema validators are compiled once.
@@ -23,13 +26,13 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any, Final
 
 from middleware.errors import ToolError, gateway_error
 from middleware.pipeline import JSONObject, Next, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 Check = Callable[[Mapping[str, Any]], ToolError | None]
 MAX_SAFE_INTEGER: Final = 2**53
@@ -69,15 +72,28 @@ class ValidateArguments:
         schemas: Mapping[str, JSONObject],
         checks: Mapping[str, Sequence[Check]] | None = None,
     ) -> None:
+        from jsonschema import Draft202012Validator  # about 40 ms: paid by who validates, not by import
+
         self._validators = {name: Draft202012Validator(schema) for name, schema in schemas.items()}
         self._checks = {name: tuple(ladder) for name, ladder in (checks or {}).items()}
 
     def rejection(self, tool: str, arguments: Mapping[str, Any]) -> ToolError | None:
         """The first reason to refuse ``arguments`` for ``tool``, or ``None``."""
         for check in self._checks.get(tool, ()):
-            error = check(arguments)
+            try:
+                error = check(arguments)
+            except (TypeError, ValueError, AttributeError, KeyError):
+                # A check met a value of a type it did not expect (a list where a name
+                # belongs, say). The schema names such values precisely; if the schema
+                # accepts the value, the check itself is wrong and that is a defect.
+                error = self._schema_rejection(tool, arguments)
+                if error is None:
+                    raise
             if error is not None:
                 return error
+        return self._schema_rejection(tool, arguments)
+
+    def _schema_rejection(self, tool: str, arguments: Mapping[str, Any]) -> ToolError | None:
         validator = self._validators.get(tool)
         if validator is None:
             return None

@@ -21,6 +21,7 @@ from pdpp_gateway import __version__
 
 # Subcommand name -> module. Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
+    "connect": "pdpp_gateway.commands.connect",
     "stdio": "pdpp_gateway.commands.stdio",
     "serve": "pdpp_gateway.commands.serve",
     "search": "pdpp_gateway.commands.search",

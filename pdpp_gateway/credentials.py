@@ -1,14 +1,14 @@
-"""The ``pdpp connect`` credential cache: where a local gateway finds its scoped token.
+"""The credential cache (``pdpp-gateway connect``, like the reference ``pdpp connect``): where a local gateway finds its scoped token.
 
 Contract:
 
 - File: ``<cache_root>/clients/<host>.json`` where ``<host>`` is the provider URL's
   host including port, every character outside ``[A-Za-z0-9.-]`` replaced by ``_``
-  (``localhost:7663`` → ``localhost_7663.json``). Shape as ``pdpp connect`` writes it:
+  (``localhost:7663`` → ``localhost_7663.json``). Shape as ``pdpp-gateway connect`` writes it:
   ``{provider_url, authorization_server, scope, client, credential{access_token,
   token_type, expires_at?, grant_id?, scope?}, created_at}``.
 - ``load_credential`` fails closed with a ``CredentialError`` whose message names the
-  fix (``pdpp connect <provider-url>``) and whose exit code the CLI returns: 78 for a
+  fix (``pdpp-gateway connect <provider-url>``) and whose exit code the CLI returns: 78 for a
   missing, expired or malformed credential, 77 for one labelled ``owner`` or
   ``mcp_package`` (package tokens are only valid at a hosted ``/mcp``), 64 for a bad
   provider URL. A file whose ``provider_url`` names another origin is refused, so a
@@ -96,7 +96,7 @@ def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None
     """The cached scoped credential for ``provider_url``, or a ``CredentialError``."""
     url = normalize_provider_url(provider_url)
     path = cache_file_for(url, cache_root)
-    connect = f"Run `pdpp connect {url}`"
+    connect = f"Run `pdpp-gateway connect {url}`"
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -169,7 +169,7 @@ def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None
 
 def refused_kind_error(provider_url: str, kind: str) -> CredentialError:
     """The refusal for a credential of a kind the local gateway never uses (owner, mcp_package)."""
-    connect = f"Run `pdpp connect {provider_url}`"
+    connect = f"Run `pdpp-gateway connect {provider_url}`"
     if kind == "mcp_package":
         what = "an mcp_package token (valid only at a hosted /mcp endpoint, never on /v1)"
     else:
@@ -200,8 +200,14 @@ def write_credential(
     client_id: str | None = None,
     authorization_server: str | None = None,
     extra: Mapping[str, Any] | None = None,
+    client: Mapping[str, Any] | None = None,
+    authorization_details: list[Any] | None = None,
 ) -> Path:
-    """Write a credential file the way ``pdpp connect`` does (0700 dir, 0600 file, atomic)."""
+    """Write a credential file the way ``pdpp-gateway connect`` does (0700 dir, 0600 file, atomic).
+
+    ``client`` is the registered client as cached (else ``{client_id}``);
+    ``authorization_details`` the granted details, kept for ``connect --list``.
+    """
     url = normalize_provider_url(provider_url)
     path = cache_file_for(url, cache_root)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -216,14 +222,16 @@ def write_credential(
     if expires_at:
         credential["expires_at"] = expires_at
     credential.update(extra or {})
-    payload = {
+    payload: dict[str, Any] = {
         "provider_url": url,
         "authorization_server": authorization_server or url,
         "scope": "pdpp:read",
-        "client": {"client_id": client_id} if client_id else None,
+        "client": dict(client) if client else {"client_id": client_id} if client_id else None,
         "credential": credential,
         "created_at": datetime.now(UTC).isoformat(),
     }
+    if authorization_details is not None:
+        payload["authorization_details"] = authorization_details
     import tempfile  # only writers need it (and it costs a local door's start ~10 ms)
 
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")

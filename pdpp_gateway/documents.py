@@ -4,9 +4,13 @@ Contract:
 
 - ``search_results`` flattens RS hits into ChatGPT-compatible entries ``{id, title, url,
   ...}``. ``id`` is the self-contained handle ``{connection_id}/{stream}:{record_id}``
-  whenever the grammar allows (never truncated). ``title`` is never the snippet: it is
-  ``<source label> / <stream> / <authored time>`` (authored/event time preferred over
-  ingest time). ``url`` is an absolute citation URL on the provider. ``evidence`` lists
+  whenever the grammar allows (never truncated). ``title`` is one plain line (no
+  ``<mark>``) and never built from ``emitted_at`` (the ingest time, the same for every
+  record a sync wrote): the hit's snippet or evidence on a title-like field
+  (``TITLE_FIELDS``: subject, title, name, ...), else ``<source label> / <stream> /
+  <record id>`` with the authored time when the RS gives one, followed by the matched
+  field and a short window of its matched value (``from_name: Ana Ribeiro``), so hits
+  matched on the same kind of field can be told apart without fetching each. ``url`` is an absolute citation URL on the provider. ``evidence`` lists
   the RS's proven text matches only (``evidence_excerpts``), each with a bounded preview
   around the marked match (``preview_around_mark``: visible chars counted, tags kept
   well-formed) and the exact ``read_record_field`` arguments that land on the window the
@@ -14,9 +18,13 @@ Contract:
   the preview's own text (the RS ``q`` finds the FIRST occurrence, so the bare marked
   term could land elsewhere). A hit matched only on metadata gets no invented body
   window. A connection that cannot be embedded in the id travels as ``connection_id``.
+- ``record_title`` and ``authored_time`` name a record for a person (query_records rows
+  use them too).
 - ``search_envelope`` is the RS envelope minus its hit array (replaced by a count and a
   pointer to ``results``): paging, recall and warnings stay untouched.
-- ``fetch_document`` returns exactly ``{id, title, text, url, metadata}``. ``text`` is
+- ``fetch_document`` returns exactly ``{id, title, text, url, metadata}``. ``title`` is
+  the record's title-like field, else ``<source label> / <stream> / <record id>`` with
+  its authored time when it has one (never ``emitted_at``). ``text`` is
   the record's main text field, or compact JSON of the (projected) record when it has
   none; past ``max_text_chars`` it is cut and ENDS with an explicit marker saying what
   was cut and, on its last line, the exact ``read_record_field`` call to continue.
@@ -34,7 +42,20 @@ import orjson
 
 from pdpp_gateway.ids import RecordRef, format_handle, handle_arguments
 
-TITLE_FIELDS: Final = ("title", "name", "subject", "summary")
+# Fields that name a record for a person, in order of preference.
+TITLE_FIELDS: Final = (
+    "title",
+    "subject",
+    "name",
+    "full_name",
+    "filename",
+    "track_name",
+    "display_name",
+    "headline",
+    "summary",
+)
+TITLE_CHARS: Final = 160
+MATCH_CHARS: Final = 60
 TEXT_FIELDS: Final = ("text", "body_text", "body", "content", "selftext", "description", "summary", "snippet")
 AUTHORED_FIELDS: Final = (
     "sent_at",
@@ -90,7 +111,7 @@ def fetch_document(
     stream = _text(record_body.get("stream")) or ref.stream
     record_id = _text(record_body.get("id")) or ref.record_id
     label = _text(record_body.get("display_name")) or _connector_key(record_body)
-    authored = _authored(payload, record_body)
+    authored = authored_time(payload, record_body)
     naming = handle_arguments(stream, record_id, connection_id)
 
     metadata: dict[str, Any] = {
@@ -129,9 +150,7 @@ def fetch_document(
         metadata.update(_data_fields(payload, skip={text_field, *(field for field, _ in blobs)}))
     return {
         "id": requested_id,
-        "title": _title(
-            payload, label, stream, authored or _text(record_body.get("emitted_at")), requested_id
-        ),
+        "title": record_title(payload) or _source_title(label, stream, record_id, authored),
         "text": text,
         "url": record_url(provider_url, stream, record_id, connection_id),
         "metadata": {
@@ -271,7 +290,7 @@ def _result(hit: Mapping[str, Any], provider_url: str) -> dict[str, Any]:
     label = _text(hit.get("display_name")) or _connector_key(hit) or connection_id
     result: dict[str, Any] = {
         "id": handle,
-        "title": _title(hit, label, stream, _authored(hit) or _text(hit.get("emitted_at")), handle),
+        "title": _hit_title(hit, label, stream, record_id),
         "url": record_url(provider_url, stream, record_id, connection_id),
         "stream": stream,
         "record_id": record_id,
@@ -332,16 +351,48 @@ def _evidence_offset(excerpt: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _title(source: Mapping[str, Any], label: str | None, stream: str, when: str | None, fallback: str) -> str:
+def record_title(data: Mapping[str, Any]) -> str | None:
+    """A record's own title-like field (``TITLE_FIELDS``) as one bounded line, if it has one."""
     for key in TITLE_FIELDS:
-        value = source.get(key)
+        value = data.get(key)
         if isinstance(value, str) and value.strip():
-            return value.strip()[:200]
-    parts = [part for part in (label, stream, when) if part]
-    return " / ".join(parts) if parts else fallback
+            return _line(value, TITLE_CHARS)
+    return None
 
 
-def _authored(*sources: Mapping[str, Any]) -> str | None:
+def _hit_title(hit: Mapping[str, Any], label: str | None, stream: str, record_id: str) -> str:
+    """A title-like match as it is, else the source, stream and id plus the matched value."""
+    matches = list(_matched_texts(hit))
+    for field, text in matches:
+        if field.rsplit(".", 1)[-1] in TITLE_FIELDS:
+            return _line(parse_marks(text)[0], TITLE_CHARS)
+    title = _source_title(label, stream, record_id, authored_time(hit))
+    if not matches:
+        return title
+    field, text = matches[0]
+    window = parse_marks(preview_around_mark(" ".join(text.split()), MATCH_CHARS)[0])[0]
+    return f"{title} · {field}: {window}"
+
+
+def _matched_texts(hit: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(field, text)`` of the hit's snippet, then of its evidence excerpts."""
+    snippet = hit.get("snippet")
+    if isinstance(snippet, Mapping) and _text(snippet.get("field")) and _text(snippet.get("text")):
+        yield str(snippet["field"]), str(snippet["text"])
+    for excerpt in _excerpts(hit):
+        yield str(excerpt["field_path"]), str(excerpt["preview_text"])
+
+
+def _source_title(label: str | None, stream: str, record_id: str, authored: str | None) -> str:
+    return " / ".join(part for part in (label, stream, record_id, authored) if part)
+
+
+def _line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def authored_time(*sources: Mapping[str, Any]) -> str | None:
     """The record's authored/event time: a known field first, else any other ``*_at`` field
     that is not an ingest or bookkeeping time (never ``emitted_at``)."""
     for source in sources:

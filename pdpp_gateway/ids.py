@@ -30,7 +30,7 @@ from urllib.parse import quote, unquote
 
 import orjson
 
-from middleware import ToolError, gateway_error
+from middleware import ToolError, echo, gateway_error
 
 RECORD_URI_PREFIX = "pdpp://record/"
 MAX_SEGMENT_CHARS = 512
@@ -104,7 +104,9 @@ def _parse_plain(raw: str, *, param: str) -> RecordRef:
             )
     stream, sep, record_id = rest.partition(":")
     if not sep or not stream or not record_id:
-        raise gateway_error("invalid_id", f"{param} {raw!r} is not a record handle; {_FORMS}.", param=param)
+        raise gateway_error(
+            "invalid_id", f"{param} {echo(raw)} is not a record handle; {_FORMS}.", param=param
+        )
     check_segment(stream, "the stream part of the id", param=param)
     check_segment(record_id, "the record part of the id", param=param)
     return RecordRef(stream=stream, record_id=record_id, connection_id=connection_id)
@@ -172,8 +174,8 @@ def resolve_connection(ref: RecordRef, explicit: object, *, param: str = "connec
             {
                 "type": "invalid_request_error",
                 "code": "conflicting_connection_id",
-                "message": f"The id embeds connection_id {ref.connection_id!r} but the connection_id "
-                f"argument is {explicit!r}. Pass the self-contained id alone, or make both agree.",
+                "message": f"The id embeds connection_id {echo(ref.connection_id)} but the connection_id "
+                f"argument is {echo(explicit)}. Pass the self-contained id alone, or make both agree.",
                 "param": param,
             }
         )

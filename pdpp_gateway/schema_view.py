@@ -20,6 +20,8 @@ Contract:
   on a stream only where it differs, ``detail: "compact"``, counts), so a model sees the
   same document either way. ``LEGEND`` explains the flag grammar; it travels beside
   the document (``structuredContent.field_capability_legend``), never inside it.
+- ``stream_connections`` lists the granted connections holding one stream name (the
+  tools that read a name across all of them say so when there is more than one).
 - ``full_view`` (``detail: "full"``) is the RS body verbatim, minus a duplicated
   top-level stream list when ``connectors`` are present.
 """
@@ -241,6 +243,22 @@ def field_flags(capability: object) -> str:
         if usable:
             parts.append(f"a={'|'.join(usable)}")
     return ",".join(parts) or "declared"
+
+
+def stream_connections(document: Mapping[str, Any], stream: str) -> list[JSONObject]:
+    """Every granted connection holding ``stream``, across connectors, in schema order:
+    ``{connection_id, connector_key, display_name?}`` (more than one: reads of the name merge them)."""
+    out: dict[str, JSONObject] = {}
+    for connector in document.get("connectors") or ():
+        if not isinstance(connector, Mapping):
+            continue
+        key = connector.get("connector_key") or connector.get("connector_id")
+        for row in _scoped_rows(connector, stream, None):
+            for entry in _connections(row, connector):
+                out.setdefault(
+                    str(entry["connection_id"]), {**entry, **({"connector_key": key} if key else {})}
+                )
+    return list(out.values())
 
 
 def _scoped_rows(

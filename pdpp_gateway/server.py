@@ -5,7 +5,11 @@ read tools, the ``pdpp://`` resources and the instructions. Each request's
 ``GatewayContext`` (whose RS client is bound to the caller's own token) comes from
 ``context_for(ctx)``, supplied by the front door: stdio has one caller, the hosted door
 one per HTTP request. Tool calls run through the pipeline built once here; an unknown
-tool name is a protocol error (``-32602``), everything else is a tool result.
+tool name is a protocol error (``-32602``), everything else is a tool result. A success
+result's ``structuredContent`` conforms to the tool's ``outputSchema``; an ``isError``
+result carries none (its typed error is the text: ``Error <code> ...``, the next step,
+``param``), because strict clients validate error results against that schema too; an
+error worth retrying later says when in ``_meta["dev.pdpp/retry_after_seconds"]``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from pdpp_gateway.tools.pipeline import build_pipeline
 from pdpp_gateway.tools.specs import TOOL_NAMES, TOOLS
 
 ContextFactory = Callable[[ServerRequestContext], GatewayContext]
+# ``_meta`` of an error result that is worth retrying later (the RS breaker is open): the
+# hosted door also sends it as ``Retry-After``.
+RETRY_AFTER_META = "dev.pdpp/retry_after_seconds"
 DEFAULT_SERVER_NAME = "pdpp-gateway"
 
 
@@ -51,9 +58,15 @@ def build_server(
                 f"Unknown tool {params.name!r}; available tools: {', '.join(TOOL_NAMES)}.",
             )
         result = await pipeline(ToolCall(params.name, params.arguments or {}, context_for(ctx)))
+        wait = (result.structured.get("error") or {}).get("retry_after_seconds") if result.is_error else None
         return types.CallToolResult(
+            _meta={RETRY_AFTER_META: wait} if isinstance(wait, int) else None,
             content=[types.TextContent(type="text", text=result.text or "")],
-            structured_content=result.structured,
+            # Clients that check structured output against the tool's outputSchema (the
+            # TypeScript SDK 1.x, the MCP Inspector) check error results too: an error
+            # envelope there would turn every tool error into -32602 and hide it from the
+            # model. So an error travels as its rendered text (code, step, param) only.
+            structured_content=None if result.is_error else result.structured,
             is_error=result.is_error,
         )
 

@@ -6,13 +6,14 @@ source that has it: command-line flags, then ``PDPP_*`` environment variables, t
 defaults below. Everything is validated here, at start-up, so a bad value stops the
 process with one clear line (``SettingsError``) instead of failing a request later.
 
-Secrets (the introspection client secret) are kept out of ``repr`` so a logged settings
-object never shows them.
+Secrets (the introspection client secret, a Redis URL that may hold a password) are kept
+out of ``repr`` so a logged settings object never shows them.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -47,6 +48,11 @@ ENV_NAMES: Final[dict[str, str]] = {
     "max_body_bytes": "PDPP_MAX_BODY_BYTES",
     "body_timeout_seconds": "PDPP_BODY_TIMEOUT_SECONDS",
     "shutdown_grace_seconds": "PDPP_SHUTDOWN_GRACE_SECONDS",
+    "rate_limit": "PDPP_RATE_LIMIT",
+    "rate_burst": "PDPP_RATE_BURST",
+    "global_rate_limit": "PDPP_GLOBAL_RATE_LIMIT",
+    "global_rate_burst": "PDPP_GLOBAL_RATE_BURST",
+    "redis_url": "PDPP_REDIS_URL",
     "log_level": "PDPP_LOG_LEVEL",
     "server_name": "PDPP_MCP_SERVER_NAME",
 }
@@ -77,6 +83,11 @@ class HostedSettings:
     max_body_bytes: int = 4 * 1024 * 1024
     body_timeout_seconds: float = 10.0  # a request body must arrive within this (else 408)
     shutdown_grace_seconds: float = 30.0
+    rate_limit: float = 20.0  # calls per second per caller (grant or package); 0: no limit
+    rate_burst: int = 40
+    global_rate_limit: float = 0.0  # calls per second for all callers together; 0: no ceiling
+    global_rate_burst: int = 0  # 0: twice the global rate
+    redis_url: str | None = field(default=None, repr=False)  # shares limits across processes/replicas
     log_level: str = "INFO"
     server_name: str = "pdpp-gateway"
 
@@ -84,6 +95,17 @@ class HostedSettings:
     def upstream_url(self) -> str:
         """Where the gateway sends its ``/v1`` reads (the internal URL when one is set)."""
         return self.rs_internal_url or self.provider_url
+
+    @property
+    def caller_rate(self) -> tuple[float, int]:
+        """(calls per second, burst) for each caller; a burst never below one call."""
+        return self.rate_limit, max(1, self.rate_burst)
+
+    @property
+    def global_rate(self) -> tuple[float, int]:
+        """(calls per second, burst) for all callers together."""
+        burst = self.global_rate_burst or math.ceil(2 * self.global_rate_limit)
+        return self.global_rate_limit, max(1, burst)
 
     @property
     def introspection(self) -> tuple[str, str, str] | None:
@@ -181,7 +203,10 @@ def _validated(raw: dict[str, Any]) -> HostedSettings:
     for name in ("port", "workers", "max_body_bytes"):
         if name in values:
             values[name] = _number(name, values[name], int, minimum=1 if name != "port" else 0)
-    for name in ("introspection_cache_seconds", "shutdown_grace_seconds"):
+    for name in ("rate_burst", "global_rate_burst"):
+        if name in values:
+            values[name] = _number(name, values[name], int, minimum=0)
+    for name in ("introspection_cache_seconds", "shutdown_grace_seconds", "rate_limit", "global_rate_limit"):
         if name in values:
             values[name] = _number(name, values[name], float, minimum=0)
     if "body_timeout_seconds" in values:
@@ -203,6 +228,9 @@ def _validated(raw: dict[str, Any]) -> HostedSettings:
             "introspection needs all three of --introspection-url, --introspection-client-id and "
             "--introspection-client-secret (or none, to validate bearers through GET /v1/schema)"
         )
+    redis_url = values.get("redis_url")
+    if redis_url and urlsplit(str(redis_url)).scheme not in {"redis", "rediss", "unix"}:
+        raise SettingsError("redis_url must be a redis://, rediss:// or unix:// URL")
     package_file = values.get("package_file")
     if package_file:
         if not Path(str(package_file)).is_file():

@@ -7,8 +7,14 @@ Contract:
   checked (``rs.start_probe``); ``verified_kind`` is ``client``, or ``None`` when the RS
   could not be asked then, in which case the reader (``KindCheckedRs``) verifies the kind
   before the first tool or resource read and refuses every read unless the RS says
-  ``client``. The SDK's ``stdio_server`` then reads the pump's lines and writes whole
-  frames to the wire; the SDK is the protocol kernel for every request.
+  ``client``. With ``recheck`` (the RS refused the access token itself at start) the
+  check runs again here through the renewing reader, which renews the grant with the
+  cached refresh token when it can; it raises ``CredentialError`` when that fails, and
+  only a pass opens the pump's gate, so no frame is written before. The SDK's
+  ``stdio_server`` then reads the pump's lines and writes whole frames to the wire; the
+  SDK is the protocol kernel for every request.
+- Given the ``cache_root`` the token came from, reads renew an access token the RS
+  refuses (401) with the cached refresh token, once, and carry on (``renewing_rs``).
 - It serves until stdin closes AND every request read before that has been answered
   (bounded by ``DRAIN_SECONDS``): the SDK's loop cancels in-flight handlers at end of
   input, which over stdio would lose the answers of a client that pipes its requests and
@@ -32,6 +38,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from functools import partial
+from pathlib import Path
 from typing import IO, Any, Final, cast
 
 import anyio
@@ -52,10 +59,12 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.context import GatewayContext, RsReader
 from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
+from pdpp_gateway.renewing_rs import RenewingRs
 from pdpp_gateway.rs.client import RsClient
-from pdpp_gateway.rs.token_kind import KindCheckedRs
+from pdpp_gateway.rs.start_probe import warn_unverified
+from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindCheckedRs, KindUnknown, verify_at_start
 from pdpp_gateway.server import build_server
 
 DRAIN_SECONDS: Final = 60.0
@@ -204,6 +213,18 @@ def _error(request_id: int | str | None, code: int, message: str) -> JSONRPCErro
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
 
+async def verify_credential(rs: RsReader, provider_url: str) -> str | None:
+    """``client`` when the RS confirms it, ``None`` when the RS cannot be asked now.
+
+    Raises ``CredentialError`` for a token that must not be served.
+    """
+    try:
+        return await verify_at_start(rs, provider_url, seconds=START_PROBE_SECONDS)
+    except KindUnknown as unknown:
+        warn_unverified(unknown.reason)
+        return None
+
+
 async def serve_stdio(
     provider_url: str,
     token: str,
@@ -211,9 +232,18 @@ async def serve_stdio(
     verified_kind: str | None,
     pump: StdinPump,
     wire: Wire,
+    cache_root: Path | None = None,
+    *,
+    recheck: bool = False,
 ) -> None:
     async with RsClient(provider_url) as rs:
-        reader = KindCheckedRs(rs.bind(token), provider_url, verified_kind=verified_kind)
+        bound: RsReader = (
+            rs.bind(token) if cache_root is None else RenewingRs(rs, provider_url, token, cache_root)
+        )
+        if recheck:
+            verified_kind = await verify_credential(bound, provider_url)
+            pump.open_gate()
+        reader = KindCheckedRs(bound, provider_url, verified_kind=verified_kind)
         context = GatewayContext(rs=reader, provider_url=provider_url, token_kind="client")
         server = build_server(lambda _ctx: context, name=server_name)
         stdin = anyio.wrap_file(cast(IO[str], SdkStdin(pump, partial(check_line, wire=wire))))

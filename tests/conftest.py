@@ -10,11 +10,17 @@
   negotiates 2026-07-28 with ``server/discover``).
   Modules that use it run on a module-scoped loop
   (``pytestmark = pytest.mark.asyncio(loop_scope="module")``).
+- ``strict_tool_results`` (autouse): every tool result received through the SDK client
+  is checked against its tool's ``outputSchema`` as the TypeScript SDK 1.x and the MCP
+  Inspector check it, errors included, and for tokens (``tests/strict_client.py``).
+- ``no_token_in_logs`` (autouse): no in-process log line of the whole suite holds a
+  sandbox token (checked when the session ends).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -29,7 +35,9 @@ import pytest_asyncio
 from mcp import Client, StdioServerParameters
 
 from pdpp_gateway.credentials import write_credential
+from pdpp_gateway.sandbox.config import TOKENS
 from pdpp_gateway.sandbox.testing import start_sandbox
+from tests import strict_client
 
 pytest_plugins = ["pdpp_gateway.sandbox.pytest_plugin"]
 
@@ -75,6 +83,45 @@ class ThreadedSandbox:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=30)
+
+
+class TokenInLogs(logging.Handler):
+    """Keeps every log record (INFO and up, any logger) whose text holds a sandbox token."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.leaks: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = self.format(record)
+        if any(token in text for token in TOKENS.values()):
+            self.leaks.append(f"{record.name}: {text[:300]}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_token_in_logs() -> Iterator[None]:
+    """No log line written in this process during the whole suite holds a token.
+
+    Subprocess doors (stdio, serve) have their own stderr checks; this one covers every
+    in-process stage, the RS client, aiohttp's own loggers and the sandbox.
+    """
+    handler, root = TokenInLogs(), logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    assert not handler.leaks, handler.leaks[:5]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def strict_tool_results() -> Iterator[None]:
+    """Every tool result any test receives must pass the strict clients' outputSchema check."""
+    with strict_client.install():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""The `pdpp connect` credential cache: every way it can be unusable fails closed, with the fix."""
+"""The `pdpp-gateway connect` credential cache: every way it can be unusable fails closed, with the fix."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def test_unusable_credentials_fail_closed(tmp_path: Path, payload: object, code:
     with pytest.raises(CredentialError) as caught:
         load_credential(URL, tmp_path)
     assert (caught.value.code, caught.value.exit_code) == (code, exit_code)
-    assert f"pdpp connect {URL}" in caught.value.message
+    assert f"pdpp-gateway connect {URL}" in caught.value.message
     assert TOKEN not in caught.value.message
 
 

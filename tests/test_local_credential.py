@@ -23,7 +23,7 @@ def test_search_with_an_unlabelled_owner_or_package_token_reads_nothing(
     shared_sandbox.reset_calls()
     done = run_cli("search", "invoice", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
     assert done.returncode == 77, done.stderr
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
     assert token not in done.stdout + done.stderr
     assert {call.path for call in shared_sandbox.calls} == {"/v1/schema"}
 

@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from pdpp_gateway.credentials import write_credential
 from tests.conftest import gateway_env, run_cli, stdio_params
 from tests.frames import INITIALIZED, initialize
+from tests.strict_client import error_of
 from tests.upstreams import Switchboard
 
 
@@ -36,7 +37,7 @@ def test_empty_cache_fails_closed_with_pdpp_connect_guidance(tmp_path: Path, sha
     done = run_cli("stdio", "--provider-url", shared_sandbox.url, "--cache-root", str(tmp_path / ".pdpp"))
     assert done.returncode == 78
     assert done.stdout == ""
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
     assert shared_sandbox.calls == []
 
 
@@ -75,7 +76,7 @@ def test_expired_credential_is_refused(tmp_path: Path, shared_sandbox: Any) -> N
     done = run_cli("stdio", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
     assert done.returncode == 78
     assert "expired" in done.stderr
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
 
 
 def test_stdout_carries_only_protocol_frames(tmp_path: Path, shared_sandbox: Any) -> None:
@@ -149,7 +150,7 @@ def test_unlabelled_owner_or_package_token_is_refused_by_what_the_rs_says(
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 77, done.stderr
     assert done.stdout == ""
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
     assert ("owner" if name == "owner" else "mcp_package") in done.stderr
     assert token not in done.stderr + done.stdout
     assert {call.path for call in shared_sandbox.calls} == {"/v1/schema"}  # the probe only, never data
@@ -163,7 +164,7 @@ def test_cached_mcp_package_label_is_refused_without_an_rs_call(tmp_path: Path, 
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 77
     assert "mcp_package" in done.stderr
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
     assert token not in done.stderr
     assert shared_sandbox.calls == []
 
@@ -185,7 +186,7 @@ def test_unreadable_or_numeric_expiry_is_never_treated_as_never_expiring(
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 78
     assert reason in done.stderr
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
     assert shared_sandbox.calls == []
 
 
@@ -202,9 +203,9 @@ async def test_rs_down_at_start_then_an_unlabelled_owner_token_never_reads(
             board.down = False
             result = await client.call_tool("query_records", {"stream": "messages", "limit": 1})
             assert result.is_error
-            error = result.structured_content["error"]  # type: ignore[index]
-            assert error["code"] == "token_kind_refused"
-            assert f"pdpp connect {url}" in result.content[0].text  # type: ignore[union-attr]
+            assert result.structured_content is None  # strict clients validate error results too
+            assert error_of(result)["code"] == "token_kind_refused"
+            assert f"pdpp-gateway connect {url}" in result.content[0].text  # type: ignore[union-attr]
             with pytest.raises(MCPError) as caught:
                 await client.read_resource("pdpp://stream/messages")
             assert caught.value.code == -32603
@@ -226,7 +227,7 @@ async def test_rs_down_at_start_then_a_client_token_is_verified_once(
         async with Client(stdio_params(url, cache_root), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
             down = await client.call_tool("query_records", {"stream": "messages", "limit": 1})
             assert down.is_error
-            assert down.structured_content["error"]["code"] == "upstream_unavailable"  # type: ignore[index]
+            assert error_of(down)["code"] == "upstream_unavailable"
             assert board.data_reads() == []
             board.down = False
             board.seen.clear()
@@ -381,6 +382,7 @@ def test_non_finite_filter_values_are_refused_before_the_rs(tmp_path: Path, shar
     for request_id in (2, 3, 4):
         result = replies[request_id]["result"]
         assert result["isError"] is True
-        assert result["structuredContent"]["error"]["code"] == "invalid_filter"
+        assert "structuredContent" not in result
+        assert result["content"][0]["text"].startswith("Error invalid_filter")
         assert "finite" in result["content"][0]["text"]
     assert {call.path for call in shared_sandbox.calls} == {"/v1/schema"}  # the start-up probe only

@@ -108,7 +108,7 @@ def test_a_refused_credential_writes_no_frame_even_to_early_requests(
     done = stdio(cache_root, shared_sandbox.url, HANDSHAKE_SESSION)
     assert done.returncode == 77, done.stderr
     assert done.stdout == ""
-    assert f"pdpp connect {shared_sandbox.url}" in done.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
 
 
 def test_a_session_answered_entirely_early_ends_without_waiting_for_the_sdk(

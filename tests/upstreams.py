@@ -10,8 +10,12 @@
   compact schema view (400 ``invalid_request``, as an RS that does not know
   ``view=compact``) or rewrite the ``aud`` of every active introspection answer.
   ``upstream_proxy(upstream, **options)`` serves one for the block.
+  A ``Fault`` set on it is injected into every ``/v1`` read but the schema probe: a delay
+  before answering, a status, a connection reset, malformed JSON, an HTML page, an
+  oversized body, or a body cut short of its declared length.
 - ``proxied_settings``: a hosted gateway whose every upstream call goes through a proxy.
-- ``raw_http``: send raw bytes on one TCP connection and read the answer.
+- ``raw_http``: send raw bytes on one TCP connection and read the answer;
+  ``raw_exchange``: send bytes and read one answer (its head, then ``Content-Length`` bytes).
 - ``broad_schema``: a synthetic compact schema body for a very broad grant
   (``connectors`` × ``streams``), served by ``schema_only_rs``.
 """
@@ -58,6 +62,45 @@ class Seen(NamedTuple):
         return f"{self.method} {self.path_qs}"
 
 
+@dataclass(frozen=True)
+class Fault:
+    """One way an upstream can fail, injected by ``Switchboard`` into ``/v1`` reads but the schema probe."""
+
+    kind: str  # delay | status | reset | malformed | html | oversized | truncated
+    value: float = 0  # seconds for delay, status code for status, bytes for oversized
+
+    async def answer(self, request: web.Request) -> web.StreamResponse | None:
+        """The faulty answer, or ``None`` to pass the request on (after a delay)."""
+        if self.kind == "delay":
+            await asyncio.sleep(self.value)
+            return None
+        if self.kind == "status":
+            envelope = {"type": "api_error", "code": "injected", "message": "injected fault"}
+            return web.json_response({"error": envelope}, status=int(self.value))
+        if self.kind == "reset":
+            assert request.transport is not None
+            request.transport.abort()
+            return web.Response()  # never sent: the connection is gone
+        if self.kind == "malformed":
+            return web.Response(body=b'{"data": [', content_type="application/json")
+        if self.kind == "html":
+            return web.Response(text="<html><body>502 Bad Gateway</body></html>", content_type="text/html")
+        if self.kind == "oversized":
+            return web.Response(
+                body=b'{"data": "' + b"x" * int(self.value) + b'"}', content_type="application/json"
+            )
+        if self.kind == "truncated":
+            response = web.StreamResponse(
+                headers={"Content-Type": "application/json", "Content-Length": "5000"}
+            )
+            await response.prepare(request)
+            await response.write(b'{"data": [')
+            assert request.transport is not None
+            request.transport.abort()
+            return response
+        raise ValueError(f"unknown fault {self.kind}")
+
+
 @dataclass
 class Switchboard:
     upstream: str
@@ -66,6 +109,7 @@ class Switchboard:
     schema_rewrite: Rewrite | None = None
     refuse_compact: bool = False
     audience: Any = None  # when set: the ``aud`` every active introspection answer carries
+    fault: Fault | None = None  # injected into every ``/v1`` read but ``/v1/schema``
     url: str = ""  # set while ``serve`` runs
     seen: list[Seen] = field(default_factory=list)
 
@@ -88,6 +132,10 @@ class Switchboard:
                 {"error": {"type": "api_error", "code": "unavailable", "message": "down for the test"}},
                 status=503,
             )
+        if self.fault is not None and request.path.startswith("/v1/") and request.path != "/v1/schema":
+            faulty = await self.fault.answer(request)
+            if faulty is not None:
+                return faulty
         if self.garbage and request.path != "/v1/schema":
             return web.Response(text="<html>not json</html>", content_type="text/html")
         if self.refuse_compact and request.path == "/v1/schema" and "view" in request.query:
@@ -163,6 +211,36 @@ async def raw_http(url: str, head: bytes, body_parts: list[bytes]) -> bytes:
         return await asyncio.wait_for(reader.read(65536), timeout=10)
     finally:
         writer.close()
+
+
+class RawAnswer(NamedTuple):
+    status: int
+    head: bytes  # status line and headers, as sent
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+async def raw_exchange(url: str, data: bytes, *, seconds: float = 10) -> RawAnswer:
+    """Send ``data`` on one TCP connection to ``url``'s host and port and read one answer
+    (within ``seconds``), without waiting for the connection to end."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+    try:
+        writer.write(data)
+        await writer.drain()
+        async with asyncio.timeout(seconds):
+            head = (await reader.readuntil(b"\r\n\r\n"))[:-4]
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            body = await reader.readexactly(length)
+    finally:
+        writer.close()
+    return RawAnswer(int(head.split(b" ", 2)[1]), head, body)
 
 
 _SHARED = ("messages", "contacts", "calendar_events", "documents", "payments")

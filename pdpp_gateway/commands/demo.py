@@ -4,9 +4,12 @@ Contract: starts the sandbox RS and the hosted gateway (``/mcp``, bearer introsp
 against the sandbox) on loopback, proves the pair works with one real session through
 the SDK's HTTP client (tools/list, then the ``schema`` index and a ``search`` as a model
 reads them), then prints the MCP URL, a demo client token and copy-paste setup for
-Claude Code, Codex and a generic client, and serves until Ctrl-C. It also caches the
-demo grant the way ``pdpp connect`` would (``--cache-root``) and prints the stdio
-alternative. The demo token is sandbox material; printing it is intended.
+Claude Code, Codex and a generic client, and serves until Ctrl-C. OAuth MCP clients can
+sign in with no token: the hosted metadata names the sandbox's authorization server,
+which issues tokens for this gateway's ``/mcp`` after consent. It also caches the demo
+grant the way ``pdpp-gateway connect`` would (``--cache-root``) and prints the stdio
+alternative; ``/connect`` and ``/llms.txt`` show the demo token and that cache root.
+The demo token is sandbox material; printing it is intended.
 
 Exit codes: 0 (``--once``, or Ctrl-C), 64 when a port cannot be bound (busy port: one
 line on stderr naming it and the flag that moves it, no traceback).
@@ -64,6 +67,7 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
     import shutil
 
     from pdpp_gateway.credentials import write_credential
+    from pdpp_gateway.hosted.pages import PageFacts
     from pdpp_gateway.hosted.testing import mcp_http, sandbox_settings, start_gateway
     from pdpp_gateway.logs import configure_logging
     from pdpp_gateway.sandbox.testing import start_sandbox
@@ -72,8 +76,10 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
     async with start_sandbox(host=args.host, port=args.port) as sandbox:
         token = sandbox.tokens[DEMO_TOKEN_NAME]
         settings = sandbox_settings(sandbox.url, host=args.host, port=args.gateway_port)
-        async with start_gateway(settings, public_self=True) as url:
-            print(f"Sandbox RS:      {sandbox.url}")
+        facts = PageFacts(demo_token=token, cache_root=str(cache_root))
+        async with start_gateway(settings, public_self=True, demo=facts) as url:
+            sandbox.allow_resource(url)  # OAuth clients ask the sandbox AS for a token for this /mcp
+            print(f"Sandbox RS:      {sandbox.url}   (also its authorization server: consent page, tokens)")
             print(f"MCP server URL:  {url}")
             print(f"Demo token:      {token}   (client grant: every stream, both mail connections)\n")
             async with mcp_http(url, token, "auto") as client:
@@ -89,7 +95,11 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
                     )
                     print(f"--- {tool} {json.dumps(arguments)} ---\n{text}\n")
             header = f"Authorization: Bearer {token}"
-            print("Connect an MCP client to the hosted gateway:")
+            print(
+                "Connect an MCP client that signs in with OAuth (you approve on the sandbox's consent page):"
+            )
+            print(f"  Claude Code: claude mcp add --transport http pdpp-sandbox {url}")
+            print("Or a client that only sends a header, with the demo token:")
             print(f'  Claude Code: claude mcp add --transport http pdpp-sandbox {url} --header "{header}"')
             print(f"  Codex:       export PDPP_SANDBOX_TOKEN={token}")
             print(
@@ -113,8 +123,10 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
             write_credential(cache_root, sandbox.url, token, grant_id="grt_broad")
             command = shutil.which("pdpp-gateway") or f"{sys.executable} -m pdpp_gateway"
             print(
-                f"\nOr run it locally over stdio (grant cached in {cache_root}):\n"
-                f"  {command} stdio --provider-url {sandbox.url} --cache-root {cache_root}"
+                f"\nOr run it locally over stdio (the demo grant is cached in {cache_root}):\n"
+                f"  {command} stdio --provider-url {sandbox.url} --cache-root {cache_root}\n"
+                f"  (to approve your own grant in the browser first: "
+                f"{command} connect {sandbox.url} --cache-root {cache_root})"
             )
             if args.once:
                 return 0

@@ -2,14 +2,15 @@
 
 Contract: ``add_arguments`` declares ``--provider-url`` and ``--cache-root`` (env
 ``PDPP_PROVIDER_URL`` / ``PDPP_CACHE_ROOT``, default cache root ``.pdpp``);
-``resolve`` returns ``(provider_url, token)`` from the ``pdpp connect`` cache, or an
+``resolve`` returns ``(provider_url, token)`` from the ``pdpp-gateway connect`` cache, or an
 exit code after printing one actionable line to stderr. Owner credentials in the
 environment are announced as ignored and never read.
 
 A cache label can be missing or wrong, so ``resolve`` also asks the RS what the token
 is (``GET /v1/schema`` → ``bearer.token_kind``) before a command reads anything: 77 for
 an owner or mcp_package token, 78 for one the RS rejects, 69 when the RS cannot be
-asked (a one-shot command fails closed). The stdio server passes ``verify=False`` and
+asked (a one-shot command fails closed). An expired access token with a cached refresh
+token (``pdpp-gateway connect``) is renewed first, once, without a browser. The stdio server passes ``verify=False`` and
 verifies itself, since it may start before the RS is up.
 """
 
@@ -48,18 +49,41 @@ def resolve(args: argparse.Namespace, command: str, *, verify: bool = True) -> t
     notice = owner_env_warning(os.environ)
     if notice:
         say(notice)
-    cache_root = Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
+    cache_root = cache_root_of(args)
     try:
         provider_url = normalize_provider_url(raw_url)
         credential = load_credential(provider_url, cache_root)
     except CredentialError as error:
-        say(error.message)
-        return error.exit_code
+        if error.code != "credential_expired" or not _renewed(provider_url, cache_root):
+            say(error.message)
+            return error.exit_code
+        credential = load_credential(provider_url, cache_root)
     if verify:
         stop = _verify_with_rs(provider_url, credential.access_token)
         if stop is not None:
             return stop
     return provider_url, credential.access_token
+
+
+def cache_root_of(args: argparse.Namespace) -> Path:
+    return Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
+
+
+def _renewed(provider_url: str, cache_root: Path) -> bool:
+    """Renew an expired cached grant with its refresh token, when it has one."""
+    import asyncio
+
+    from pdpp_gateway.commands.connect import refresh_cached
+    from pdpp_gateway.credentials import CredentialError
+    from pdpp_gateway.oauth_flow import ConnectError
+
+    try:
+        asyncio.run(refresh_cached(provider_url, cache_root))
+    except (ConnectError, CredentialError) as error:
+        say(error.message)
+        return False
+    say(f"the cached access token had expired; renewed it with the refresh token ({provider_url})")
+    return True
 
 
 def _verify_with_rs(provider_url: str, token: str) -> int | None:

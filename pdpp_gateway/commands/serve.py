@@ -79,6 +79,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="how long in-flight calls may finish on SIGTERM (default 30)",
     )
+    add(
+        "--rate-limit",
+        type=float,
+        help="tool calls per second per caller, a grant or a package (env PDPP_RATE_LIMIT; default 20; 0: none)",
+    )
+    add("--rate-burst", type=int, help="calls a caller may make at once (env PDPP_RATE_BURST; default 40)")
+    add(
+        "--global-rate-limit",
+        type=float,
+        help="calls per second for all callers together (env PDPP_GLOBAL_RATE_LIMIT; default 0: no ceiling)",
+    )
+    add("--global-rate-burst", type=int, help="env PDPP_GLOBAL_RATE_BURST; default twice the global rate")
+    add(
+        "--redis-url",
+        help="share rate limits across processes and replicas through Redis (prefer env PDPP_REDIS_URL)",
+    )
     add("--log-level", help="env PDPP_LOG_LEVEL; default INFO")
     add("--server-name", help="MCP server name (env PDPP_MCP_SERVER_NAME)")
     add("--config", type=Path, help="settings file (default config/gateway.toml when it exists)")

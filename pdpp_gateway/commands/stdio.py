@@ -1,13 +1,13 @@
 """``pdpp-gateway stdio``: the local MCP server for one provider, over stdin/stdout.
 
-Contract: the caller's scoped client token comes only from the ``pdpp connect``
+Contract: the caller's scoped client token comes only from the ``pdpp-gateway connect``
 credential cache. Owner credentials are never used: ``PDPP_OWNER_TOKEN`` and
 ``PDPP_OWNER_SESSION_COOKIE`` are ignored (with a notice), and an owner-flagged cached
 credential is refused. A cache label is not trusted on its own: before serving, the RS
 is asked what the token is (``bearer.token_kind``, ``rs.start_probe``), and an owner or
 mcp_package token is refused even when the file does not say so. Without a usable
 credential the process exits non-zero before writing any frame, with a one-line reason
-and the exact fix (``pdpp connect <provider-url>``) on stderr. stdout carries protocol
+and the exact fix (``pdpp-gateway connect <provider-url>``) on stderr. stdout carries protocol
 frames only: fd 1 is pointed at stderr for the whole process (``fast_start.wire``).
 
 Start-up, in order: stdin/stdout claimed; a stdin reader answers the session's opening
@@ -15,7 +15,10 @@ requests from ``fast_start/answers.json`` while the SDK loads in a background th
 the credential is checked; those answers are written only once the check passed; then
 the SDK takes the stream over (``pdpp_gateway.stdio``). ``PDPP_STDIO_EARLY_ANSWERS=0``
 leaves every answer to the SDK. An RS that cannot be asked at start does not stop the
-process: it serves and verifies the credential before the first read instead.
+process: it serves and verifies the credential before the first read instead. An access
+token the RS refuses with 401 is checked again once the SDK has loaded, through the
+reader that renews it with the cached refresh token (``renewing_rs``); the early answers
+stay held until that check passes.
 
 Exit codes: 0 served until stdin closed; 64 usage (missing or invalid provider URL);
 77 owner or mcp_package credential refused (by label or by the RS); 78 no usable
@@ -26,15 +29,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 import threading
+from functools import partial
 from typing import Final
 
 from pdpp_gateway.commands import local_credential
 
-HELP = "Serve the read tools over stdio for one provider, using the `pdpp connect` credential cache."
+HELP = "Serve the read tools over stdio for one provider, using the `pdpp-gateway connect` credential cache."
 SERVING_MODULE: Final = "pdpp_gateway.stdio"
 # While the SDK loads in the background, the threads answering the client get the
 # interpreter back within this many seconds (the default 5 ms would delay each early answer).
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.fast_start.answers import EarlyResponder, Table
     from pdpp_gateway.fast_start.wire import StdinPump, Wire, claim_stdio
     from pdpp_gateway.rs.bearer_report import KindUnknown
-    from pdpp_gateway.rs.start_probe import check_at_start
+    from pdpp_gateway.rs.start_probe import RejectedAtStart, check_at_start, warn_unverified
 
     default_switch = sys.getswitchinterval()
     sys.setswitchinterval(START_SWITCH_SECONDS)
@@ -93,15 +96,22 @@ def run(args: argparse.Namespace) -> int:
     loader = _Loader(wake)
     pump.start()
     loader.start()
+    recheck = False
+    verified: str | None = None
     try:
-        verified: str | None = check_at_start(provider_url, token)
+        verified = check_at_start(provider_url, token)
+    except RejectedAtStart as error:
+        if error.status != 401:
+            local_credential.say(error.message)
+            return error.exit_code
+        recheck = True  # maybe renewable: checked again with renewal once the SDK is up
     except CredentialError as error:
         local_credential.say(error.message)
         return error.exit_code
     except KindUnknown as unknown:
-        _unverified(unknown.reason)
-        verified = None
-    pump.open_gate()
+        warn_unverified(unknown.reason)
+    if not recheck:
+        pump.open_gate()
     while not loader.done:
         if pump.served_early():
             return 0  # every request was answered early and stdin is closed: nothing needs the SDK
@@ -115,13 +125,11 @@ def run(args: argparse.Namespace) -> int:
 
     from pdpp_gateway.stdio import serve_stdio
 
-    anyio.run(serve_stdio, provider_url, token, server_name, verified, pump, wire)
+    cache_root = local_credential.cache_root_of(args)
+    try:
+        serve = partial(serve_stdio, cache_root=cache_root, recheck=recheck)
+        anyio.run(serve, provider_url, token, server_name, verified, pump, wire)
+    except CredentialError as error:
+        local_credential.say(error.message)
+        return error.exit_code
     return 0
-
-
-def _unverified(reason: str) -> None:
-    logging.getLogger("pdpp_gateway.stdio").warning(
-        "the resource server is unreachable at start-up (%s); serving, and verifying the credential "
-        "before the first read",
-        reason,
-    )

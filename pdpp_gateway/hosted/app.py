@@ -2,11 +2,13 @@
 
 Contract: ``create_app(settings)`` returns an application serving
 
-- ``POST /mcp``: shape checks (everything about the request's form, body included) →
-  bearer check → the Streamable HTTP endpoint (``GET`` and ``DELETE`` answer 405), so a
-  malformed request never causes an upstream call; every ``/mcp`` answer carries the
-  icon ``Link`` header and is counted once with its outcome (``refused`` when it was
-  answered before the endpoint);
+- ``POST /mcp``: header checks → bearer check → body checks → the Streamable HTTP
+  endpoint (any other method answers a JSON-RPC 405). A request malformed in its
+  headers never causes an upstream call; a body is read only once its bearer is
+  accepted (so an unauthenticated caller never makes the gateway buffer or parse one),
+  and a malformed body costs at most the bearer check, never a read. Every ``/mcp`` refusal is a JSON-RPC
+  error object (``refusals``); every ``/mcp`` answer carries the icon ``Link`` header and
+  is counted once with its outcome (``refused`` when it was answered before the endpoint);
 - ``/.well-known/oauth-protected-resource/mcp``, ``/icon.svg``, ``/connect``,
   ``/llms.txt``;
 - ``/healthz``, ``/readyz``, ``/metrics``;
@@ -35,7 +37,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -49,12 +51,15 @@ from middleware import chain
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
-from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_resource_metadata
+from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_authorization, mcp_resource_metadata
+from pdpp_gateway.hosted.limits import RateLimits, rate_limits
 from pdpp_gateway.hosted.metrics import Metrics
 from pdpp_gateway.hosted.ops import DRAIN, Drain, healthz, metrics_route, observe, readyz
 from pdpp_gateway.hosted.origin import OriginPolicy, host_guard
 from pdpp_gateway.hosted.packages import FilePackageResolver, IntrospectionPackageResolver, PackageResolver
+from pdpp_gateway.hosted.readiness import ReadinessProbe
 from pdpp_gateway.hosted.refusals import icon_link
+from pdpp_gateway.hosted.shared_state import SharedRefusals, redis_client
 from pdpp_gateway.hosted.tokens import (
     BearerValidator,
     CachedValidator,
@@ -65,8 +70,9 @@ from pdpp_gateway.hosted.transport import (
     MCP_LABELS,
     MCP_OUTCOME,
     McpEndpoint,
+    body_checks,
+    header_checks,
     method_not_allowed,
-    shape_checks,
 )
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.server import build_server
@@ -89,6 +95,9 @@ class Gateway:
     packages: PackageResolver | None
     rs: RsClient | None = None
     discovery: RsDiscovery | None = None
+    readiness: ReadinessProbe | None = None
+    limits: RateLimits | None = None
+    shared: SharedRefusals | None = None
     endpoint_chain: Handler | None = None
     endpoints: OrderedDict[str, McpEndpoint] = field(default_factory=OrderedDict)
 
@@ -114,7 +123,12 @@ def _caller_context(ctx: ServerRequestContext) -> GatewayContext:
     return request[GATEWAY_CONTEXT]
 
 
-def create_app(settings: HostedSettings, *, packages: PackageResolver | None = None) -> web.Application:
+def create_app(
+    settings: HostedSettings,
+    *,
+    packages: PackageResolver | None = None,
+    demo: pages.PageFacts | None = None,
+) -> web.Application:
     metrics = Metrics()
     policy = OriginPolicy.from_settings(settings)
     resolver = packages if packages is not None else _package_resolver(settings)
@@ -166,32 +180,45 @@ def create_app(settings: HostedSettings, *, packages: PackageResolver | None = N
             headers={"Cache-Control": "public, max-age=86400"},
         )
 
+    async def page_facts(endpoint: str) -> pages.PageFacts:
+        """What the pages may say: sign-in only when the AS metadata offers the code + PKCE flow."""
+        assert gateway.discovery is not None
+        servers = await gateway.discovery.authorization_servers()
+        as_metadata = await gateway.discovery.authorization_server_metadata(servers[0]) if servers else None
+        sign_in = "authorization_code_pkce" in mcp_authorization(endpoint, as_metadata)
+        return replace(demo or pages.PageFacts(), sign_in=sign_in)
+
     async def connect(request: web.Request) -> web.Response:
-        origin = policy.origin_of(request)
-        return web.Response(
-            text=pages.connect_page(f"{origin}/mcp", settings.provider_url), content_type="text/html"
-        )
+        endpoint = f"{policy.origin_of(request)}/mcp"
+        text = pages.connect_page(endpoint, settings.provider_url, await page_facts(endpoint))
+        return web.Response(text=text, content_type="text/html")
 
     async def llms(request: web.Request) -> web.Response:
-        origin = policy.origin_of(request)
-        return web.Response(
-            text=pages.llms_txt(f"{origin}/mcp", settings.provider_url), content_type="text/plain"
-        )
+        endpoint = f"{policy.origin_of(request)}/mcp"
+        text = pages.llms_txt(endpoint, settings.provider_url, await page_facts(endpoint))
+        return web.Response(text=text, content_type="text/plain")
 
-    def current_discovery() -> RsDiscovery:
-        assert gateway.discovery is not None
-        return gateway.discovery
+    def current_readiness() -> ReadinessProbe:
+        assert gateway.readiness is not None
+        return gateway.readiness
 
     router = app.router
     router.add_post("/mcp", mcp_post)
-    router.add_get("/mcp", mcp_other, allow_head=False)
-    router.add_delete("/mcp", mcp_other)
+    router.add_route("*", "/mcp", mcp_other)  # every other method: a JSON-RPC 405
     router.add_get("/.well-known/oauth-protected-resource/mcp", resource_metadata)
     router.add_get("/icon.svg", icon)
     router.add_get("/connect", connect)
     router.add_get("/llms.txt", llms)
     router.add_get("/healthz", healthz)
-    router.add_get("/readyz", readyz(current_discovery))
+
+    def degraded() -> dict[str, str]:
+        notes = {
+            "rate_limits": gateway.limits.degraded if gateway.limits is not None else None,
+            "verdicts": gateway.shared.degraded if gateway.shared is not None else None,
+        }
+        return {part: note for part, note in notes.items() if note}
+
+    router.add_get("/readyz", readyz(current_readiness, degraded))
     router.add_get("/metrics", metrics_route(metrics))
     return app
 
@@ -203,13 +230,20 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
         async with (
             RsClient(settings.upstream_url, observer=gateway.metrics.observe_upstream) as rs,
             aiohttp.ClientSession() as introspection,
+            redis_client(settings) as redis,
         ):
+            gateway.limits = limits = rate_limits(settings, redis)
+            gateway.shared = (
+                None if redis is None else SharedRefusals(redis, settings.introspection_cache_seconds)
+            )
             gateway.rs = rs
             gateway.discovery = RsDiscovery(rs, introspection)
+            gateway.readiness = ReadinessProbe(rs)
             validator = CachedValidator(
                 _validator(settings, gateway.policy, rs, introspection),
                 settings.introspection_cache_seconds,
                 on_lookup=gateway.metrics.observe_token_cache,
+                shared=gateway.shared,
             )
             bearer = BearerCheck(validator, gateway.packages, rs, settings.provider_url, gateway.policy)
 
@@ -217,7 +251,12 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
                 return await gateway.endpoint_for(gateway.policy.origin_of(request)).post(request)
 
             gateway.endpoint_chain = chain(
-                [shape_checks(settings.max_body_bytes, settings.body_timeout_seconds), bearer.middleware()],
+                [
+                    header_checks(settings.max_body_bytes),
+                    bearer.middleware(),
+                    limits.stage(gateway.policy.origin_of),
+                    body_checks(settings.max_body_bytes, settings.body_timeout_seconds),
+                ],
                 dispatch,
             )
             yield
@@ -264,6 +303,8 @@ def _package_resolver(settings: HostedSettings) -> PackageResolver | None:
 
 
 def _unserved_outcome(status: int) -> str:
+    if status == 429:
+        return "rate_limited"
     if status >= 500:
         return "unavailable"
     return "refused" if status >= 400 else "ok"

@@ -3,24 +3,31 @@
 Contract (an aiohttp middleware over the ``/mcp`` handler):
 
 - No ``Authorization: Bearer <token>`` (scheme case-insensitive) → 401 challenge
-  (``authentication_error``).
+  (``authentication_error``). A token outside RFC 6750's ``b64token`` characters (for
+  instance non-ASCII or non-UTF-8 bytes) → 401 ``invalid_token`` without any call.
 - The token is validated (introspection or the ``/v1/schema`` probe, cached ≤ 60 s).
   Inactive, wrong issuer, wrong audience, revoked or expired → 401 challenge whose code
   says which, so the client knows to get a new grant.
 - ``owner`` → 403 ``permission_error`` before any read; any kind other than ``client``
-  and ``mcp_package`` → 403 too.
+  and ``mcp_package`` → 403 too. Each such 403 message says how to get a scoped grant.
 - ``mcp_package`` → the package resolver's usable children; none → 403
   ``package_revoked``. The context reads each child with the child's own token.
 - The authorization server unreachable → 503 ``authorization_unavailable`` with
   ``Retry-After`` (never a pass, never a misleading "invalid token").
 
+It runs before the body is read (``transport`` checks the headers first, the body
+after), so an unauthenticated caller never makes the gateway buffer or parse a body.
+Refusals are JSON-RPC error objects (``refusals``) with ``id: null``.
+
 On success the request carries a ``GatewayContext`` under ``GATEWAY_CONTEXT``, whose
-RS client is bound to the caller's own token, and nothing else in the gateway ever sees
+RS client is bound to the caller's own token, and its rate-limit key under
+``limits.CALLER`` (a grant or package id, or a token hash), and nothing else in the gateway ever sees
 the raw ``Authorization`` header.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Final
@@ -28,6 +35,7 @@ from typing import Final
 from aiohttp import web
 
 from pdpp_gateway.context import GatewayContext, PackageMember
+from pdpp_gateway.hosted.limits import CALLER, caller_key
 from pdpp_gateway.hosted.origin import OriginPolicy
 from pdpp_gateway.hosted.packages import PackageResolver
 from pdpp_gateway.hosted.refusals import refusal
@@ -42,6 +50,8 @@ OWNER_REFUSAL: Final = (
     "MCP requires a grant-scoped client token (or an MCP package token). Owner tokens are never "
     "accepted here: connect the app through the provider to get a scoped, read-only grant."
 )
+# RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+_B64TOKEN: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _INACTIVE: Final[dict[str, tuple[str, str]]] = {
     "grant_revoked": (
         "grant_revoked",
@@ -81,7 +91,15 @@ class BearerCheck:
             origin = self.policy.origin_of(request)
             token = bearer_of(request)
             if token is None:
-                return refusal(401, "authentication_error", "Missing Bearer token", origin)
+                return refusal(401, "authentication_error", "Missing Bearer token.", origin)
+            if not _B64TOKEN.fullmatch(token):
+                return refusal(
+                    401,
+                    "invalid_token",
+                    "The bearer token is malformed (RFC 6750 allows only letters, digits and -._~+/ "
+                    "followed by =).",
+                    origin,
+                )
             try:
                 verdict = await self.validator.validate(token)
             except AuthServerUnavailable:
@@ -96,6 +114,7 @@ class BearerCheck:
             if isinstance(outcome, web.Response):
                 return outcome
             request[GATEWAY_CONTEXT] = outcome
+            request[CALLER] = caller_key(verdict, token)
             response = await handler(request)
             if outcome.package:
                 response.headers["X-Pdpp-Grant-Package-Member-Count"] = str(len(outcome.package))
@@ -123,6 +142,7 @@ class BearerCheck:
                     "This looks like an MCP package token: this gateway validates bearers without "
                     "introspection, so it cannot resolve packages. Use a client grant token.",
                     origin,
+                    guide=True,
                 )
             children = await self.packages.members(verdict)
             if children is None:
@@ -131,6 +151,7 @@ class BearerCheck:
                     "permission_error",
                     "This gateway cannot resolve this MCP package's child grants; use a client grant token.",
                     origin,
+                    guide=True,
                 )
             if not children:
                 return refusal(
@@ -138,6 +159,7 @@ class BearerCheck:
                     "package_revoked",
                     "This MCP package has no active child grant left. Approve it again.",
                     origin,
+                    guide=True,
                 )
             members = [
                 PackageMember(
@@ -152,12 +174,13 @@ class BearerCheck:
             ]
             return replace(GatewayContext.for_package(members, self.provider_url), labels=labels)
         if verdict.kind == "owner":
-            return refusal(403, "permission_error", OWNER_REFUSAL, origin)
+            return refusal(403, "permission_error", OWNER_REFUSAL, origin, guide=True)
         return refusal(
             403,
             "permission_error",
             f"Token kind {verdict.kind or 'unknown'!r} is not accepted at /mcp.",
             origin,
+            guide=True,
         )
 
 

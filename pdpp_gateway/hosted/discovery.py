@@ -26,7 +26,6 @@ Contract:
   for ``REFRESH_SECONDS``; a failed read is not remembered (an AS metadata read is
   retried no sooner than ``MISS_SECONDS``), and the document is then served with what
   was last known (or without it) rather than with invented values.
-  ``reachable()`` backs ``/readyz``.
 """
 
 from __future__ import annotations
@@ -109,13 +108,6 @@ class RsDiscovery:
         if not isinstance(document, dict) or document.get("issuer") != issuer:
             return None
         return document
-
-    async def reachable(self) -> bool:
-        try:
-            await self._rs.get_json(RS_METADATA_PATH, token="")
-        except RsError:
-            return False
-        return True
 
 
 def as_metadata_url(issuer: str) -> str:

@@ -7,10 +7,11 @@ Contract:
   ``Request-Id``, binds it to ``logs.REQUEST_ID`` for every log line of the request,
   counts the response by route and status, and writes one JSON access line (method,
   path without query, status, milliseconds, the serving process's pid). It never logs headers or bodies.
-- ``/healthz``: 200 while the process serves. ``/readyz``: 200 when the RS answers its
-  discovery document, 503 when it does not or from the moment shutdown begins (``DRAIN``;
-  the serve loop keeps the listener open while requests are in flight, so a load
-  balancer sees the 503 and stops routing before the port closes).
+- ``/healthz``: 200 while the process serves. ``/readyz``: 200 when the RS's ``/v1`` API
+  answers (``readiness.ReadinessProbe``, cached for a few seconds), else 503 with the
+  reason in ``reason``; 503 too from the moment shutdown begins (``DRAIN``; the serve
+  loop keeps the listener open while requests are in flight, so a load balancer sees
+  the 503 and stops routing before the port closes).
 - ``observe`` also counts the requests in flight (``Drain.in_flight``; probes excluded),
   which the serve loop waits on.
 - ``/metrics``: the Prometheus text exposition.
@@ -31,8 +32,8 @@ from typing import Final
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from pdpp_gateway.hosted.discovery import RsDiscovery
 from pdpp_gateway.hosted.metrics import CONTENT_TYPE, Metrics
+from pdpp_gateway.hosted.readiness import ReadinessProbe
 from pdpp_gateway.logs import REQUEST_ID
 
 _access = logging.getLogger("pdpp_gateway.access")
@@ -133,15 +134,20 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
-def readyz(discovery: Callable[[], RsDiscovery]) -> Handler:
+def readyz(probe: Callable[[], ReadinessProbe], degraded: Callable[[], dict[str, str]] = dict) -> Handler:
+    """Ready when the RS's /v1 answers and the gateway is not draining. ``degraded`` names
+    parts running in a fallback mode (still serving, so still ready), as ``detail``."""
+
     async def handler(request: web.Request) -> web.Response:
         if request.app[DRAIN].draining:
-            return web.json_response({"status": "draining"}, status=503)
-        if not await discovery().reachable():
             return web.json_response(
-                {"status": "unready", "reason": "the resource server did not answer"}, status=503
+                {"status": "draining", "reason": "the gateway is shutting down"}, status=503
             )
-        return web.json_response({"status": "ready"})
+        reason = await probe().check()
+        if reason is not None:
+            return web.json_response({"status": "unready", "reason": reason}, status=503)
+        detail = degraded()
+        return web.json_response({"status": "ready", **({"detail": detail} if detail else {})})
 
     return handler
 

@@ -20,8 +20,9 @@ Contract:
   advertised to the client that got it, or for the RS resource it fronts
   (introspection mode; see ``tokens``).
 - ``host_guard`` (aiohttp middleware): the request's effective host (the forwarded host
-  from a trusted proxy, else ``Host``) must be on the allow-list, else 421
-  ``misdirected_request``; a present ``Origin`` must be an allowed origin, else 403
+  from a trusted proxy, else ``Host``) and, for an absolute-form request target
+  (``POST http://other.example/mcp``), the target's host must both be on the
+  allow-list, else 421 ``misdirected_request``; a present ``Origin`` must be an allowed origin, else 403
   ``origin_not_allowed``. Health probes (``/healthz``, ``/readyz``, ``/metrics``) are
   exempt: platforms call them on internal host names.
 """
@@ -143,6 +144,20 @@ class OriginPolicy:
                 return normal_host(forwarded, proto if proto in DEFAULT_PORTS else None)
         return normal_host(request.headers.get("Host", ""), request.scheme)
 
+    def named_hosts(self, request: web.Request) -> list[str | None]:
+        """The effective host, plus the host of an absolute-form request target (RFC 9112
+        §3.2.2: such a target, not ``Host``, names the host the client meant); ``None``
+        stands for a host that cannot be read."""
+        hosts = [self.effective_host(request)]
+        target = request.raw_path
+        if not target.startswith("/"):
+            parts = urlsplit(target)
+            scheme = parts.scheme.lower()
+            hosts.append(
+                normal_host(parts.netloc.rpartition("@")[2], scheme) if scheme in DEFAULT_PORTS else None
+            )
+        return hosts
+
     def host_allowed(self, host: str | None) -> bool:
         if host is None:
             return False
@@ -160,11 +175,12 @@ def host_guard(policy: OriginPolicy) -> Middleware:
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in EXEMPT_PATHS:
             return await handler(request)
-        if not policy.host_allowed(policy.effective_host(request)):
+        if not all(policy.host_allowed(host) for host in policy.named_hosts(request)):
             return refusal(
                 421,
                 "misdirected_request",
-                "This gateway does not serve that host name. Use the provider's public MCP URL.",
+                "This gateway does not serve that host name. Use the provider's public MCP URL "
+                f"({policy.configured_origin or policy.fallback_origin}/mcp).",
                 policy.fallback_origin,
             )
         origin = request.headers.get("Origin")

@@ -1,11 +1,18 @@
 """The hosted gateway's public assets: the icon, the "Connect an AI app" page, llms.txt.
 
-Contract: pure functions of the public MCP URL and the provider URL, no I/O.
+Contract: pure functions of the public MCP URL, the provider URL and ``PageFacts`` (what
+is true of this deployment), no I/O.
 
 - ``ICON_SVG``: the scalable icon named by ``serverInfo.icons`` and the ``Link`` header.
+- ``PageFacts``: ``sign_in`` (the provider's AS offers the code + PKCE flow an OAuth MCP
+  client uses; only then do the pages say the app sends the person to sign in),
+  ``demo_token`` (the demo's sandbox token for header-only clients; never set elsewhere)
+  and ``cache_root`` (a non-default credential cache for the terminal lines).
 - ``connect_page``: one primary payload, the MCP URL, then exact copy-paste setup for
-  Claude Code, Codex, remote-connector apps (ChatGPT, Claude.ai, ...) and the CLI-first
-  path, and a pointer to ``llms.txt``. Every interpolated value is HTML-escaped.
+  Claude Code, Codex, remote-connector apps (ChatGPT, Claude.ai, ...) and the terminal
+  path (``pdpp-gateway connect`` then ``stdio``), and a pointer to ``llms.txt``. Every
+  command has a copy button; long lines wrap, so a phone never scrolls sideways. Every
+  interpolated value is HTML-escaped.
 - ``llms_txt``: the same facts for an agent, plus one line per read tool.
 
 Neither ever asks for, explains or shows owner credentials: an MCP setup that pasted an
@@ -16,6 +23,7 @@ surface, the same for every client.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from html import escape
 from typing import Final
 
@@ -40,13 +48,31 @@ TOOL_LINES: Final = (
 )
 
 _STYLE: Final = """
+*{box-sizing:border-box}
 body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#1b2430}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.1rem;margin-top:1.8rem}
 .primary{background:#eef4fb;border:1px solid #c9d9ec;border-radius:10px;padding:1rem 1.2rem}
-#mcp-url{font-size:1.15rem;font-weight:600;word-break:break-all}
-pre{background:#f5f6f8;border-radius:8px;padding:.7rem 1rem;overflow-x:auto}
+#mcp-url{font-size:1.15rem;font-weight:600;overflow-wrap:anywhere}
+.cmd{display:flex;gap:.5rem;align-items:flex-start;margin:.6rem 0}
+pre{flex:1;min-width:0;margin:0;background:#f5f6f8;border-radius:8px;padding:.7rem 1rem;
+white-space:pre-wrap;overflow-wrap:anywhere}
+button.copy{font:inherit;font-size:.85rem;padding:.45rem .7rem;border-radius:6px;border:1px solid #9aa7b8;
+background:#fff;cursor:pointer}
 .note{color:#4a5565;font-size:.92rem}
 """
+
+_COPY_SCRIPT: Final = """<script>
+for (const b of document.querySelectorAll("button.copy")) b.addEventListener("click", () =>
+  navigator.clipboard.writeText(b.dataset.copy).then(() => {
+    b.textContent = "Copied"; setTimeout(() => { b.textContent = "Copy"; }, 1500); }));
+</script>"""
+
+
+@dataclass(frozen=True, slots=True)
+class PageFacts:
+    sign_in: bool = False
+    demo_token: str | None = None
+    cache_root: str | None = None
 
 
 def _origin(mcp_url: str) -> str:
@@ -54,12 +80,39 @@ def _origin(mcp_url: str) -> str:
 
 
 def _block(command: str) -> str:
-    return f"<pre><code>{escape(command)}</code></pre>"
+    return (
+        f'<div class="cmd"><pre><code>{escape(command)}</code></pre>'
+        f'<button type="button" class="copy" data-copy="{escape(command)}">Copy</button></div>'
+    )
 
 
-def connect_page(mcp_url: str, provider_url: str) -> str:
+def _terminal(provider_url: str, facts: PageFacts) -> tuple[str, str]:
+    root = f" --cache-root {facts.cache_root}" if facts.cache_root else ""
+    return (
+        f"pdpp-gateway connect {provider_url}{root}",
+        f"pdpp-gateway stdio --provider-url {provider_url}{root}",
+    )
+
+
+def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()) -> str:
     url = escape(mcp_url)
     llms = escape(f"{_origin(mcp_url)}/llms.txt")
+    connect, stdio = _terminal(provider_url, facts)
+    if facts.sign_in:
+        sign_in = "<p>The app sends you to the provider to sign in and approve what it may read.</p>"
+    else:
+        sign_in = (
+            '<p class="note">This provider does not publish an OAuth sign-in for apps yet: use the terminal '
+            "path below, or a client that sends a scoped token in a header.</p>"
+        )
+    header = ""
+    if facts.demo_token:
+        value = f"Authorization: Bearer {facts.demo_token}"
+        header = f"""<h2>Clients that only send a header (this demo)</h2>
+<p class="note">A sandbox grant over every stream, for clients without OAuth sign-in.</p>
+{_block(value)}
+{_block(f'claude mcp add --transport http pdpp {mcp_url} --header "{value}"')}
+"""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
@@ -69,7 +122,8 @@ def connect_page(mcp_url: str, provider_url: str) -> str:
 <h1>Connect an AI app</h1>
 <p class="note">Each app gets its own scoped, read-only grant that you approve and can revoke.</p>
 <div class="primary"><p>Paste this MCP server URL into your AI app:</p>
-<p><code id="mcp-url">{url}</code></p></div>
+<p><code id="mcp-url">{url}</code></p>
+<button type="button" class="copy" data-copy="{url}">Copy</button></div>
 <h2>Claude Code</h2>
 {_block(f"claude mcp add --transport http pdpp {mcp_url}")}
 <h2>Codex</h2>
@@ -77,19 +131,33 @@ def connect_page(mcp_url: str, provider_url: str) -> str:
 <h2>ChatGPT, Claude.ai and other remote MCP clients</h2>
 <p>Add a custom connector (a remote MCP server) with this URL:</p>
 {_block(mcp_url)}
-<p>The app sends you to the provider to sign in and approve what it may read.</p>
-<h2>From a terminal</h2>
-<p>Approve a grant once with the PDPP CLI, then run the gateway locally over stdio:</p>
-{_block(f"pdpp connect {provider_url}")}
-{_block(f"pdpp-gateway stdio --provider-url {provider_url}")}
+{sign_in}
+{header}<h2>From a terminal</h2>
+<p>Approve a grant once in your browser, then run the gateway locally over stdio:</p>
+{_block(connect)}
+{_block(stdio)}
 <h2>For agents</h2>
 <p>A plain-text summary of how to connect lives at <a href="{llms}">{llms}</a>.</p>
+{_COPY_SCRIPT}
 </body></html>
 """
 
 
-def llms_txt(mcp_url: str, provider_url: str) -> str:
+def llms_txt(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()) -> str:
     tools = "\n".join(f"- `{name}`: {what}" for name, what in TOOL_LINES)
+    connect, stdio = _terminal(provider_url, facts)
+    if facts.sign_in:
+        auth = (
+            "a scoped client bearer token from this provider's OAuth flow (authorization code + PKCE; an\n"
+            "  OAuth MCP client signs the person in on first use)"
+        )
+    else:
+        auth = "a scoped client bearer token from this provider (no OAuth sign-in for apps is published yet)"
+    demo = (
+        f"\n- Demo only: header-only clients may send `Authorization: Bearer {facts.demo_token}` (a sandbox grant)."
+        if facts.demo_token
+        else ""
+    )
     return f"""# PDPP gateway
 
 > Read-only, grant-scoped MCP access to a person's data held by this PDPP provider.
@@ -98,15 +166,15 @@ def llms_txt(mcp_url: str, provider_url: str) -> str:
 
 - MCP server URL: {mcp_url}
 - Transport: Streamable HTTP; POST one JSON-RPC message, get one JSON response (stateless, no sessions).
-- Auth: a scoped client bearer token from this provider's OAuth flow. Protected-resource metadata:
-  {_origin(mcp_url)}/.well-known/oauth-protected-resource/mcp
+- Auth: {auth}. Protected-resource metadata:
+  {_origin(mcp_url)}/.well-known/oauth-protected-resource/mcp{demo}
 
 ## Connect
 
 - Claude Code: `claude mcp add --transport http pdpp {mcp_url}`
 - Codex: `codex mcp add pdpp --url {mcp_url}`
 - Remote-connector apps (ChatGPT, Claude.ai, ...): add a custom connector with the URL above.
-- From a terminal: `pdpp connect {provider_url}`, then `pdpp-gateway stdio --provider-url {provider_url}`.
+- From a terminal: `{connect}`, then `{stdio}`.
 
 ## Tools (all read-only)
 

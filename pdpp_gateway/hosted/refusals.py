@@ -1,12 +1,43 @@
-"""HTTP-level refusals of the hosted door, in the RS's own error envelope.
+"""HTTP-level refusals of the hosted door, as JSON-RPC error objects.
 
-Contract: ``refusal(status, code, message, origin)`` is a JSON response
-``{"error": {type, code, message, request_id, ...}}`` (``type`` derived from the status,
-as the RS does) with a ``Link`` header naming the public ``/icon.svg``. A 401 is a
-challenge: ``WWW-Authenticate: Bearer resource_metadata="<origin>/.well-known/
-oauth-protected-resource/mcp"``, the same URL in ``error.resource_metadata``, and
-``error.next_step`` saying how to get a scoped grant. No refusal ever echoes the
-bearer it refused.
+Contract: every 4xx/5xx answer of ``/mcp`` keeps its HTTP status and headers, and its
+body is one JSON-RPC 2.0 error object that MCP clients can read::
+
+    {"jsonrpc": "2.0", "id": <request id, or null>,
+     "error": {"code": <int>, "message": <what happened and what to do>,
+               "data": {"type", "code", "request_id", ...}}}
+
+- ``id`` is the JSON-RPC request's id only when the body was read and the id is valid;
+  a refusal decided on headers alone (the bearer check included) never reads the body,
+  so its id is ``null`` (JSON-RPC 2.0 §5).
+- ``error.message`` stands on its own: a client that shows only the message still tells
+  the user what to do (a 401 or a bearer 403 names the metadata URL to follow for a
+  scoped grant, and says owner tokens are never accepted).
+- ``error.data`` carries the typed members: ``type`` (derived from the status as the RS
+  does), ``code`` (a string such as ``permission_error`` or ``context.active_false``),
+  the HTTP ``request_id``, and on a 401 ``resource_metadata`` and ``next_step``.
+- A 401 is a challenge: ``WWW-Authenticate: Bearer resource_metadata="<origin>/.well-known/
+  oauth-protected-resource/mcp"``. Every refusal names the public ``/icon.svg`` in ``Link``.
+- No refusal ever echoes the bearer it refused, a header or the request line.
+
+Integer codes (``RPC_CODES``, by HTTP status unless a caller names one):
+
+=========  ==========================================================================
+``-32700``  parse error: the body is not JSON (400)
+``-32600``  invalid request: method, ``Accept``, ``Content-Type``, ``Content-Encoding``,
+            size, body timeout, Host, malformed HTTP or JSON-RPC envelope (400, 405,
+            406, 408, 413, 415, 421)
+``-32602``  invalid params: ``params`` is not an object (400)
+``-32022``  unsupported ``MCP-Protocol-Version`` (400; ``data.supported`` lists them)
+``-32001``  refused credential: no/invalid/expired bearer (401), owner or unresolvable
+            package token, browser Origin not allowed (403)
+``-32000``  temporarily unavailable: the token could not be checked (503, ``Retry-After``),
+            or the answer took too long (504)
+``-32029``  too many calls from this caller (429, ``Retry-After``; ``hosted.limits``)
+``-32603``  internal error (500)
+=========  ==========================================================================
+
+2026-era ladder rejections keep the SDK's own codes (``-32020`` header mismatch, ...).
 """
 
 from __future__ import annotations
@@ -20,11 +51,29 @@ from pdpp_gateway.logs import REQUEST_ID
 from pdpp_gateway.rs.errors import error_type_for
 
 MCP_METADATA_PATH: Final = "/.well-known/oauth-protected-resource/mcp"
-NEXT_STEP: Final = (
-    "Fetch error.resource_metadata and complete the authorization flow it names to get a scoped, "
-    "read-only client grant (or run `pdpp connect <provider-url>`); owner bearer tokens are never accepted."
-)
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+INVALID_PARAMS: Final = -32602
+CREDENTIAL_REFUSED: Final = -32001
+UNAVAILABLE: Final = -32000
+INTERNAL_ERROR: Final = -32603
+RPC_CODES: Final = {
+    401: CREDENTIAL_REFUSED,
+    403: CREDENTIAL_REFUSED,
+    500: INTERNAL_ERROR,
+    503: UNAVAILABLE,
+    504: UNAVAILABLE,
+}
 _TYPES: Final = {421: "invalid_request_error", 503: "api_error"}
+
+
+def next_step(origin: str) -> str:
+    """How a caller gets a credential this door accepts."""
+    return (
+        f"To connect, fetch {metadata_url(origin)} and complete the authorization flow it names to get "
+        "a scoped, read-only client grant (or run `pdpp-gateway connect <provider-url>`); owner bearer tokens "
+        "are never accepted."
+    )
 
 
 def icon_link(origin: str) -> str:
@@ -35,30 +84,45 @@ def metadata_url(origin: str) -> str:
     return origin + MCP_METADATA_PATH
 
 
+def rpc_error_body(
+    status: int, code: str, message: str, *, rpc_code: int | None = None, request_id: Any = None, **data: Any
+) -> bytes:
+    """The JSON-RPC error object of a refusal (see the module contract)."""
+    members: dict[str, Any] = {"type": _TYPES.get(status) or error_type_for(status), "code": code, **data}
+    http_request_id = REQUEST_ID.get()
+    if http_request_id:
+        members["request_id"] = http_request_id
+    error = {
+        "code": rpc_code if rpc_code is not None else RPC_CODES.get(status, INVALID_REQUEST),
+        "message": message,
+        "data": members,
+    }
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
 def refusal(
     status: int,
     code: str,
     message: str,
-    origin: str,
+    origin: str | None = None,
     *,
+    rpc_code: int | None = None,
+    request_id: Any = None,
     headers: dict[str, str] | None = None,
-    **members: Any,
+    guide: bool = False,
+    **data: Any,
 ) -> web.Response:
-    error: dict[str, Any] = {
-        "type": _TYPES.get(status) or error_type_for(status),
-        "code": code,
-        "message": message,
-        **members,
-    }
-    sent = {"Link": icon_link(origin), **(headers or {})}
-    if status == 401:
-        url = metadata_url(origin)
-        sent["WWW-Authenticate"] = f'Bearer resource_metadata="{url}"'
-        error["resource_metadata"] = url
-        error["next_step"] = NEXT_STEP
-    request_id = REQUEST_ID.get()
-    if request_id:
-        error["request_id"] = request_id
-    return web.Response(
-        status=status, body=orjson.dumps({"error": error}), content_type="application/json", headers=sent
-    )
+    """A refusal response. ``origin`` (the public origin) adds the ``Link`` header and, on a
+    401 or with ``guide=True``, the way to a scoped grant, in the message and in ``data``."""
+    sent = {"Link": icon_link(origin)} if origin else {}
+    sent.update(headers or {})
+    if origin and (status == 401 or guide):
+        step = next_step(origin)
+        message = f"{message} {step}"
+        data["next_step"] = step
+        if status == 401:
+            url = metadata_url(origin)
+            sent["WWW-Authenticate"] = f'Bearer resource_metadata="{url}"'
+            data["resource_metadata"] = url
+    body = rpc_error_body(status, code, message, rpc_code=rpc_code, request_id=request_id, **data)
+    return web.Response(status=status, body=body, content_type="application/json", headers=sent)

@@ -18,6 +18,9 @@ Contract:
   balancer probing readiness sees the 503 and stops routing), then it closes, requests
   still running get the rest of the grace, and upstream clients close. Each worker logs
   one ``listening`` line with the bound URL and its pid.
+- Connections are served by ``http_server.GatewayRunner`` (malformed HTTP answered and
+  logged without its content, no request decompression, a 408 ends its connection),
+  and every log record goes through ``RedactBearers``.
 - Once serving, the start-up heap is frozen out of the cyclic GC (``gc.freeze``), so
   full collections stay short however many calls are in flight.
 """
@@ -74,12 +77,13 @@ def bind_socket(host: str, port: int, *, reuse_port: bool = False, listen: bool 
 
 async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     from pdpp_gateway.hosted.app import create_app
+    from pdpp_gateway.hosted.http_server import GatewayRunner
     from pdpp_gateway.hosted.ops import DRAIN
 
     settings = replace(settings, port=sock.getsockname()[1])
     app = create_app(settings)
     half = settings.shutdown_grace_seconds / 2
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=half)
+    runner = GatewayRunner(app, handle_signals=False, shutdown_timeout=half)
     await runner.setup()
     await web.SockSite(runner, sock).start()
     freeze_start_up_objects()
@@ -98,6 +102,11 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     try:
         await stop.wait()
     finally:
+        # Stopping is already under way: a repeated SIGTERM (a supervisor's, or one sent
+        # while the loop closes, when its handler is gone) must not kill the drain or the
+        # exit code. The grace bound still ends the process.
+        loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         drain = app[DRAIN]
         drain.draining = True
         _log.info(
@@ -123,11 +132,19 @@ def freeze_start_up_objects() -> None:
     gc.freeze()
 
 
-def run_worker(settings: HostedSettings, reuse_port: bool) -> None:
-    """A worker process: bind ``settings.port`` (already chosen by the parent) and serve."""
+def configure_serve_logging(level: str) -> None:
+    """JSON lines on stderr, each record passed through ``RedactBearers`` first."""
+    from pdpp_gateway.hosted.http_server import RedactBearers
     from pdpp_gateway.logs import configure_logging
 
-    configure_logging(settings.log_level, json_lines=True)
+    configure_logging(level, json_lines=True)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactBearers())
+
+
+def run_worker(settings: HostedSettings, reuse_port: bool) -> None:
+    """A worker process: bind ``settings.port`` (already chosen by the parent) and serve."""
+    configure_serve_logging(settings.log_level)
     sock = bind_socket(settings.host, settings.port, reuse_port=reuse_port)
     asyncio.run(serve(settings, sock))
 
@@ -135,9 +152,7 @@ def run_worker(settings: HostedSettings, reuse_port: bool) -> None:
 def serve_workers(settings: HostedSettings) -> int:
     """Serve until a signal; raises ``BindError`` before anything starts when the
     address cannot be bound."""
-    from pdpp_gateway.logs import configure_logging
-
-    configure_logging(settings.log_level, json_lines=True)
+    configure_serve_logging(settings.log_level)
     if settings.workers <= 1:
         sock = bind_socket(settings.host, settings.port)
         asyncio.run(serve(settings, sock))

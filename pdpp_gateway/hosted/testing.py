@@ -5,7 +5,8 @@ Contract:
 - ``async with start_gateway(settings) as url:`` serves the app on a socket bound before
   the app is built (so ``port=0`` still yields a Host allow-list with the real port) and
   yields the ``/mcp`` URL; the block's end shuts it down gracefully. ``public_self=True``
-  makes that loopback origin the public one (the demo: gateway and RS on two ports).
+  makes that loopback origin the public one (the demo: gateway and RS on two ports);
+  ``demo`` is what the connect page and llms.txt say about the demo (its token, cache root).
 - ``sandbox_settings(sandbox_url, introspection=True, **overrides)``: settings for a
   gateway in front of the sandbox RS, validating bearers by introspection with the
   sandbox's introspection client (or, ``introspection=False``, by the schema probe).
@@ -25,7 +26,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from pdpp_gateway.hosted.app import create_app
+from pdpp_gateway.hosted.http_server import GatewayRunner
 from pdpp_gateway.hosted.packages import PackageResolver
+from pdpp_gateway.hosted.pages import PageFacts
 from pdpp_gateway.hosted.serve import bind_socket
 from pdpp_gateway.sandbox.config import SandboxConfig
 from pdpp_gateway.settings import HostedSettings
@@ -35,7 +38,11 @@ _SANDBOX = SandboxConfig()
 
 @asynccontextmanager
 async def start_gateway(
-    settings: HostedSettings, *, packages: PackageResolver | None = None, public_self: bool = False
+    settings: HostedSettings,
+    *,
+    packages: PackageResolver | None = None,
+    public_self: bool = False,
+    demo: PageFacts | None = None,
 ) -> AsyncIterator[str]:
     sock = bind_socket(settings.host, settings.port)
     port = sock.getsockname()[1]
@@ -43,7 +50,7 @@ async def start_gateway(
     bound = replace(settings, port=port)
     if public_self:
         bound = replace(bound, public_url=f"http://{host}:{port}")
-    runner = web.AppRunner(create_app(bound, packages=packages), access_log=None, shutdown_timeout=5)
+    runner = GatewayRunner(create_app(bound, packages=packages, demo=demo), shutdown_timeout=5)
     await runner.setup()
     await web.SockSite(runner, sock).start()
     try:

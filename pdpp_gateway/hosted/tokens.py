@@ -36,6 +36,7 @@ import aiohttp
 import orjson
 
 from pdpp_gateway.hosted.origin import normal_resources
+from pdpp_gateway.hosted.shared_state import SharedRefusals
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsError, RsStatusError
 from pdpp_gateway.rs.token_kind import SchemaProbe
@@ -176,7 +177,9 @@ class SchemaProbeValidator:
 
 
 class CachedValidator:
-    """Caches verdicts for at most min(exp, ``ttl``) seconds, bounded in entries."""
+    """Caches verdicts for at most min(exp, ``ttl``) seconds, bounded in entries. With
+    ``shared``, a refusal learned here is published to the other replicas, and a cached
+    active verdict yields to one they published (``shared_state.SharedRefusals``)."""
 
     def __init__(
         self,
@@ -186,8 +189,10 @@ class CachedValidator:
         on_lookup: Callable[[bool], None] = lambda hit: None,
         clock: Callable[[], float] = time.monotonic,
         max_entries: int = CACHE_ENTRIES,
+        shared: SharedRefusals | None = None,
     ) -> None:
         self._inner = inner
+        self._shared = shared
         self._ttl = ttl
         self._on_lookup = on_lookup
         self._clock = clock
@@ -200,6 +205,13 @@ class CachedValidator:
         now = self._clock()
         cached = self._entries.get(key)
         if cached is not None and cached[0] > now:
+            if cached[1].active and self._shared is not None:
+                reason = await self._shared.refused(key.hex())
+                if reason is not None:  # another replica saw it refused: so do we, from now on
+                    refused = Verdict.inactive(reason)
+                    self._entries[key] = (cached[0], refused)
+                    self._on_lookup(True)
+                    return refused
             self._entries.move_to_end(key)
             self._on_lookup(True)
             return cached[1]
@@ -219,6 +231,8 @@ class CachedValidator:
 
     async def _check(self, key: bytes, token: str) -> Verdict:
         verdict = await self._inner.validate(token)
+        if not verdict.active and self._shared is not None:
+            await self._shared.publish(key.hex(), verdict.reason or "inactive")
         lifetime = self._ttl
         if verdict.expires_at is not None:
             lifetime = min(lifetime, verdict.expires_at - time.time())

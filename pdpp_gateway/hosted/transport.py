@@ -3,29 +3,39 @@
 Contract (one JSON-RPC message per POST, answered with one ``application/json`` body;
 no ``Mcp-Session-Id``, no server-sent events):
 
-- ``GET`` and ``DELETE`` answer 405 with ``Allow: POST`` (no standalone stream, no
-  sessions to end).
-- ``shape_checks`` decides everything about the request's shape BEFORE the bearer
-  check, so a malformed request never costs an upstream call (no RS probe, no token
-  introspection), in this order:
+- Any method but ``POST`` answers 405 with ``Allow: POST`` (no standalone ``GET``
+  stream, no sessions to ``DELETE``).
+- ``header_checks`` runs BEFORE the bearer check and decides everything visible in the
+  headers, so such a malformed request never costs an upstream call (no RS probe, no
+  token introspection), in this order:
 
   1. ``Accept`` must admit ``application/json`` with a non-zero quality (the most
      specific matching range decides: ``application/json;q=0, */*`` refuses) → 406;
   2. ``Content-Type`` must be ``application/json`` → 415;
-  3. a declared body over the cap → 413; the body is read within
-     ``body_timeout`` seconds (a client that stalls mid-body gets 408 and the
-     connection is closed) and over the cap while reading (chunked) → 413;
-  4. one JSON object: unparsable → 400 ``-32700``; a batch, a posted response, or an
+  3. ``Content-Encoding``, when present, must be ``identity`` → 415 (the gateway never
+     decompresses a request: no decompression bomb, no buffer it did not size);
+  4. a declared body over the cap → 413;
+  5. an ``MCP-Protocol-Version`` this server does not speak → 400 ``-32022`` naming the
+     supported versions.
+
+- ``body_checks`` runs AFTER the bearer check (an unauthenticated caller never makes
+  the gateway read, buffer or parse a body):
+
+  1. the body is read within ``body_timeout`` seconds (a client that stalls mid-body
+     gets 408 and the connection is closed) and over the cap while reading (chunked)
+     → 413;
+  2. one JSON object: unparsable → 400 ``-32700``; a batch, a posted response, or an
      envelope without ``"jsonrpc": "2.0"``, a string ``method`` or a valid ``id`` →
      400 ``-32600``; ``params`` that is not an object → 400 ``-32602`` (the id echoed
      when it is a valid one: JSON-RPC 2.0 §5 keeps ``null`` for requests whose id
      could not be read);
-  5. era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
-     2025-11-25) → the handshake era. Any other value → the 2026-07-28 rules: routing
-     headers must not repeat and must match the body (``Mcp-Method``, ``Mcp-Name``),
-     the ``_meta`` envelope must be complete, an unsupported version is 400 (the SDK's
-     ``classify_inbound_request`` ladder and status table).
+  3. era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
+     2025-11-25) → the handshake era. 2026-07-28 → the 2026 rules: routing headers
+     must not repeat and must match the body (``Mcp-Method``, ``Mcp-Name``), the
+     ``_meta`` envelope must be complete (the SDK's ``classify_inbound_request``
+     ladder and status table).
 
+  Every refusal is a JSON-RPC error object (``refusals``).
   The parsed message rides on the request (``INBOUND``) to the endpoint.
 - ``McpEndpoint.post``: a notification → 202, empty. A request runs through the SDK's
   single-request kernel (``serve_one``) with this aiohttp request as the request
@@ -35,7 +45,8 @@ no ``Mcp-Session-Id``, no server-sent events):
   status from the SDK's table (400, or 404 for an unknown method).
 - Metrics: each answered ``/mcp`` POST is counted once by the app with the method and
   tool labels put on the request here (``MCP_LABELS``) and the outcome the endpoint
-  put there (``MCP_OUTCOME``); a POST answered before the endpoint is ``refused``.
+  put there (``MCP_OUTCOME``); a POST answered before the endpoint is ``refused``
+  (method ``unparsed`` when refused before its body was read).
 
 Where this differs from the SDK's own transports, on purpose: the SDK's handshake-era
 transport answers every envelope defect with ``-32602`` and its 2026 handler answers
@@ -48,6 +59,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -65,7 +77,6 @@ from mcp.shared.inbound import (
     InboundModernRoute,
     classify_inbound_request,
     find_duplicated_routing_header,
-    unsupported_protocol_version_rejection,
 )
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import MessageMetadata, ServerMessageMetadata
@@ -77,19 +88,25 @@ from mcp_types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
     ErrorData,
     JSONRPCNotification,
     JSONRPCRequest,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from pdpp_gateway.hosted.http_server import END_CONNECTION
 from pdpp_gateway.hosted.metrics import tool_label
+from pdpp_gateway.hosted.refusals import refusal
+from pdpp_gateway.server import RETRY_AFTER_META
 
 _log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 VERSION_HEADER: Final = "MCP-Protocol-Version"
 _HANDSHAKE: Final = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
+_SUPPORTED: Final = frozenset(SUPPORTED_PROTOCOL_VERSIONS)
+_VERSION_SHAPE: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass
@@ -115,7 +132,10 @@ class _Exchange:
 
 
 _SPECIFICITY: Final = {"application/json": 2, "application/*": 1, "*/*": 0}
-_NOT_A_REQUEST: Final = "Body must be a single JSON-RPC 2.0 request or notification object"
+_NOT_A_REQUEST: Final = (
+    "Invalid request: the body must be one JSON-RPC 2.0 request or notification object "
+    '(with "jsonrpc": "2.0", a string method and a string or integer id)'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,24 +175,59 @@ def accepts_json(accept: str) -> bool:
     return best is not None and best[1] > 0
 
 
-def shape_checks(
-    max_body_bytes: int, body_timeout: float
-) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def header_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """The checks that need only the headers (run before the bearer check)."""
+
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not accepts_json(request.headers.get("Accept", "")):
-            return _rpc_error(None, INVALID_REQUEST, "Accept must include application/json", 406)
+            return refusal(
+                406,
+                "not_acceptable",
+                "Not acceptable: this endpoint answers application/json only. Send "
+                "Accept: application/json, text/event-stream.",
+            )
         if request.content_type != "application/json":
-            return _rpc_error(None, INVALID_REQUEST, "Content-Type must be application/json", 415)
+            return refusal(
+                415,
+                "unsupported_media_type",
+                "Unsupported media type: send one JSON-RPC message with Content-Type: application/json.",
+            )
+        if request.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+            return refusal(
+                415,
+                "unsupported_content_encoding",
+                "Unsupported Content-Encoding: send the JSON body identity-encoded (no "
+                "Content-Encoding header); compressed request bodies are not accepted.",
+            )
         if request.content_length is not None and request.content_length > max_body_bytes:
             return _too_large(max_body_bytes)
+        version = request.headers.get(VERSION_HEADER)
+        if version is not None and version not in _SUPPORTED:
+            return _unsupported_version(version)
+        return await handler(request)
+
+    return check
+
+
+def body_checks(
+    max_body_bytes: int, body_timeout: float
+) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """Read and check the body (run after the bearer check)."""
+
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             async with asyncio.timeout(body_timeout):
                 body = await request.read()
         except TimeoutError:
-            response = _rpc_error(
-                None, INVALID_REQUEST, f"The request body did not arrive within {body_timeout:g} s", 408
+            response = refusal(
+                408,
+                "request_timeout",
+                f"The request body did not arrive within {body_timeout:g} s; the connection is closed. "
+                "Send the whole body promptly on a new connection.",
+                headers={"Connection": "close"},
             )
             response.force_close()
+            response[END_CONNECTION] = True
             return response
         except web.HTTPRequestEntityTooLarge:
             return _too_large(max_body_bytes)
@@ -191,33 +246,40 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
     try:
         decoded = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return _rpc_error(None, PARSE_ERROR, "Parse error", 400)
+        return refusal(
+            400,
+            "parse_error",
+            "Parse error: the body is not valid JSON. Send one JSON-RPC 2.0 object.",
+            rpc_code=PARSE_ERROR,
+        )
     if not isinstance(decoded, dict):
-        return _rpc_error(None, INVALID_REQUEST, f"{_NOT_A_REQUEST} (no batches)", 400)
+        return _invalid(None, f"{_NOT_A_REQUEST} (no batches).")
     notification = "id" not in decoded
     method = decoded.get("method")
     valid_id = not notification and _valid_id(decoded["id"])
     echo = decoded["id"] if valid_id and isinstance(method, str) else None
     if decoded.get("jsonrpc") != "2.0" or not isinstance(method, str) or not (notification or valid_id):
-        return _rpc_error(echo, INVALID_REQUEST, _NOT_A_REQUEST, 400)
+        return _invalid(echo, _NOT_A_REQUEST)
     if decoded.get("params") is not None and not isinstance(decoded["params"], dict):
-        return _rpc_error(echo, INVALID_PARAMS, "params must be an object", 400)
+        return refusal(
+            400,
+            "invalid_params",
+            "Invalid params: params must be a JSON object (or left out).",
+            rpc_code=INVALID_PARAMS,
+            request_id=echo,
+        )
     version = request.headers.get(VERSION_HEADER)
     modern = version if version is not None and version not in _HANDSHAKE else None
     if notification:
         try:
             JSONRPCNotification.model_validate(decoded)
         except ValidationError:
-            return _rpc_error(None, INVALID_REQUEST, _NOT_A_REQUEST, 400)
-        if modern is not None:
-            rejection = unsupported_protocol_version_rejection(modern)
-            if rejection is not None:
-                return _rejection(None, rejection)
+            return _invalid(None, _NOT_A_REQUEST)
         return Inbound(decoded, None, modern, None)
     try:
         message = JSONRPCRequest.model_validate(decoded)
     except ValidationError:
-        return _rpc_error(echo, INVALID_REQUEST, _NOT_A_REQUEST, 400)
+        return _invalid(echo, _NOT_A_REQUEST)
     if modern is None:
         return Inbound(decoded, message, None, None)
     duplicated = find_duplicated_routing_header(
@@ -238,16 +300,11 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
 
 
 async def method_not_allowed(request: web.Request) -> web.Response:
-    return web.json_response(
-        {
-            "jsonrpc": "2.0",
-            "id": None,
-            "error": {
-                "code": INVALID_REQUEST,
-                "message": "Use POST: this endpoint is stateless (no SSE stream, no sessions).",
-            },
-        },
-        status=405,
+    return refusal(
+        405,
+        "method_not_allowed",
+        "Method not allowed: use POST with one JSON-RPC message; this endpoint is stateless "
+        "(no SSE stream, no sessions).",
         headers={"Allow": "POST"},
     )
 
@@ -269,7 +326,11 @@ class McpEndpoint:
         else:
             status, reply = await self._handshake(request, message, request.headers.get(VERSION_HEADER))
         request[MCP_OUTCOME] = _outcome(reply)
-        return web.Response(status=status, body=orjson.dumps(reply), content_type="application/json")
+        response = web.Response(status=status, body=orjson.dumps(reply), content_type="application/json")
+        wait = _retry_after(reply)
+        if wait is not None:
+            response.headers["Retry-After"] = str(wait)
+        return response
 
     async def _handshake(
         self, request: web.Request, message: JSONRPCRequest, version: str | None
@@ -322,6 +383,14 @@ class McpEndpoint:
         return ErrorData(code=INTERNAL_ERROR, message="Internal server error")
 
 
+def _retry_after(reply: dict[str, Any]) -> int | None:
+    """A tool error's retry hint (the RS breaker is open), for a ``Retry-After`` header."""
+    result = reply.get("result")
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    wait = meta.get(RETRY_AFTER_META) if isinstance(meta, dict) else None
+    return wait if isinstance(wait, int) and not isinstance(wait, bool) else None
+
+
 def _outcome(reply: dict[str, Any]) -> str:
     result = reply.get("result")
     if "error" in reply:
@@ -344,7 +413,30 @@ def _valid_id(value: object) -> bool:
 
 
 def _too_large(max_body_bytes: int) -> web.Response:
-    return _rpc_error(None, INVALID_REQUEST, f"Body is larger than {max_body_bytes} bytes", 413)
+    return refusal(
+        413,
+        "request_too_large",
+        f"The body is larger than {max_body_bytes} bytes. Send a smaller request (one message, no padding).",
+    )
+
+
+def _invalid(request_id: Any, message: str) -> web.Response:
+    return refusal(400, "invalid_request", message, rpc_code=INVALID_REQUEST, request_id=request_id)
+
+
+def _unsupported_version(version: str) -> web.Response:
+    """400 naming the supported versions; the requested value is echoed only when it is
+    shaped like a version (a date), so no other header content is ever reflected."""
+    supported = list(SUPPORTED_PROTOCOL_VERSIONS)
+    shown = f" {version!r}" if _VERSION_SHAPE.fullmatch(version) else " (not a YYYY-MM-DD version)"
+    return refusal(
+        400,
+        "unsupported_protocol_version",
+        f"Unsupported MCP-Protocol-Version{shown}. This server speaks {', '.join(supported)}: send "
+        "one of them, or leave the header out before initialize.",
+        rpc_code=UNSUPPORTED_PROTOCOL_VERSION,
+        supported=supported,
+    )
 
 
 _KNOWN_METHODS: Final = frozenset(
@@ -361,19 +453,20 @@ _KNOWN_METHODS: Final = frozenset(
 )
 
 
-def _data(rejection: InboundLadderRejection) -> ErrorData:
-    return ErrorData(code=rejection.code, message=rejection.message, data=rejection.data)
-
-
-def _rejection_status(rejection: InboundLadderRejection) -> int:
-    return ERROR_CODE_HTTP_STATUS.get(rejection.code, 400)
+_LADDER_CODES: Final = {HEADER_MISMATCH: "header_mismatch", INVALID_PARAMS: "invalid_params"}
 
 
 def _rejection(request_id: Any, rejection: InboundLadderRejection) -> web.Response:
-    return web.Response(
-        status=_rejection_status(rejection),
-        body=orjson.dumps(_error_body(request_id, _data(rejection))),
-        content_type="application/json",
+    """A 2026-era ladder rejection: the SDK's code, status and message, our typed data."""
+    extra = rejection.data if isinstance(rejection.data, dict) else {}
+    return refusal(
+        ERROR_CODE_HTTP_STATUS.get(rejection.code, 400),
+        _LADDER_CODES.get(rejection.code, "invalid_request"),
+        f"{rejection.message[:1].upper()}{rejection.message[1:]}. Send routing headers that match the body "
+        "(Mcp-Method, Mcp-Name, once each) and the complete _meta envelope.",
+        rpc_code=rejection.code,
+        request_id=request_id,
+        **extra,
     )
 
 
@@ -383,11 +476,3 @@ def _error_body(request_id: Any, error: ErrorData) -> dict[str, Any]:
         "id": request_id,
         "error": error.model_dump(mode="json", by_alias=True, exclude_none=True),
     }
-
-
-def _rpc_error(request_id: Any, code: int, message: str, status: int) -> web.Response:
-    return web.Response(
-        status=status,
-        body=orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}),
-        content_type="application/json",
-    )

@@ -2,16 +2,18 @@
 
 Contract: an ungrouped result prints ``metric(stream[.field]) = value``; a grouped one
 prints its dimension, up to ``MAX_GROUPS`` ``key=count`` buckets, and ``other_count``
-with what a positive value means (more groups beyond ``limit``).
+with what a positive value means (more groups beyond ``limit``). When no
+``connection_id`` narrowed a stream name several connections hold, line 2 says the
+answer adds them up and names them (``render.common.merged_note``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 from middleware import ToolCall, ToolResult
-from pdpp_gateway.render.common import kv
+from pdpp_gateway.render.common import MERGED_CONNECTIONS, kv, merged_note
 
 MAX_GROUPS: Final = 12
 
@@ -24,14 +26,19 @@ def render_aggregate(call: ToolCall, result: ToolResult) -> str:
     head = f"aggregate {metric}({stream}{'.' + str(field) if field else ''})"
     total = data.get("filtered_record_count")
     groups = data.get("groups")
+    merged = _merged(call, result, data)
     if not isinstance(groups, list):
         line = f"{head} = {data.get('value')}"
-        return line + (f" (over {total} records)" if isinstance(total, int) and metric != "count" else "")
+        line += f" (over {total} records)" if isinstance(total, int) and metric != "count" else ""
+        return "\n".join([line, *merged])
     if data.get("group_by_time"):
         dimension = f"group_by_time={data['group_by_time']} granularity={data.get('granularity')} time_zone={data.get('time_zone') or 'UTC'}"
     else:
         dimension = kv("group_by", data.get("group_by"))
-    lines = [f"{head} {dimension}: {len(groups)} group(s) (limit {data.get('limit')}), over {total} records."]
+    lines = [
+        f"{head} {dimension}: {len(groups)} group(s) (limit {data.get('limit')}), over {total} records.",
+        *merged,
+    ]
     shown = [g for g in groups[:MAX_GROUPS] if isinstance(g, Mapping)]
     lines.append("; ".join(f"{_key(g.get('key'))}={g.get('count')}" for g in shown) or "no groups")
     if len(groups) > len(shown):
@@ -47,6 +54,18 @@ def render_aggregate(call: ToolCall, result: ToolResult) -> str:
             )
         )
     return "\n".join(lines)
+
+
+def _merged(call: ToolCall, result: ToolResult, data: Mapping[str, Any]) -> list[str]:
+    """The merged-sources line when no connection_id narrowed a name several connections hold."""
+    connections = result.structured.get(MERGED_CONNECTIONS)
+    if not isinstance(connections, list):
+        return []
+    effect = "this answer adds all of them up"
+    dimension = data.get("group_by") or data.get("group_by_time")
+    if dimension:
+        effect += f", and records of a source without {dimension} group as (none)"
+    return [merged_note("aggregate", call.arguments, connections, effect)]
 
 
 def _key(value: object) -> str:

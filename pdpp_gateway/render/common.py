@@ -8,17 +8,23 @@ their metadata and readable ``pdpp://blob/`` URI, reporting which fields were
 shortened; ``fit_rows`` lays out a list so every item is listed (detailed first, then
 one-line rows) within a budget, or reports how many fit so the caller can say which
 are left out; ``kv`` formats ``key=value`` with strings JSON-quoted only when they
-contain spaces or quotes.
+contain spaces or quotes; ``merged_note`` is the one line every tool uses when its
+answer merged several connections holding one stream name (which, what that did to the
+answer, and the call that reads one source).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 from pdpp_gateway.documents import blob_uri, is_blob_ref
+
+MERGED_LISTED: Final = 6
+# Structured output key: the connections an answer merged because no connection_id narrowed it.
+MERGED_CONNECTIONS: Final = "merged_connections"
 
 
 def as_mapping(value: object) -> Mapping[str, Any]:
@@ -115,3 +121,34 @@ def fit_rows(
         spare -= extra
         upgraded += 1
     return [*detailed[:upgraded], *compact[upgraded:]], len(compact), upgraded
+
+
+def merged_note(
+    tool: str, arguments: Mapping[str, Any], connections: Sequence[Mapping[str, Any]], effect: str
+) -> str:
+    """The line saying an answer merged several connections that hold ``arguments["stream"]``.
+
+    ``connections`` are the ones known (``connection_id``, ``display_name``,
+    ``connector_key``); ``effect`` says what merging did to this answer."""
+    stream = dumps(arguments.get("stream"))
+    known = [c for c in connections if isinstance(c.get("connection_id"), str) and c["connection_id"]]
+    if len(known) > 1:
+        listed = ", ".join(_connection_label(c) for c in known[:MERGED_LISTED])
+        more = f", +{len(known) - MERGED_LISTED} more" if len(known) > MERGED_LISTED else ""
+        spans = f"{len(known)} connections hold stream {stream}: {listed}{more}"
+    else:
+        spans = f"several connections hold stream {stream} (schema(stream) lists them)"
+    line = f"Merged sources: {spans}; {effect}. Pass connection_id to read one source"
+    if not known:
+        return line + "."
+    one = {key: value for key, value in arguments.items() if key != "cursor"}
+    return line + f", e.g. {call_text(tool, {**one, 'connection_id': known[0]['connection_id']})}"
+
+
+def _connection_label(connection: Mapping[str, Any]) -> str:
+    label = str(connection["connection_id"])
+    if connection.get("display_name"):
+        label += f" ({connection['display_name']})"
+    if connection.get("connector_key"):
+        label += f" [{connection['connector_key']}]"
+    return label

@@ -1,9 +1,10 @@
 """Text for failed calls: what happened, then the one thing to do next.
 
 Contract: line 1 is ``Error <code> (HTTP <status>): <message>`` (no status for errors
-the gateway raised itself); line 2 is one actionable next step chosen by code (for
-ambiguity errors it lists up to 12 connections to retry with); then ``param`` and
-``request_id`` when present. An RS ``param`` names the REST parameter; the text names
+the gateway raised itself; for RS codes whose message misleads, ``_MEANINGS`` says what
+the RS means, with its own words kept after it); line 2 is one actionable next step
+chosen by code (for ambiguity errors it lists up to 12 connections to retry with); then
+``param`` and ``request_id`` when present. An RS ``param`` names the REST parameter; the text names
 the tool argument the caller can actually change (``q`` → ``query`` for search,
 ``filter[x]`` → ``filter``), keeping the REST name beside it. The envelope in
 structured output stays the RS's, untouched. Bounded; never a traceback or a token.
@@ -14,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from middleware import ToolCall, ToolResult
-from pdpp_gateway.render.common import clip
+from middleware import ToolCall, ToolError, ToolResult
+from pdpp_gateway.ids import parse_handle
+from pdpp_gateway.render.common import clip, dumps
 
 MAX_CONNECTIONS: Final = 12
 # REST parameter -> tool argument, where a tool renames one.
@@ -28,8 +30,8 @@ _NEXT_STEPS: Final = {
     "grant_stream_not_allowed": "A requested stream is not in this grant; call schema() for the granted streams.",
     "context.instance_mismatch": "That connection_id is not granted for this stream; call schema(stream) for its connections.",
     "connection_not_found": "That connection_id is not granted; call schema() for the granted connections.",
-    "grant_revoked": "The person revoked this grant; ask them to re-approve access (pdpp connect), then retry.",
-    "grant_expired": "This grant expired; ask the person to re-approve access (pdpp connect), then retry.",
+    "grant_revoked": "The person revoked this grant; ask them to re-approve access (pdpp-gateway connect), then retry.",
+    "grant_expired": "This grant expired; ask the person to re-approve access (pdpp-gateway connect), then retry.",
     "invalid_cursor": "Restart paging without cursor, keeping the same order/sort and query.",
     "cursor_expired": 'The change token is too old: resync with changes_since="beginning".',
     "not_found": "No such record under this grant; search again or check the id.",
@@ -40,6 +42,14 @@ _NEXT_STEPS: Final = {
     "upstream_unavailable": "The resource server is down or overloaded; retry later.",
     "upstream_malformed_response": "Retry; if it persists, the provider must fix its answer.",
     "internal_error": "Retry once; if it fails again, report it to the operator.",
+}
+
+
+# RS refusals whose own message misleads a model: the reference RS words a grant-scope
+# refusal on a {stream} route as a failed token check ("Token introspection failed closed", 401).
+_MEANINGS: Final = {
+    "context.stream_not_allowed": "Stream {stream} is not in this grant",
+    "context.instance_mismatch": "connection_id {connection} is not granted for stream {stream}",
 }
 
 
@@ -63,7 +73,8 @@ def render_error(call: ToolCall, result: ToolResult) -> str:
     error: Mapping[str, Any] = result.structured.get("error") or {}
     code = str(error.get("code", "error"))
     status = result.structured.get("http_status")
-    lines = [clip(f"Error {code}{f' (HTTP {status})' if status else ''}: {error.get('message', '')}", 600)]
+    message = _meaning(code, call, error.get("message")) or error.get("message", "")
+    lines = [clip(f"Error {code}{f' (HTTP {status})' if status else ''}: {message}", 600)]
     argument = tool_argument(call.name, error.get("param"))
     step = _next_step(code, status, error, argument)
     if (
@@ -89,6 +100,26 @@ def render_error(call: ToolCall, result: ToolResult) -> str:
     if extras:
         lines.append(" ".join(extras))
     return "\n".join(lines)
+
+
+def _meaning(code: str, call: ToolCall, message: object) -> str | None:
+    """What the RS means by ``code``, naming the call's stream; its own words kept after it."""
+    template = _MEANINGS.get(code)
+    if template is None:
+        return None
+    stream, connection = call.arguments.get("stream"), call.arguments.get("connection_id")
+    if stream is None and "id" in call.arguments:
+        try:
+            ref = parse_handle(call.arguments["id"])
+        except ToolError:
+            ref = None
+        if ref is not None:
+            stream, connection = ref.stream, connection or ref.connection_id
+    if not stream or ("{connection}" in template and not connection):
+        return None  # nothing to name: the RS's own words stand
+    meaning = template.format(stream=dumps(stream), connection=dumps(connection))
+    said = f'; the RS words this refusal "{message}"' if isinstance(message, str) and message else ""
+    return f"{meaning} (not a token problem{said})."
 
 
 def tool_argument(tool: str, param: object) -> str | None:
@@ -118,7 +149,13 @@ def _next_step(code: str, status: object, error: Mapping[str, Any], argument: st
     if code in _NEXT_STEPS:
         return _NEXT_STEPS[code]
     if status == 401:
-        return "The credential is invalid or expired; reconnect with `pdpp connect <provider-url>`."
+        return "The credential is invalid or expired; reconnect with `pdpp-gateway connect <provider-url>`."
     if code.startswith("invalid_") or code == "conflicting_connection_id":
         return f"Fix the argument{f' {argument!r}' if argument else ''} as the message says and call again."
+    if isinstance(status, int) and status >= 500:
+        return "The resource server failed on its side: retry once in a moment; if it fails again, tell the person."
+    if status == 403:
+        return "This grant does not allow that read; call schema() to see what it covers."
+    if isinstance(status, int) and status >= 400:
+        return "The resource server refused this request as sent; adjust the arguments the message names."
     return None

@@ -2,11 +2,14 @@
 
 Contract: the text always carries, verbatim, ``next_cursor`` (with the exact next-page
 call), ``next_changes_since`` and count metadata when the RS returned them, and every
-warning code; then, within ``BUDGET`` characters, every record of the page: the first
+warning code; a page that merged several connections (``merged_connections``, or the
+RS's fan-in shape: more records and no cursor) says so in the one merged-sources line
+every tool uses (``render.common.merged_note``); then, within ``BUDGET`` characters, every record of the page: the first
 ones (as many as ``BUDGET`` allows) with their handle and compact JSON of their data (long
 strings shortened with ``…[+N chars]``, blobs summarised with their readable
 ``pdpp://blob/`` URI) and the handles of any expanded relations, the rest as one-line
-``[n] handle "label" time`` rows (the record's title-like field and first timestamp). If even those rows
+``[n] handle "title" time`` rows (the record's title-like field and authored time, never an
+ingest time; see ``documents.record_title``). If even those rows
 cannot all fit, the text says exactly which records are not listed and how to list
 them (a smaller ``limit``, then ``next_cursor``). A handle that cannot embed its
 connection is followed by ``connection_id=...``, which every continuation carries too.
@@ -19,16 +22,24 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from middleware import ToolCall, ToolResult
+from pdpp_gateway.documents import authored_time, record_title
 from pdpp_gateway.ids import handle_arguments
-from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows, preview_value
+from pdpp_gateway.render.common import (
+    MERGED_CONNECTIONS,
+    as_mapping,
+    call_text,
+    clip,
+    dumps,
+    fit_rows,
+    merged_note,
+    preview_value,
+)
 
 BUDGET: Final = 4_000
 MAX_RECORDS: Final = 100  # detailed rows are bounded by BUDGET, not by count
 MAX_STRING: Final = 160
 MAX_LINE: Final = 700
 MAX_LABEL: Final = 60
-# Fields that name a record for a person, in order of preference (the row's label).
-_LABEL_KEYS: Final = ("title", "subject", "name", "filename", "display_name", "track_name", "summary")
 _EXPANDED_SHOWN: Final = 3
 
 
@@ -59,10 +70,13 @@ def render_records(call: ToolCall, result: ToolResult) -> str:
         if isinstance(warning, Mapping):
             lines.append(clip(f"warning {warning.get('code')}: {warning.get('message', '')}", 300))
     fan_in = bool(page.get("has_more") and not page.get("next_cursor") and not page.get("next_changes_since"))
-    if fan_in:
-        lines.append(
-            "More records exist but this page has no cursor (several sources): page per connection_id."
-        )
+    connections = result.structured.get(MERGED_CONNECTIONS)
+    if fan_in or isinstance(connections, list):
+        effect = "this page mixes their records"
+        if fan_in:
+            effect += ", and more exist, but a merged page has no next_cursor: page per connection_id"
+        merged = connections if isinstance(connections, list) else []
+        lines.append(merged_note("query_records", call.arguments, merged, effect))
     shortened: list[tuple[int, dict[str, str], str]] = []
     detailed = [_record_line(n, record, stream, shortened) for n, record in enumerate(records, 1)]
     compact = [_record_row(n, record, stream) for n, record in enumerate(records, 1)]
@@ -132,12 +146,10 @@ def _record_row(index: int, record: Mapping[str, Any], stream: Any) -> str:
         return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
     row = f"[{index}] {_label(_naming(record, stream))}"
     data = as_mapping(record.get("data"))
-    title = next((data[k] for k in _LABEL_KEYS if isinstance(data.get(k), str) and data[k]), None)
+    title = record_title(data)
     if title:
         row += f" {dumps(clip(title, MAX_LABEL))}"
-    moment = next(
-        (v for k, v in data.items() if isinstance(v, str) and (k.endswith("_at") or k == "date") and v), None
-    )
+    moment = authored_time(data)
     return row + f" {clip(moment, 30)}" if moment else row
 
 

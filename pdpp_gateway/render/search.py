@@ -1,10 +1,13 @@
 """Text for ``search``: every hit's complete id, sources, and proven evidence.
 
 Contract: a summary line (hit count, has_more, mode), ``next_cursor`` verbatim with the
-exact next-page call, recall and source-mix disclosures when the RS sent them, then the
+exact next-page call (hybrid search has none: when it says more hits exist, the text
+says how to reach them: a larger ``limit``, narrower ``streams``, or the same search in
+lexical mode, which pages), recall and source-mix disclosures when the RS sent them, then the
 hits within ``BUDGET`` characters. Every returned hit is listed with its complete id
 (never cut): the first ones (up to ``MAX_HITS``) as detailed blocks with stream, source
-label, title, snippet and evidence, the rest as one-line ``[n] id=... stream "…excerpt…"``
+label, title (see ``documents.search_results``; a snippet the title already shows in full
+is not repeated), snippet and evidence, the rest as one-line ``[n] id=... stream "…excerpt…"``
 rows (a short window of the evidence or snippet around its first mark, so a model can
 still choose which hit to open). If even
 the one-line rows cannot all fit, the text says exactly which hits are not listed and
@@ -22,8 +25,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from middleware import ToolCall, ToolResult
-from pdpp_gateway.documents import preview_around_mark
+from pdpp_gateway.documents import parse_marks, preview_around_mark
 from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows
+from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 BUDGET: Final = 5_000
 MAX_HITS: Final = 8
@@ -42,6 +46,8 @@ def render_search(call: ToolCall, result: ToolResult) -> str:
     if envelope.get("next_cursor"):
         follow = {**call.arguments, "cursor": envelope["next_cursor"]}
         lines.append(f"next_cursor={envelope['next_cursor']} → next page: {call_text('search', follow)}")
+    elif envelope.get("has_more") and mode == "hybrid":
+        lines.append(_hybrid_more(call))
     meta = as_mapping(envelope.get("meta"))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
@@ -83,6 +89,18 @@ def render_search(call: ToolCall, result: ToolResult) -> str:
     if listed < len(hits):
         lines.append(_not_listed(call, listed, len(hits)))
     return "\n".join([*lines, *footer])
+
+
+def _hybrid_more(call: ToolCall) -> str:
+    """What to do when hybrid says more hits exist: it has no cursor (the RS refuses one)."""
+    limit = call.arguments.get("limit")
+    raise_limit = "" if limit == MAX_PAGE_LIMIT else f"raise limit (up to {MAX_PAGE_LIMIT}), "
+    paged = {key: value for key, value in call.arguments.items() if key != "mode"}
+    return (
+        "More hits exist, but hybrid search has no next page (no cursor): "
+        f"{raise_limit}narrow with streams or connection_id, or page through them with lexical "
+        f"search, which has a cursor: {call_text('search', {**paged, 'mode': 'lexical'})}"
+    )
 
 
 def _id_only_note(detailed: int, listed: int) -> str:
@@ -139,11 +157,13 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     parts = [f"[{number}] id={hit_id}", f"stream={hit.get('stream')}"]
     if source:
         parts.append(f"source={source}")
-    lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(str(hit.get('title', '')), 100)}"]
+    title = str(hit.get("title", ""))
+    lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(title, 100)}"]
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
     previews = {_flat(str(e.get("preview", ""))) for e in evidence}
-    if hit.get("snippet") and _flat(str(hit["snippet"])) not in previews:
-        lines.append(f"    snippet: {preview_around_mark(_flat(str(hit['snippet'])), SNIPPET_CHARS)[0]}")
+    snippet = _flat(str(hit.get("snippet") or ""))
+    if snippet and snippet not in previews and _flat(parse_marks(snippet)[0]) not in title:
+        lines.append(f"    snippet: {preview_around_mark(snippet, SNIPPET_CHARS)[0]}")
     for item in evidence[:MAX_EVIDENCE]:
         preview = preview_around_mark(_flat(str(item.get("preview", ""))), PREVIEW_CHARS)[0]
         lines.append(f"    evidence {item.get('field')}: {preview}")

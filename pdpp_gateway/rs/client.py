@@ -10,7 +10,10 @@ Contract:
   an idempotent request once when a connection drops before any answer, so a dead
   upstream sees at most ``2 * attempts`` sends.
 - Timeouts are phase-split (connect, read, total); a timeout is never retried past
-  the total budget and becomes ``RsTimeoutError``.
+  the total budget and becomes ``RsTimeoutError`` naming the bound that fired.
+- Retries draw on a ``RetryBudget`` (at most about one retry per five requests in an
+  outage), and a ``CircuitBreaker`` fails calls fast after repeated upstream failures
+  (``rs.resilience``); both are per client, that is per upstream.
 - A base URL path prefix (``https://host/rs``) is kept: paths are appended to it.
   ``rs_path`` percent-encodes each segment (``/`` inside a segment becomes ``%2F``).
 - JSON bodies are read with a size cap and must be objects; blobs are read up to
@@ -49,6 +52,7 @@ from pdpp_gateway.rs.errors import (
     RsTimeoutError,
     RsUnavailableError,
 )
+from pdpp_gateway.rs.resilience import CircuitBreaker, CircuitOpen, RetryBudget
 
 _log = logging.getLogger(__name__)
 
@@ -86,9 +90,10 @@ class RetryPolicy:
         default_factory=lambda: frozenset({aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError})
     )
 
-    def options(self) -> JitterRetry:
-        return JitterRetry(
-            attempts=self.attempts,
+    def options(self, retries: int | None = None) -> CountingRetry:
+        """Options allowing ``retries`` retries (default: ``attempts - 1``)."""
+        return CountingRetry(
+            attempts=1 + (self.attempts - 1 if retries is None else retries),
             start_timeout=self.start_delay,
             max_timeout=self.max_delay,
             statuses=set(self.statuses),
@@ -97,6 +102,18 @@ class RetryPolicy:
             retry_all_server_errors=False,
             random_interval_size=self.start_delay,
         )
+
+
+class CountingRetry(JitterRetry):
+    """aiohttp-retry's jittered backoff, counting the retries it actually made."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.retries = 0
+
+    def get_timeout(self, attempt: int, response: aiohttp.ClientResponse | None = None) -> float:
+        self.retries += 1  # asked for exactly once before each retry
+        return super().get_timeout(attempt, response)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +153,14 @@ class RsClient:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         user_agent: str = f"pdpp-gateway/{__version__}",
         observer: Observer | None = None,
+        breaker: CircuitBreaker | None = None,
+        budget: RetryBudget | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._timeouts = timeouts or RsTimeouts()
         self._retry = retry or RetryPolicy()
+        self.breaker = breaker or CircuitBreaker()
+        self.budget = budget or RetryBudget()
         self._max_body_bytes = max_body_bytes
         self._user_agent = user_agent
         self._client: RetryClient | None = None
@@ -259,11 +280,11 @@ class RsClient:
         if self._client is None:
             raise RuntimeError("RsClient.start() was not called")
         return _Exchange(
+            self,
             self._client,
             self.base_url + path,
             list(query),
             {**(headers or {}), "Accept": accept, **({"Authorization": f"Bearer {token}"} if token else {})},
-            self._timeouts,
             token,
         )
 
@@ -281,38 +302,46 @@ class RsClient:
 
 
 class _Exchange:
-    """One GET with retries, mapping transport failures onto the typed error tree."""
+    """One GET with budgeted retries behind the circuit breaker, mapping transport
+    failures onto the typed error tree and telling the breaker how the RS fared."""
 
     def __init__(
         self,
+        owner: RsClient,
         client: RetryClient,
         url: str,
         query: list[tuple[str, str]],
         headers: dict[str, str],
-        timeouts: RsTimeouts,
         token: str,
     ) -> None:
+        self._owner = owner
         self._client = client
         self._token = token
         self._url = url
         self._query = query
         self._headers = headers
-        self._timeouts = timeouts
+        self._timeouts = owner._timeouts
         self._response: aiohttp.ClientResponse | None = None
 
     async def __aenter__(self) -> aiohttp.ClientResponse:
+        breaker = self._owner.breaker
         try:
-            self._response = await self._client.get(
-                self._url, params=self._query, headers=self._headers, allow_redirects=False
-            )
-        except TimeoutError:
-            raise RsTimeoutError("connect or read", self._timeouts.total) from None
-        except aiohttp.ClientConnectionError as error:
-            raise RsUnavailableError(_describe(error)) from None
-        except aiohttp.ClientError as error:
-            raise RsUnavailableError(_describe(error)) from None
-        response = self._response
+            breaker.admit()
+        except CircuitOpen as held:
+            raise RsUnavailableError(
+                f"it failed {held.failures} times in a row, so the gateway is holding calls back",
+                retry_after=held.retry_after,
+            ) from None
+        try:
+            response = await self._send()
+        except (RsUnavailableError, RsTimeoutError):
+            breaker.failed()
+            raise
+        except BaseException:
+            breaker.released()
+            raise
         if response.status in {502, 503, 504}:
+            breaker.failed()
             body = _parse_lenient(await response.read(), self._token)
             code = body.get("error", {}).get("code") if isinstance(body, dict) else None
             response.release()
@@ -321,17 +350,53 @@ class _Exchange:
                 upstream_code=code if isinstance(code, str) else None,
                 status=response.status,
             )
+        self._response = response
         return response
+
+    async def _send(self) -> aiohttp.ClientResponse:
+        policy, budget = self._owner._retry, self._owner.budget
+        granted = budget.reserve(policy.attempts - 1)
+        options = policy.options(granted)
+        try:
+            return await self._client.get(
+                self._url,
+                retry_options=options,
+                params=self._query,
+                headers=self._headers,
+                allow_redirects=False,
+            )
+        except TimeoutError as error:
+            raise _timeout_error(error, self._timeouts) from None
+        except aiohttp.ClientError as error:
+            raise RsUnavailableError(_describe(error)) from None
+        finally:
+            budget.refund(granted - options.retries)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._response is not None:
             self._response.release()
+        breaker = self._owner.breaker
         if isinstance(exc, TimeoutError):
-            raise RsTimeoutError("read", self._timeouts.read) from None
+            breaker.failed()
+            raise _timeout_error(exc, self._timeouts) from None
         if isinstance(exc, aiohttp.ClientError):
+            breaker.failed()
             raise RsUnavailableError(f"the answer was cut off ({_describe(exc)})") from None
+        if exc is None or isinstance(exc, Exception):
+            breaker.succeeded()  # the RS answered; what it said is not a health problem
+        else:
+            breaker.released()
+
+
+def _timeout_error(error: TimeoutError, timeouts: RsTimeouts) -> RsTimeoutError:
+    """The bound that actually fired, so the message states the real budget."""
+    if isinstance(error, aiohttp.ConnectionTimeoutError):
+        return RsTimeoutError("connecting", timeouts.connect)
+    if isinstance(error, aiohttp.SocketTimeoutError):
+        return RsTimeoutError("waiting for data", timeouts.read)
+    return RsTimeoutError("whole request", timeouts.total)
 
 
 _REDIRECTED: Final = (

@@ -9,7 +9,8 @@ error stage turns it into an ``isError`` result in exactly one place.
   normalised to ``{type, code, message}`` without echoing a large or HTML body.
 - ``RsTimeoutError``: no answer within a phase's bound.
 - ``RsUnavailableError``: the RS could not be reached, or kept answering 502/503/504
-  after the bounded retries.
+  after the bounded retries, or the gateway's circuit breaker is holding calls back
+  after repeated failures (``retry_after_seconds`` then says when to try again).
 - ``RsProtocolError``: a 2xx whose body is not a JSON object, or is over the size cap.
 
 No message, envelope or repr ever carries the bearer token.
@@ -17,6 +18,7 @@ No message, envelope or repr ever carries the bearer token.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,18 +66,26 @@ class RsTimeoutError(RsError):
 
 
 class RsUnavailableError(RsError):
-    def __init__(self, reason: str, *, upstream_code: str | None = None, status: int | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        upstream_code: str | None = None,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         suffix = (
             f" (last answer: HTTP {status}{f' {upstream_code}' if upstream_code else ''})" if status else ""
         )
-        super().__init__(
-            {
-                "type": "api_error",
-                "code": "upstream_unavailable",
-                "message": f"The resource server is unavailable: {reason}{suffix}. Retry later.",
-            },
-            **({"http_status": status} if status else {}),
-        )
+        when = f"Retry in {math.ceil(retry_after)} s." if retry_after is not None else "Retry later."
+        envelope: dict[str, Any] = {
+            "type": "api_error",
+            "code": "upstream_unavailable",
+            "message": f"The resource server is unavailable: {reason}{suffix}. {when}",
+        }
+        if retry_after is not None:
+            envelope["retry_after_seconds"] = math.ceil(retry_after)
+        super().__init__(envelope, **({"http_status": status} if status else {}))
 
 
 class RsProtocolError(RsError):

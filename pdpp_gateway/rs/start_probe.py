@@ -5,7 +5,7 @@ with the questions and the reading of ``token_kind.SchemaProbe`` and
 ``verify_at_start`` (``GET /v1/schema?view=compact``; the plain form when the compact
 one is refused with a 4xx other than 401/403/404; a 404 ``not_found`` is an
 ``mcp_package`` token). It returns ``client``, or raises ``CredentialError`` (exit 77 for
-a refused kind, 78 for a token the RS rejects with 401/403) or ``KindUnknown`` when the
+a refused kind; ``RejectedAtStart``, exit 78, for a token the RS rejects with 401/403) or ``KindUnknown`` when the
 RS cannot be asked now (``upstream_unavailable``, ``upstream_timeout``,
 ``upstream_malformed_response``, or the RS's own error code), within ``seconds`` in all.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import time
 from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
@@ -44,6 +45,15 @@ MAX_BODY_BYTES: Final = 16 * 1024 * 1024
 _UNAVAILABLE: Final = "upstream_unavailable"
 _TIMEOUT: Final = "upstream_timeout"
 _MALFORMED: Final = "upstream_malformed_response"
+_log = logging.getLogger("pdpp_gateway.stdio")
+
+
+class RejectedAtStart(CredentialError):
+    """The RS refused the token itself; ``status`` is its 401 or 403 (a 401 may be renewable)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__("credential_rejected", message, EXIT_NO_CREDENTIAL)
+        self.status = status
 
 
 def check_at_start(provider_url: str, token: str, *, seconds: float = START_PROBE_SECONDS) -> str:
@@ -75,6 +85,15 @@ def check_at_start(provider_url: str, token: str, *, seconds: float = START_PROB
     if kind != ALLOWED_KIND:
         raise refused_kind_error(provider_url, kind or "unknown")
     return kind
+
+
+def warn_unverified(reason: str) -> None:
+    """What the stdio door says when it serves without having been able to ask the RS."""
+    _log.warning(
+        "the resource server is unreachable at start-up (%s); serving, and verifying the credential "
+        "before the first read",
+        reason,
+    )
 
 
 def _get(connection: http.client.HTTPConnection, path: str, token: str, deadline: float) -> tuple[int, bytes]:
@@ -116,11 +135,10 @@ def _kind(status: int, body: bytes, provider_url: str) -> str | None:
     if is_package_route(status, code):
         return PACKAGE_KIND
     if status in {401, 403}:
-        raise CredentialError(
-            "credential_rejected",
+        raise RejectedAtStart(
             f"The resource server at {provider_url} rejected the cached credential ({code}). "
-            f"Run `pdpp connect {provider_url}` again.",
-            EXIT_NO_CREDENTIAL,
+            f"Run `pdpp-gateway connect {provider_url}` again.",
+            status,
         )
     raise KindUnknown(code if isinstance(code, str) else f"http_{status}")
 

@@ -132,7 +132,7 @@ async def verify_at_start(rs: RsReader, provider_url: str, *, seconds: float = S
             raise CredentialError(
                 "credential_rejected",
                 f"The resource server at {provider_url} rejected the cached credential ({error.code}). "
-                f"Run `pdpp connect {provider_url}` again.",
+                f"Run `pdpp-gateway connect {provider_url}` again.",
                 EXIT_NO_CREDENTIAL,
             ) from None
         raise KindUnknown(error.code) from None
@@ -160,7 +160,7 @@ def token_kind_refusal(kind: str | None, provider_url: str) -> ToolError:
             "type": "permission_error",
             "code": "token_kind_refused",
             "message": f"The cached credential is {what}; this gateway only reads with grant-scoped client "
-            f"tokens, so nothing was read. Run `pdpp connect {provider_url}` to approve a scoped grant, "
+            f"tokens, so nothing was read. Run `pdpp-gateway connect {provider_url}` to approve a scoped grant, "
             "then restart the gateway.",
             "token_kind": kind,
         }

@@ -6,7 +6,8 @@ raises the reference RS's error: 401 ``authentication_error`` (no or malformed b
 issued for another resource), 403 ``grant_revoked``/``grant_expired``,
 and 404 ``not_found`` for an ``mcp_package`` token on ``/v1`` (packages are for /mcp).
 ``Access`` resolves a principal's view: which (connector, stream, connections, fields)
-sources it may read. An owner sees everything; a client only its grant. On ``{stream}``
+sources it may read. An owner sees everything; a client only its grant (a fixture
+grant, or one the sandbox AS issued after consent, see ``oauth_store``). On ``{stream}``
 routes a client asking for an ungranted stream or connection gets the reference's
 401 ``context.stream_not_allowed`` / ``context.instance_mismatch``.
 """
@@ -21,6 +22,7 @@ from aiohttp import web
 from pdpp_gateway.sandbox.config import PRINCIPALS, TOKEN_NAMES, GrantStatus, Principal
 from pdpp_gateway.sandbox.envelope import RsHttpError
 from pdpp_gateway.sandbox.manifests import Catalog, Connector, StreamManifest
+from pdpp_gateway.sandbox.oauth_store import OAUTH, OAuthStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +52,13 @@ def token_of(request: web.Request) -> str:
 STATUS_OVERRIDES: Final = web.AppKey("status_overrides", dict[str, GrantStatus])
 
 
-def principal_of(token: str, overrides: dict[str, GrantStatus] | None = None) -> Principal | None:
+def principal_of(
+    token: str, overrides: dict[str, GrantStatus] | None = None, issued: OAuthStore | None = None
+) -> Principal | None:
+    """The fixture principal behind ``token``, or the grant the sandbox AS issued it for."""
     name = TOKEN_NAMES.get(token)
+    if name is None and issued is not None:
+        return issued.principal(token)
     principal = PRINCIPALS.get(name) if name else None
     if principal is None or name is None or not overrides or name not in overrides:
         return principal
@@ -59,7 +66,7 @@ def principal_of(token: str, overrides: dict[str, GrantStatus] | None = None) ->
 
 
 def authenticate(request: web.Request) -> Principal:
-    principal = principal_of(token_of(request), request.app.get(STATUS_OVERRIDES))
+    principal = principal_of(token_of(request), request.app.get(STATUS_OVERRIDES), request.app.get(OAUTH))
     if principal is None:
         raise RsHttpError(401, "context.active_false", "Token introspection failed closed")
     if principal.audience is not None:  # the reference RS checks ``aud`` against its own URL

@@ -1,7 +1,8 @@
 """The sandbox RS application: routes, state and the wire conventions, wired once.
 
 Contract: ``create_app(config)`` returns an aiohttp application serving the PDPP ``/v1``
-read surface, the discovery documents and ``POST /introspect`` over the sample data
+read surface, the discovery documents, ``POST /introspect`` and the authorization server
+(``oauth``: metadata, registration, consent, tokens) over the sample data
 (loaded into SQLite when the app starts, closed when it stops). ``app[CALLS]`` records
 every ``/v1`` request. State lives under typed ``AppKey``s.
 """
@@ -13,7 +14,7 @@ from typing import Final
 
 from aiohttp import web
 
-from pdpp_gateway.sandbox import aggregate, blobs, discovery, records, schema, search
+from pdpp_gateway.sandbox import aggregate, blobs, discovery, oauth, records, schema, search
 from pdpp_gateway.sandbox.access import STATUS_OVERRIDES, Access, authenticate
 from pdpp_gateway.sandbox.config import SandboxConfig
 from pdpp_gateway.sandbox.envelope import CALLS, Call, envelope_middleware
@@ -92,6 +93,7 @@ def create_app(config: SandboxConfig | None = None) -> web.Application:
     get("/.well-known/oauth-protected-resource/mcp", mcp_resource_metadata)
     get("/", index)
     app.router.add_post("/introspect", introspect)
+    oauth.install(app, settings, lambda request: request.app[STORE].catalog)
     return app
 
 

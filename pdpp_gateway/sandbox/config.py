@@ -33,6 +33,7 @@ class SandboxConfig:
     introspection_client_id: str = "pdpp-gateway"
     introspection_client_secret: str = field(default="sandbox-introspection-secret", repr=False)
     bulk_records: int = 0
+    oauth_resources: tuple[str, ...] = ()  # RFC 8707 resources the AS also issues tokens for
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,7 @@ class Principal:
     members: tuple[str, ...] = ()  # package: child token NAMES
     package_id: str | None = None
     audience: str | None = None  # introspection ``aud``; None: this RS
+    expires_at: float | None = None  # epoch seconds; None: the fixture's rolling hour
 
 
 WORK, PERSONAL = "cin_mail_work", "cin_mail_personal"

@@ -13,8 +13,8 @@ sandbox can state truthfully. Left out on purpose, because the sandbox has no su
 ``capabilities.client_event_subscriptions`` (no webhooks), the embedding-model members
 of ``semantic_retrieval`` (``dimensions``, ``score.comparable_with``, ``language_bias``:
 the scorer is token overlap), and ``pdpp_agent_discovery.cli`` / ``.skill_name`` /
-``.mcp.authorization`` (it serves no OAuth, device-code or agent-connect endpoint; its
-tokens come from the fixture config). Active answers carry
+``.mcp.authorization`` (it serves no device-code or agent-connect endpoint; its
+authorization-code flow is described by its own RFC 8414 metadata, see ``oauth``). Active answers carry
 ``iss`` (the sandbox origin), ``aud`` (the RS origin, or a fixture's foreign audience), ``exp``, ``pdpp_token_kind`` and the
 grant; inactive ones are ``{"active": false, "inactive_reason": ...}``. Package tokens
 list their members with each child's own token (a sandbox extension, see ``config``).
@@ -34,6 +34,7 @@ from pdpp_gateway.sandbox.access import STATUS_OVERRIDES, principal_of
 from pdpp_gateway.sandbox.config import PRINCIPALS, TOKENS, Principal, SandboxConfig
 from pdpp_gateway.sandbox.envelope import json_response, origin
 from pdpp_gateway.sandbox.manifests import Catalog
+from pdpp_gateway.sandbox.oauth_store import OAUTH
 
 TOKEN_LIFETIME_SECONDS = 3600
 
@@ -180,7 +181,7 @@ def _authorised(request: web.Request, config: SandboxConfig) -> bool:
     )
 
 
-def _details(principal: Principal, catalog: Catalog) -> list[dict[str, Any]]:
+def authorization_details(principal: Principal, catalog: Catalog) -> list[dict[str, Any]]:
     by_connector: dict[str, list[dict[str, Any]]] = {}
     for name, grant in principal.streams.items():
         for connector in catalog.connectors:
@@ -213,18 +214,18 @@ def _introspection(
         "client_id": principal.client_id,
         "iss": base,
         "aud": principal.audience or base,
-        "exp": int(time.time()) + TOKEN_LIFETIME_SECONDS,
+        "exp": int(principal.expires_at or time.time() + TOKEN_LIFETIME_SECONDS),
     }
     if principal.kind == "client":
         answer["grant_id"] = principal.grant_id
-        answer["authorization_details"] = _details(principal, catalog)
+        answer["authorization_details"] = authorization_details(principal, catalog)
     if principal.kind == "mcp_package":
         members = []
         for name in principal.members:
             child = PRINCIPALS[name]
             if overrides.get(name, child.status) != "active":
                 continue
-            details = _details(child, catalog)
+            details = authorization_details(child, catalog)
             connections = sorted({i for d in details for s in d["streams"] for i in s["instance_ids"]})
             first = catalog.connector_of(connections[0]) if connections else None
             display = catalog.connection(connections[0]) if connections else None
@@ -277,7 +278,7 @@ async def introspect(request: web.Request, config: SandboxConfig, catalog: Catal
         )
     token = form.get("token")
     overrides = request.app.get(STATUS_OVERRIDES, {})
-    principal = principal_of(token, overrides) if isinstance(token, str) else None
+    principal = principal_of(token, overrides, request.app.get(OAUTH)) if isinstance(token, str) else None
     if principal is None:
         return json_response({"active": False, "inactive_reason": "token_unknown"})
     if principal.status != "active":

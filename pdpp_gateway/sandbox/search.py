@@ -2,14 +2,25 @@
 
 Contract: ``q`` is required; ``limit`` 25/100 clamped; unknown keys 400; a client's
 ``streams[]`` outside the grant is 403 ``grant_stream_not_allowed``; ``filter`` needs
-exactly one stream, and every mode (lexical, semantic, hybrid) applies it. Lexical hits carry ``matched_fields``, a bm25 ``score`` and, for
-matches in text or title fields only, a ``snippet`` and ``evidence_excerpts`` (bounded
-context with ``<mark>``) plus the field-window ``read`` descriptor; a hit matched only on
-metadata fields has neither. Lexical and semantic page with a cursor bound to the query
-and caller (mismatch: 400 ``invalid_cursor``), and ``links.next`` repeats the request with
-the next cursor; hybrid never pages and refuses ``cursor``. Lexical ranking reads only ids
-and bm25 scores; record bodies and snippets are built for the returned page alone.
-The semantic scorer is token overlap (Jaccard distance): deterministic, shape-faithful.
+exactly one stream, and every mode (lexical, semantic, hybrid) applies it.
+
+Every hit carries ``emitted_at``, the record's ingest time (the same for every seeded
+record, as on the reference RS, so it says nothing about the record), and ``authored_at``
+only when the record has one of the reference's authored-time fields (``sent_at``,
+``authored_at``, ``created_at``, ``source_created_at``, ``occurred_at``, ``updated_at``):
+a mail message dated by ``received_at`` has none. Lexical hits carry ``matched_fields``,
+a bm25 ``score`` and a ``snippet`` (bounded context with ``<mark>``) of their best field
+match, like the reference; for matches in text or title fields they also carry
+``evidence_excerpts`` with the field-window ``read`` descriptor, while a hit matched only
+on metadata fields has its snippet alone (a sandbox extension: that match is not proven
+evidence). Hybrid hits are the reference's merge: ``retrieval_sources``, per-source
+``scores``, the first snippet either source gave, and no ``evidence_excerpts`` or
+``authored_at``. Lexical and semantic page with a cursor bound to the query and caller
+(mismatch: 400 ``invalid_cursor``), and ``links.next`` repeats the request with the next
+cursor; hybrid never pages and refuses ``cursor`` (``has_more`` only says the merged list
+was cut at ``limit``). Lexical ranking reads only ids and bm25 scores; record bodies and
+snippets are built for the returned page alone. The semantic scorer is token overlap
+(Jaccard distance): deterministic, shape-faithful.
 """
 
 from __future__ import annotations
@@ -40,6 +51,33 @@ CANDIDATE_WINDOW: Final = 2000
 _KEYS: Final = ("q", "limit", "cursor", "streams", "streams[]", "connection_id", "connector_instance_id")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 PROVEN_ROLES: Final = ("text", "title")
+# The record fields the reference RS reads a hit's ``authored_at`` from, first present wins.
+AUTHORED_FIELDS: Final = (
+    "sent_at",
+    "sentAt",
+    "authored_at",
+    "authoredAt",
+    "created_at",
+    "createdAt",
+    "source_created_at",
+    "sourceCreatedAt",
+    "occurred_at",
+    "occurredAt",
+    "updated_at",
+    "updatedAt",
+)
+# What a hybrid hit keeps of its lexical or semantic source hit (the reference's merge).
+_HYBRID_KEYS: Final = (
+    "object",
+    "stream",
+    "record_key",
+    "connector_id",
+    "connection_id",
+    "connector_instance_id",
+    "display_name",
+    "emitted_at",
+    "record_url",
+)
 
 
 def _scopes(
@@ -74,8 +112,10 @@ def _hit(record: StoredRecord, source: Source, store: Store) -> dict[str, Any]:
     connection = store.catalog.connection(record.connection_id)
     if connection and connection.display_name:
         hit["display_name"] = connection.display_name
-    authored = record.data.get(source.manifest.cursor_field)
-    if isinstance(authored, str):
+    authored = next(
+        (value for key in AUTHORED_FIELDS if isinstance(value := record.data.get(key), str) and value), None
+    )
+    if authored is not None:
         hit["authored_at"] = authored
     return hit
 
@@ -155,7 +195,7 @@ def _lexical_hits(
         entry = grouped.get(rowid)
         if entry is None:
             entry = grouped[rowid] = _Lexical(
-                rowid, source, expression, score, connection_id, stream, record_id, [], []
+                rowid, source, expression, score, connection_id, stream, record_id, [], [], (field, fts_rowid)
             )
         entry.matched.append(field)
         if field in proven:
@@ -176,6 +216,7 @@ class _Lexical:
     record_id: str
     matched: list[str]
     proven: list[tuple[str, int]]  # (field, FTS row) matches in text/title fields, best first
+    best: tuple[str, int]  # the best (field, FTS row) match of any role: the snippet when none is proven
 
     def as_hit(self) -> dict[str, Any]:
         """The hit's identity and ranking, still to be materialised."""
@@ -202,7 +243,8 @@ def _materialise(page: Sequence[Hit], store: Store) -> list[dict[str, Any]]:
     for expression in {p.expression for p in pending}:
         snippets.update(
             store.snippets(
-                expression, (row for p in pending if p.expression == expression for _, row in p.proven)
+                expression,
+                (row for p in pending if p.expression == expression for _, row in p.proven or [p.best]),
             )
         )
     out = []
@@ -235,6 +277,9 @@ def _materialise(page: Sequence[Hit], store: Store) -> list[dict[str, Any]]:
                     },
                 }
             )
+        if not todo.proven:
+            field, row = todo.best
+            full["snippet"] = {"field": field, "text": snippets[row]}
         out.append(full)
     return out
 
@@ -322,6 +367,8 @@ async def search(
         semantic = _semantic_hits(request, store, _scopes(request, access, warnings, semantic=True))
         hits = _round_robin(lexical, semantic)
     page = _materialise(hits[offset : offset + limit], store)
+    if mode == "hybrid":
+        page = [_hybrid_shape(hit) for hit in page]
     more = len(hits) > offset + limit
     body: dict[str, Any] = {"object": "list", "url": request.path, "has_more": more, "data": page}
     next_url = None
@@ -349,7 +396,8 @@ def _merge(merged: dict[tuple[str, str, str], dict[str, Any]], hit: dict[str, An
     entry = merged.setdefault(
         key,
         {
-            **{k: v for k, v in hit.items() if k not in ("score", "retrieval_mode")},
+            **{k: v for k, v in hit.items() if k not in ("score", "retrieval_mode", "matched_fields")},
+            "matched_fields": [],
             "retrieval_mode": "hybrid",
             "retrieval_sources": [],
             "scores": {},
@@ -357,3 +405,21 @@ def _merge(merged: dict[tuple[str, str, str], dict[str, Any]], hit: dict[str, An
     )
     entry["retrieval_sources"].append(kind)
     entry["scores"][kind] = hit["score"]
+    for field in hit.get("matched_fields") or ():
+        if field not in entry["matched_fields"]:
+            entry["matched_fields"].append(field)
+
+
+def _hybrid_shape(hit: dict[str, Any]) -> dict[str, Any]:
+    """A merged hit as the reference sends it: identity, sources, scores and one snippet."""
+    shaped: dict[str, Any] = {key: hit[key] for key in _HYBRID_KEYS if key in hit}
+    sources = hit["retrieval_sources"]
+    shaped.update(
+        matched_fields=hit["matched_fields"],
+        retrieval_mode="hybrid",
+        retrieval_sources=[kind for kind in ("lexical", "semantic") if kind in sources],
+        scores=hit["scores"],
+    )
+    if hit.get("snippet"):
+        shaped["snippet"] = hit["snippet"]
+    return shaped

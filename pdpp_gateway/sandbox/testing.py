@@ -4,7 +4,8 @@ Contract: ``async with start_sandbox(config) as server:`` serves the sandbox on
 ``host:port`` (ephemeral by default) until the block ends. ``server.url`` is its
 origin, ``server.tokens`` the fixture tokens by name, ``server.calls`` the recorded
 ``/v1`` requests (``reset_calls()`` clears them); ``set_status(name, "revoked")``
-revokes a grant while the server runs.
+revokes a grant while the server runs; ``allow_resource(url)`` lets its AS issue tokens
+for another resource (a gateway's ``/mcp``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aiohttp import web
 from pdpp_gateway.sandbox.app import STATUS_OVERRIDES, create_app
 from pdpp_gateway.sandbox.config import TOKENS, GrantStatus, SandboxConfig
 from pdpp_gateway.sandbox.envelope import CALLS, Call
+from pdpp_gateway.sandbox.oauth import OAUTH_RESOURCES
 
 
 @dataclass(slots=True)
@@ -33,6 +35,10 @@ class SandboxServer:
 
     def reset_calls(self) -> None:
         self.app[CALLS].clear()
+
+    def allow_resource(self, url: str) -> None:
+        """Let the AS issue tokens for ``url`` (RFC 8707), e.g. a gateway's ``/mcp`` in front of it."""
+        self.app[OAUTH_RESOURCES].add(url.rstrip("/"))
 
     def set_status(self, name: str, status: GrantStatus) -> None:
         """Revoke (or expire, or restore) the grant behind token ``name`` while serving."""

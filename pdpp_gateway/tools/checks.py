@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from middleware import Check, ToolError, gateway_error
+from middleware import Check, ToolError, echo, gateway_error
 from pdpp_gateway.ids import parse_handle, resolve_connection, segment_problem
 from pdpp_gateway.tools.specs import (
     INPUT_SCHEMAS,
@@ -120,24 +120,24 @@ def check_filter(arguments: Mapping[str, Any]) -> ToolError | None:
     for field, spec in value.items():
         if not field or "[" in field or "]" in field:
             return bad(
-                f"filter field {field!r} must be a plain field name from schema(stream), not bracket syntax."
+                f"filter field {echo(field)} must be a plain field name from schema(stream), not bracket syntax."
             )
         if isinstance(spec, Mapping):
             if not spec:
-                return bad(f"filter range on {field!r} must use at least one of gte, gt, lte, lt.")
+                return bad(f"filter range on {echo(field)} must use at least one of gte, gt, lte, lt.")
             for op, bound in spec.items():
                 if op not in RANGE_OPERATORS:
                     return bad(
-                        f"unsupported range operator {op!r} on {field!r}; supported: gte, gt, lte, lt."
+                        f"unsupported range operator {echo(op)} on {echo(field)}; supported: gte, gt, lte, lt."
                     )
-                if not _is_scalar(bound):
-                    return bad(f"filter bound {field!r}.{op} must be a string, number or boolean.")
+                if isinstance(bound, bool) or not _is_scalar(bound):
+                    return bad(f"filter bound {echo(field)}.{op} must be a string or number.")
                 if _non_finite(bound):
-                    return bad(f"filter bound {field!r}.{op} must be a finite number, not {bound!r}.")
+                    return bad(f"filter bound {echo(field)}.{op} must be a finite number, not {echo(bound)}.")
         elif not _is_scalar(spec):
-            return bad(f"filter value for {field!r} must be a string, number, boolean or range object.")
+            return bad(f"filter value for {echo(field)} must be a string, number, boolean or range object.")
         elif _non_finite(spec):
-            return bad(f"filter value for {field!r} must be a finite number, not {spec!r}.")
+            return bad(f"filter value for {echo(field)} must be a finite number, not {echo(spec)}.")
     return None
 
 
@@ -155,12 +155,14 @@ def check_expand_limit(arguments: Mapping[str, Any]) -> ToolError | None:
             param="expand_limit",
         )
     expanded = arguments.get("expand")
-    expanded_names = set(expanded) if isinstance(expanded, list) else set()
+    expanded_names = (
+        {name for name in expanded if isinstance(name, str)} if isinstance(expanded, list) else set()
+    )
     for relation, limit in value.items():
         if not relation or "[" in relation or "]" in relation:
             return gateway_error(
                 "invalid_expand",
-                f"expand_limit relation {relation!r} must be a relation name, not bracket syntax, "
+                f"expand_limit relation {echo(relation)} must be a relation name, not bracket syntax, "
                 f"e.g. {example}.",
                 param="expand_limit",
             )
@@ -173,7 +175,7 @@ def check_expand_limit(arguments: Mapping[str, Any]) -> ToolError | None:
         if relation not in expanded_names:
             return gateway_error(
                 "invalid_expand",
-                f"expand_limit names {relation!r}, which is not in expand; "
+                f"expand_limit names {echo(relation)}, which is not in expand; "
                 "add it to expand or drop the limit.",
                 param="expand_limit",
             )
@@ -212,7 +214,7 @@ def check_fields_list(arguments: Mapping[str, Any]) -> ToolError | None:
             if isinstance(item, str) and "," in item:
                 return gateway_error(
                     "invalid_arguments",
-                    f"fields item {item!r} contains ','; pass each field as its own array item.",
+                    f"fields item {echo(item)} contains ','; pass each field as its own array item.",
                     param="fields",
                 )
     return safe_names("fields")(arguments)
@@ -275,7 +277,7 @@ def check_aggregate_shape(arguments: Mapping[str, Any]) -> ToolError | None:
         )
     if (by_field or by_time) and metric not in (None, "count"):
         return gateway_error("invalid_arguments", "Grouping works with metric count only.", param="metric")
-    if metric in {"sum", "min", "max", "count_distinct"} and "field" not in arguments:
+    if metric in ("sum", "min", "max", "count_distinct") and "field" not in arguments:
         return gateway_error("invalid_arguments", f"metric {metric} needs field.", param="field")
     if metric == "count" and "field" in arguments:
         return gateway_error(

@@ -1,5 +1,6 @@
-"""The terminal handlers: one forwarded RS read per tool (or two: the expand gate's schema
-read, or a binary field's projected record read after the RS refused it as non-text).
+"""The terminal handlers: one forwarded RS read per tool (or two: the expand gate's or the
+merged-sources schema read, or a binary field's projected record read after the RS
+refused it as non-text).
 
 Contract: a handler receives a call whose arguments already passed validation. It
 issues GETs to the RS ``/v1`` API through the caller's bound client, never anything
@@ -10,10 +11,18 @@ Handlers never retry with other credentials and never invent query semantics: th
 arguments a tool accepts map one-to-one onto RS parameters. ``read_record_field`` on a
 blob field answers (not fails) with the blob's media type, size and ``pdpp://blob/``
 resource URI, never its bytes; any other non-text field keeps the RS's 422.
+
+Merged sources: without ``connection_id`` the RS reads a stream name across every
+granted connection holding it. ``aggregate`` (whose answer does not show that) reads the
+stream's compact schema concurrently; ``query_records`` reads it after a page that shows
+a merge (records of several connections, or more records and no cursor). When several
+connections hold the name, structured output lists them under ``merged_connections``
+(a failed schema read lists nothing; the answer stands).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -21,9 +30,9 @@ from middleware import ToolCall, ToolResult, gateway_error
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import GatewayContext, context_of
 from pdpp_gateway.ids import RecordRef, check_segment, parse_handle, resolve_connection
-from pdpp_gateway.render.common import as_mapping
+from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
-from pdpp_gateway.rs.errors import RsStatusError
+from pdpp_gateway.rs.errors import RsError, RsStatusError
 from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
 from pdpp_gateway.tools.expand_gate import check_expand
 
@@ -95,14 +104,54 @@ async def query_records(call: ToolCall) -> ToolResult:
         *expand_limit_pairs(args.get("expand_limit")),
     ]
     response = await context.rs.get_json(rs_path("v1", "streams", stream, "records"), query)
-    return ToolResult(structured=_envelope(context, response, response.body))
+    structured = _envelope(context, response, response.body)
+    if not args.get("connection_id") and _page_merges(response.body):
+        _note_merge(structured, await _stream_connections(context, stream))
+    return ToolResult(structured=structured)
 
 
 async def aggregate(call: ToolCall) -> ToolResult:
     context, args = context_of(call), call.arguments
     query = [*forward(args, _AGGREGATE_PARAMS), *filter_pairs(args.get("filter"))]
-    response = await context.rs.get_json(rs_path("v1", "streams", args["stream"], "aggregate"), query)
-    return ToolResult(structured=_envelope(context, response, response.body))
+    path = rs_path("v1", "streams", args["stream"], "aggregate")
+    if args.get("connection_id"):
+        response = await context.rs.get_json(path, query)
+        return ToolResult(structured=_envelope(context, response, response.body))
+    # Without connection_id the RS adds up every connection holding the name, and its answer
+    # does not say so: the stream's connections come from the schema, read alongside.
+    sources = asyncio.create_task(_stream_connections(context, args["stream"]))
+    try:
+        response = await context.rs.get_json(path, query)
+    except BaseException:
+        sources.cancel()
+        raise
+    structured = _envelope(context, response, response.body)
+    _note_merge(structured, await sources)
+    return ToolResult(structured=structured)
+
+
+def _page_merges(page: Mapping[str, Any]) -> bool:
+    """Whether a records page shows it merged connections: records of several, or the RS's
+    fan-in shape (more records, no cursor to reach them)."""
+    records = [r for r in page.get("data") or () if isinstance(r, Mapping)]
+    if len({r.get("connection_id") for r in records if r.get("connection_id")}) > 1:
+        return True
+    return bool(page.get("has_more") and not page.get("next_cursor") and not page.get("next_changes_since"))
+
+
+def _note_merge(structured: dict[str, Any], connections: list[dict[str, Any]] | None) -> None:
+    """List the connections an answer merged, when several hold the stream name."""
+    if connections is not None and len(connections) > 1:
+        structured[MERGED_CONNECTIONS] = connections
+
+
+async def _stream_connections(context: GatewayContext, stream: str) -> list[dict[str, Any]] | None:
+    """The granted connections holding ``stream`` (compact schema read), or None if unknown."""
+    try:
+        response = await context.rs.get_json("/v1/schema", [("view", "compact"), ("stream", stream)])
+    except RsError:
+        return None
+    return schema_view.stream_connections(schema_view.unwrap_schema(response.body), stream)
 
 
 async def search(call: ToolCall) -> ToolResult:

@@ -54,7 +54,7 @@ def _owner_refusal(kind: str | None) -> ToolError:
             "type": "permission_error",
             "code": "permission_error",
             "message": f"This gateway serves grant-scoped client tokens only; a {kind or 'unclassified'} "
-            "credential is refused. Connect with `pdpp connect <provider-url>` to get a scoped grant.",
+            "credential is refused. Connect with `pdpp-gateway connect <provider-url>` to get a scoped grant.",
         }
     )
 

@@ -46,7 +46,10 @@ MAX_EXPAND_RELATIONS: Final = 16
 _NAME: Final[JSONObject] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS}
 _HANDLE: Final[JSONObject] = {**_NAME, "maxLength": MAX_HANDLE_CHARS}
 _STRINGS: Final[JSONObject] = {"type": "array", "items": _NAME, "minItems": 1, "maxItems": MAX_LIST_ITEMS}
-_SCALAR: Final[JSONObject] = {"type": ["string", "number", "boolean"]}
+# Every schema node has one "type" (no type arrays, enums typed): some clients (Gemini among
+# them) accept single-type JSON Schemas only.
+_SCALARS: Final[list[JSONObject]] = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
+_BOUND: Final[JSONObject] = {"anyOf": [{"type": "string"}, {"type": "number"}]}
 _CONNECTION: Final[JSONObject] = {
     **_NAME,
     "description": "Read only this source (a connection_id from schema).",
@@ -61,10 +64,10 @@ FILTER: Final[JSONObject] = {
     "{field: {gte|gt|lte|lt: value}} range. Usable fields: schema(stream) flags eq, r=.",
     "additionalProperties": {
         "anyOf": [
-            _SCALAR,
+            *_SCALARS,
             {
                 "type": "object",
-                "properties": dict.fromkeys(("gte", "gt", "lte", "lt"), _SCALAR),
+                "properties": dict.fromkeys(("gte", "gt", "lte", "lt"), _BOUND),
                 "additionalProperties": False,
                 "minProperties": 1,
             },
@@ -112,7 +115,11 @@ SCHEMA: Final = types.Tool(
         {
             "stream": _STREAM,
             "connection_id": _CONNECTION,
-            "detail": {"enum": ["compact", "full"], "description": "compact (default) or full."},
+            "detail": {
+                "type": "string",
+                "enum": ["compact", "full"],
+                "description": "compact (default) or full.",
+            },
         }
     ),
     output_schema=_ENVELOPE_OUTPUT,
@@ -132,13 +139,13 @@ QUERY_RECORDS: Final = types.Tool(
             "stream": _STREAM,
             "limit": _LIMIT,
             "cursor": {**_HANDLE, "description": "next_cursor from the previous page (same order and sort)."},
-            "order": {"enum": ["asc", "desc"]},
+            "order": {"type": "string", "enum": ["asc", "desc"]},
             "sort": {**_NAME, "description": "cursor field, '-' prefix for descending."},
             "fields": {**_STRINGS, "description": "Top-level fields to return."},
             "filter": FILTER,
             "expand": EXPAND,
             "expand_limit": EXPAND_LIMIT,
-            "count": {"enum": ["none", "estimated", "exact"]},
+            "count": {"type": "string", "enum": ["none", "estimated", "exact"]},
             "changes_since": {
                 **_HANDLE,
                 "description": '"beginning" or a previous next_changes_since; not an ISO timestamp.',
@@ -164,11 +171,14 @@ AGGREGATE: Final = types.Tool(
     input_schema=_object(
         {
             "stream": _STREAM,
-            "metric": {"enum": ["count", "sum", "min", "max", "count_distinct"]},
+            "metric": {"type": "string", "enum": ["count", "sum", "min", "max", "count_distinct"]},
             "field": {**_NAME, "description": "Field for sum, min, max, count_distinct."},
             "group_by": _NAME,
             "group_by_time": {**_NAME, "description": "Date field to bucket by; needs granularity."},
-            "granularity": {"enum": ["minute", "hour", "day", "week", "month", "quarter", "year"]},
+            "granularity": {
+                "type": "string",
+                "enum": ["minute", "hour", "day", "week", "month", "quarter", "year"],
+            },
             "time_zone": {**_NAME, "description": "IANA name for time buckets (default UTC)."},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_GROUP_LIMIT},
             "filter": FILTER,
@@ -192,7 +202,7 @@ SEARCH: Final = types.Tool(
     input_schema=_object(
         {
             "query": {**_NAME, "maxLength": MAX_QUERY_CHARS, "description": "Search text."},
-            "mode": {"enum": ["lexical", "semantic", "hybrid"]},
+            "mode": {"type": "string", "enum": ["lexical", "semantic", "hybrid"]},
             "streams": {**_STRINGS, "description": "Only these streams."},
             "limit": _LIMIT,
             "cursor": {**_HANDLE, "description": "next_cursor from the previous page (not hybrid)."},

@@ -38,6 +38,8 @@ def test_demo_runs_the_hosted_gateway_on_the_sandbox_and_prints_client_setup(tmp
         "headers": {"Authorization": f"Bearer {token.group(1)}"},
     }
     assert "stdio --provider-url" in out
+    assert f"claude mcp add --transport http pdpp-sandbox {url.group(1)}\n" in out  # OAuth sign-in, no header
+    assert " connect http://127.0.0.1:" in out  # the terminal path to approve one's own grant
 
 
 def _printed_commands(output: str) -> list[str]:
@@ -151,4 +153,4 @@ def test_cli_errors_are_typed_and_go_to_stderr(tmp_path: Path, shared_sandbox: A
         "search", "x", "--provider-url", shared_sandbox.url, "--cache-root", str(tmp_path / "none")
     )
     assert no_cache.returncode == 78
-    assert f"pdpp connect {shared_sandbox.url}" in no_cache.stderr
+    assert f"pdpp-gateway connect {shared_sandbox.url}" in no_cache.stderr

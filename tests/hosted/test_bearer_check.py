@@ -29,9 +29,13 @@ async def post(url: str, token: str | None, body: Any = LIST_TOOLS) -> tuple[int
 def assert_challenge(url: str, headers: dict[str, str], body: Any, code: str) -> None:
     metadata = url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource/mcp"
     assert headers["WWW-Authenticate"] == f'Bearer resource_metadata="{metadata}"'
-    assert body["error"]["resource_metadata"] == metadata
-    assert body["error"]["code"] == code
-    assert body["error"]["next_step"]
+    assert body["jsonrpc"] == "2.0"
+    assert body["id"] is None  # decided on headers alone: the body was never read
+    assert body["error"]["code"] == -32001
+    assert body["error"]["data"]["resource_metadata"] == metadata
+    assert body["error"]["data"]["code"] == code
+    assert body["error"]["data"]["next_step"]
+    assert metadata in body["error"]["message"]  # the message alone says where to go
     assert headers["Link"] == f'<{url.removesuffix("/mcp")}/icon.svg>; rel="icon"; type="image/svg+xml"'
 
 
@@ -74,7 +78,7 @@ async def test_owner_token_is_refused_with_403_before_any_read(sandbox: Any) -> 
         sandbox.reset_calls()
         status, headers, body = await post(url, sandbox.tokens["owner"])
         assert status == 403
-        assert body["error"]["code"] == "permission_error"
+        assert body["error"]["data"]["code"] == "permission_error"
         assert "WWW-Authenticate" not in headers
         assert "owner" in body["error"]["message"].lower()
         assert sandbox.calls == []
@@ -95,7 +99,7 @@ async def test_schema_probe_refuses_owner_after_its_single_check(sandbox: Any) -
             },
         )
         assert status == 403
-        assert body["error"]["code"] == "permission_error"
+        assert body["error"]["data"]["code"] == "permission_error"
         assert [(c.path, c.query) for c in sandbox.calls] == [("/v1/schema", "view=compact")]
 
 
@@ -106,7 +110,7 @@ async def test_package_with_no_active_child_is_refused(sandbox: Any) -> None:
         sandbox.reset_calls()
         status, _, body = await post(url, sandbox.tokens["package"])
         assert status == 403
-        assert body["error"]["code"] == "package_revoked"
+        assert body["error"]["data"]["code"] == "package_revoked"
         assert sandbox.calls == []
 
 
@@ -134,7 +138,7 @@ async def test_revocation_is_seen_within_the_cache_bound(sandbox: Any) -> None:
         await asyncio.sleep(cached_by + bound + 0.1 - time.monotonic())
         status, _, body = await post(url, token)
         assert status == 401
-        assert body["error"]["code"] == "grant_revoked"
+        assert body["error"]["data"]["code"] == "grant_revoked"
 
 
 async def test_verdicts_are_cached_not_reintrospected(sandbox: Any) -> None:
@@ -154,7 +158,7 @@ async def test_unreachable_authorization_server_is_503_not_a_pass(sandbox: Any) 
         status, headers, body = await post(url, sandbox.tokens["client_broad"])
         assert status == 503
         assert headers["Retry-After"] == "5"
-        assert body["error"]["code"] == "authorization_unavailable"
+        assert body["error"]["data"]["code"] == "authorization_unavailable"
         assert sandbox.calls == []
 
 
@@ -163,7 +167,7 @@ async def test_wrong_introspection_credentials_are_an_outage_not_a_bad_token(san
     async with start_gateway(settings) as url:
         status, _, body = await post(url, sandbox.tokens["client_broad"])
         assert status == 503
-        assert body["error"]["code"] == "authorization_unavailable"
+        assert body["error"]["data"]["code"] == "authorization_unavailable"
 
 
 async def test_foreign_issuer_is_challenged(sandbox: Any) -> None:
@@ -212,7 +216,7 @@ async def test_unknown_package_is_refused_as_unresolvable_not_revoked(sandbox: A
         sandbox.reset_calls()
         status, _, body = await post(url, sandbox.tokens["package"])
         assert status == 403
-        assert body["error"]["code"] == "permission_error"
+        assert body["error"]["data"]["code"] == "permission_error"
         assert "cannot resolve" in body["error"]["message"]
         assert sandbox.calls == []
 
@@ -236,9 +240,10 @@ async def test_refusals_are_counted_with_their_outcome(shared_sandbox: Any) -> N
         assert (await post(url, "not-a-real-token"))[0] == 401
         assert (await post(url, shared_sandbox.tokens["owner"]))[0] == 403
         async with aiohttp.ClientSession() as http:
-            async with http.post(url, data=b"{", headers=HEADERS) as response:
+            authorised = {**HEADERS, "Authorization": f"Bearer {shared_sandbox.tokens['client_broad']}"}
+            async with http.post(url, data=b"{", headers=authorised) as response:
                 assert response.status == 400
             async with http.get(url.replace("/mcp", "/metrics")) as response:
                 metrics = await response.text()
-    assert 'pdpp_gateway_mcp_requests_total{method="tools/list",outcome="refused",tool=""} 3.0' in metrics
-    assert 'pdpp_gateway_mcp_requests_total{method="unparsed",outcome="refused",tool=""} 1.0' in metrics
+    # bearer refusals come before the body is read, so none of the four has a method label
+    assert 'pdpp_gateway_mcp_requests_total{method="unparsed",outcome="refused",tool=""} 4.0' in metrics

@@ -35,8 +35,14 @@ async def test_mcp_metadata_names_the_public_endpoint_and_client_kinds_only(shar
         assert document["pdpp_token_kinds_supported"] == ["client", "mcp_package"]
         assert document["authorization_servers"] == [shared_sandbox.url]
         assert document["pdpp_core_query_base"] == f"{shared_sandbox.url}/v1"
-        # the sandbox publishes no authorization-server metadata, so there is no flow to name
-        assert "authorization" not in document["pdpp_agent_discovery"]["mcp"]
+        # the sandbox's own AS metadata offers code + S256, so that flow is named (for this /mcp)
+        flows = document["pdpp_agent_discovery"]["mcp"]["authorization"]
+        assert set(flows) == {"authorization_code_pkce"}
+        assert (
+            flows["authorization_code_pkce"]["authorization_endpoint"]
+            == f"{shared_sandbox.url}/oauth/authorize"
+        )
+        assert flows["authorization_code_pkce"]["resource"] == url
         text = str(document).lower()
         assert "logo_uri" not in text
         assert "profile" not in text
@@ -108,8 +114,10 @@ async def test_icon_connect_page_and_llms_txt(shared_sandbox: Any) -> None:
         assert headers["Content-Type"].startswith("text/html")
         assert f"claude mcp add --transport http pdpp {url}" in page
         assert f"codex mcp add pdpp --url {url}" in page
-        assert f"pdpp connect {shared_sandbox.url}" in page
+        assert f"pdpp-gateway connect {shared_sandbox.url}" in page
         assert "llms.txt" in page
+        assert "sends you to the provider to sign in" in page  # the sandbox AS offers code + PKCE
+        assert "Bearer" not in page  # no demo token outside the demo
 
         status, headers, llms = await get(base(url) + "/llms.txt")
         assert status == 200

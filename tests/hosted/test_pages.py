@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pdpp_gateway.hosted.pages import ICON_SVG, connect_page, llms_txt
+from pdpp_gateway.hosted.pages import ICON_SVG, PageFacts, connect_page, llms_txt
 from pdpp_gateway.tools.specs import TOOL_NAMES
 
 MCP = "https://data.example.com/mcp"
@@ -20,15 +20,37 @@ def test_connect_page_leads_with_the_mcp_url_and_exact_setup() -> None:
     assert page.index('id="mcp-url"') < page.index("claude mcp add")
     assert f"claude mcp add --transport http pdpp {MCP}" in page
     assert f"codex mcp add pdpp --url {MCP}" in page
-    assert f"pdpp connect {PROVIDER}" in page
+    assert f"pdpp-gateway connect {PROVIDER}" in page
     assert f"pdpp-gateway stdio --provider-url {PROVIDER}" in page
     assert "https://data.example.com/llms.txt" in page
     assert len(page.encode()) < 8_000
+    assert 'data-copy="claude mcp add --transport http pdpp https://data.example.com/mcp"' in page
+    assert page.count('class="copy"') >= 6  # the URL and every command
+    assert "overflow-x" not in page  # long lines wrap: nothing scrolls sideways on a phone
+    assert "pre-wrap" in page
+
+
+def test_pages_say_only_what_is_true_of_the_deployment() -> None:
+    plain = connect_page(MCP, PROVIDER)
+    assert "sends you to the provider to sign in" not in plain
+    assert "Bearer" not in plain
+    assert "no OAuth sign-in" in llms_txt(MCP, PROVIDER)
+    demo = PageFacts(sign_in=True, demo_token="sbx_demo_token", cache_root="/tmp/demo cache")
+    page = connect_page(MCP, PROVIDER, demo)
+    assert "sends you to the provider to sign in" in page
+    assert "Authorization: Bearer sbx_demo_token" in page
+    assert f"pdpp-gateway connect {PROVIDER} --cache-root /tmp/demo cache" in page
+    assert f"pdpp-gateway stdio --provider-url {PROVIDER} --cache-root /tmp/demo cache" in page
+    text = llms_txt(MCP, PROVIDER, demo)
+    assert "`Authorization: Bearer sbx_demo_token`" in text
+    assert "signs the person in on first use" in text
+    assert f"`pdpp-gateway stdio --provider-url {PROVIDER} --cache-root /tmp/demo cache`" in text
 
 
 def test_connect_page_escapes_what_it_interpolates() -> None:
     page = connect_page("https://x.example/<script>alert(1)</script>/mcp", PROVIDER)
-    assert "<script>" not in page
+    assert "<script>alert" not in page  # the page's own copy-button script is the only script
+    assert page.count("<script>") == 1
     assert "&lt;script&gt;" in page
 
 

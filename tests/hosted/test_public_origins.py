@@ -90,7 +90,7 @@ async def test_audiences_the_gateway_never_advertises_are_refused(
                 url, shared_sandbox.tokens["client_broad"], **forwarded("data.example.org")
             )
             assert status == 401
-            assert body["error"]["code"] == "context.audience_mismatch"
+            assert body["error"]["data"]["code"] == "context.audience_mismatch"
             assert shared_sandbox.calls == []
 
 

@@ -1,12 +1,19 @@
-"""Every refusal for the request's shape happens before any upstream call, in both bearer modes.
+"""Shape refusals and the upstream, in both bearer modes.
 
 The gateway's RS reads and its introspection calls all go through a counting proxy, and
-each request below carries a VALID client bearer: had the bearer check run first, the
-proxy would have seen a ``/v1/schema`` probe (schema-probe mode) or a ``POST /introspect``.
+each request below carries a VALID client bearer.
+
+- A defect visible in the headers (``Accept``, ``Content-Type``, ``Content-Encoding``,
+  declared size, ``MCP-Protocol-Version``) is refused before the bearer check: the proxy
+  sees nothing (no ``/v1/schema`` probe, no ``POST /introspect``).
+- A defect only visible in the body is refused after the bearer check (the body of an
+  unauthenticated request is never read): the proxy sees that one bearer check and no
+  data read.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,7 +23,7 @@ import pytest
 from multidict import CIMultiDict
 
 from pdpp_gateway.hosted.testing import start_gateway
-from tests.upstreams import Switchboard, proxied_settings, raw_http, upstream_proxy
+from tests.upstreams import Switchboard, proxied_settings, upstream_proxy
 
 V2026 = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": V2026, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -55,7 +62,32 @@ async def post(url: str, sent: CIMultiDict[str], data: Any) -> tuple[int, Any]:
         return response.status, orjson.loads(raw) if raw else None
 
 
-REFUSALS = [
+BEARER_CHECK = {"GET /v1/schema", "POST /introspect"}
+HEADER_REFUSALS = [
+    ({"Accept": "text/html"}, PING, 406, -32600, None),
+    ({"Accept": "application/json;q=0"}, PING, 406, -32600, None),
+    ({"Accept": "application/json;q=0, */*"}, PING, 406, -32600, None),
+    ({"Content-Type": "text/plain"}, PING, 415, -32600, None),
+    ({"Content-Encoding": "gzip"}, PING, 415, -32600, None),
+    (
+        {"MCP-Protocol-Version": "1999-01-01"},
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        400,
+        -32022,
+        None,
+    ),
+    ({"MCP-Protocol-Version": "1999-01-01"}, PING, 400, -32022, None),
+]
+HEADER_REFUSAL_IDS = [
+    "accept-html",
+    "accept-json-q0",
+    "accept-json-q0-wildcard",
+    "content-type",
+    "content-encoding",
+    "notification-unsupported-version",
+    "request-unsupported-version",
+]
+BODY_REFUSALS = [
     ({}, b'{"jsonrpc": "2.0", "id": 1, "method":', 400, -32700, None),
     ({}, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', 400, -32600, None),
     ({}, b'"just a string"', 400, -32600, None),
@@ -72,13 +104,6 @@ REFUSALS = [
         "a",
     ),
     (
-        {"MCP-Protocol-Version": "1999-01-01"},
-        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        400,
-        None,
-        None,
-    ),
-    (
         {"MCP-Protocol-Version": V2026, "Mcp-Method": "tools/call", "Mcp-Name": "search"},
         MODERN_CALL,
         400,
@@ -93,12 +118,8 @@ REFUSALS = [
         -32602,
         6,
     ),
-    ({"Accept": "text/html"}, PING, 406, -32600, None),
-    ({"Accept": "application/json;q=0"}, PING, 406, -32600, None),
-    ({"Accept": "application/json;q=0, */*"}, PING, 406, -32600, None),
-    ({"Content-Type": "text/plain"}, PING, 415, -32600, None),
 ]
-REFUSAL_IDS = [
+BODY_REFUSAL_IDS = [
     "malformed-json",
     "batch",
     "not-an-object",
@@ -108,35 +129,28 @@ REFUSAL_IDS = [
     "float-id",
     "params-array",
     "params-array-2026",
-    "notification-unsupported-version",
     "2026-name-mismatch",
     "2026-method-mismatch",
     "2026-missing-meta",
-    "accept-html",
-    "accept-json-q0",
-    "accept-json-q0-wildcard",
-    "content-type",
 ]
 
 
 @MODES
-@pytest.mark.parametrize(("extra", "data", "status", "code", "echo"), REFUSALS, ids=REFUSAL_IDS)
-async def test_shape_refusals_make_no_upstream_call(
+@pytest.mark.parametrize(("extra", "data", "status", "code", "echo"), HEADER_REFUSALS, ids=HEADER_REFUSAL_IDS)
+async def test_header_refusals_make_no_upstream_call(
     shared_sandbox: Any,
     proxy: Switchboard,
     introspection: bool,
     extra: dict[str, str],
     data: bytes,
     status: int,
-    code: int | None,
+    code: int,
     echo: Any,
 ) -> None:
     async with start_gateway(proxied_settings(shared_sandbox.url, proxy, introspection=introspection)) as url:
         got, body = await post(url, headers(shared_sandbox, **extra), data)
         assert got == status, body
-        if code is not None:
-            assert body["error"]["code"] == code
-            assert body["id"] == echo
+        assert (body["jsonrpc"], body["id"], body["error"]["code"]) == ("2.0", echo, code)
         assert proxy.seen == []
         # the same gateway, the same bearer, a well-formed request: the upstream is on the path
         got, _ = await post(url, headers(shared_sandbox), PING)
@@ -145,7 +159,29 @@ async def test_shape_refusals_make_no_upstream_call(
 
 
 @MODES
-async def test_duplicated_routing_header_makes_no_upstream_call(
+@pytest.mark.parametrize(("extra", "data", "status", "code", "echo"), BODY_REFUSALS, ids=BODY_REFUSAL_IDS)
+async def test_body_refusals_cost_only_the_bearer_check(
+    shared_sandbox: Any,
+    proxy: Switchboard,
+    introspection: bool,
+    extra: dict[str, str],
+    data: bytes,
+    status: int,
+    code: int,
+    echo: Any,
+) -> None:
+    async with start_gateway(proxied_settings(shared_sandbox.url, proxy, introspection=introspection)) as url:
+        got, body = await post(url, headers(shared_sandbox, **extra), data)
+        assert got == status, body
+        assert (body["jsonrpc"], body["id"], body["error"]["code"]) == ("2.0", echo, code)
+        assert body["error"]["data"]["type"] == "invalid_request_error"
+        assert body["error"]["data"]["request_id"].startswith("req_")
+        assert len(proxy.seen) == 1
+        assert {f"{seen.method} {seen.path}" for seen in proxy.seen} <= BEARER_CHECK
+
+
+@MODES
+async def test_duplicated_routing_header_costs_only_the_bearer_check(
     shared_sandbox: Any, proxy: Switchboard, introspection: bool
 ) -> None:
     sent = headers(shared_sandbox, **{"MCP-Protocol-Version": V2026, "Mcp-Name": "schema"})
@@ -155,7 +191,7 @@ async def test_duplicated_routing_header_makes_no_upstream_call(
         status, body = await post(url, sent, MODERN_CALL)
         assert status == 400
         assert body["id"] == 5
-        assert proxy.seen == []
+        assert {f"{seen.method} {seen.path}" for seen in proxy.seen} <= BEARER_CHECK
 
 
 @MODES
@@ -178,24 +214,38 @@ async def test_oversize_chunked_body_is_413_without_upstream_calls(
             assert response.request_info.headers.get("Transfer-Encoding") == "chunked"
             assert response.status == 413
             assert (await response.json())["error"]["code"] == -32600
-        assert proxy.seen == []
+        assert {f"{seen.method} {seen.path}" for seen in proxy.seen} <= BEARER_CHECK
 
 
 @MODES
-async def test_stalled_body_gets_408_and_the_connection_closes(
+async def test_stalled_body_gets_408_and_the_connection_closes_at_once(
     shared_sandbox: Any, proxy: Switchboard, introspection: bool
 ) -> None:
     settings = proxied_settings(
         shared_sandbox.url, proxy, introspection=introspection, body_timeout_seconds=0.3
     )
     async with start_gateway(settings) as url:
-        host = url.split("//", 1)[1].split("/", 1)[0]
+        host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
         token = shared_sandbox.tokens["client_broad"]
         head = (
-            f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
             "Accept: application/json\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
         ).encode()
-        answer = await raw_http(url, head, [b'{"jsonrpc":"2.0",'])
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(head + b'{"jsonrpc":"2.0",')
+            await writer.drain()
+            # everything up to end of file: the server must close right after its 408,
+            # not linger reading the rest of the body (aiohttp's default: 10 s more)
+            answer = await asyncio.wait_for(reader.read(), timeout=3)
+        finally:
+            writer.close()
         assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
         assert b"connection: close" in answer.lower()
-        assert proxy.seen == []
+        body = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])
+        assert (body["id"], body["error"]["code"], body["error"]["data"]["code"]) == (
+            None,
+            -32600,
+            "request_timeout",
+        )
+        assert {f"{seen.method} {seen.path}" for seen in proxy.seen} <= BEARER_CHECK

@@ -155,6 +155,7 @@ async def test_a_server_that_never_answers_times_out_within_the_bound(serve: Any
         with pytest.raises(RsTimeoutError) as caught:
             await asyncio.wait_for(rs.get_json("/v1/schema", token=TOKEN), timeout=5)
     assert caught.value.code == "upstream_timeout"
+    assert "within 0.2 s (waiting for data)" in caught.value.envelope["message"]  # the bound that fired
 
 
 async def test_connection_refused_is_unavailable(unused_tcp_port: int) -> None:

@@ -13,6 +13,8 @@ import aiohttp
 import orjson
 import pytest
 
+from pdpp_gateway.sandbox.data import EMITTED_AT
+
 Q = "/v1/streams/messages/records"
 WORK = "connection_id=cin_mail_work"
 
@@ -351,7 +353,9 @@ async def test_search_proves_text_matches_and_not_metadata_matches(shared_sandbo
     for result in metadata["data"]:
         assert result["matched_fields"] == ["from_email"]
         assert "evidence_excerpts" not in result
-        assert "snippet" not in result
+        # the matched value, as the reference's snippet of the best field match
+        assert result["snippet"]["field"] == "from_email"
+        assert "<mark>citystorage</mark>" in result["snippet"]["text"].lower()
     assert metadata["data"]
     _, paged, _ = await _get(shared_sandbox, "/v1/search?q=invoice&limit=2")
     _, more, _ = await _get(shared_sandbox, f"/v1/search?q=invoice&limit=2&cursor={paged['next_cursor']}")
@@ -371,6 +375,26 @@ async def test_semantic_and_hybrid_shapes(shared_sandbox: Any) -> None:
         h["retrieval_mode"] == "hybrid" and set(h["retrieval_sources"]) <= {"lexical", "semantic"}
         for h in hybrid["data"]
     )
+    # the reference's merge keeps identity, sources, scores and one snippet: no excerpts, no authored_at
+    assert all("evidence_excerpts" not in h and "authored_at" not in h for h in hybrid["data"])
+    assert all(h["snippet"]["text"] for h in hybrid["data"])
+
+
+async def test_search_hits_carry_the_ingest_time_and_authored_time_as_the_reference_does(
+    shared_sandbox: Any,
+) -> None:
+    _, body, _ = await _get(shared_sandbox, "/v1/search?q=invoice&limit=100")
+    hits = body["data"]
+    assert {hit["emitted_at"] for hit in hits} == {EMITTED_AT}  # one ingest time for every seeded record
+    mail = [hit for hit in hits if hit["connector_id"] == "gmail"]
+    chat = [hit for hit in hits if hit["connector_id"] == "slack"]
+    assert mail
+    assert chat
+    assert all("authored_at" not in hit for hit in mail)  # received_at is no authored-time field there
+    for hit in chat:  # slack messages have sent_at
+        _, record, _ = await _get(shared_sandbox, f"{hit['record_url']}?connection_id={hit['connection_id']}")
+        assert hit["authored_at"] == record["data"]["sent_at"]
+        assert record["emitted_at"] == EMITTED_AT
 
 
 async def test_blob_bytes_with_headers_only_through_a_readable_record(shared_sandbox: Any) -> None:

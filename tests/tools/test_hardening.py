@@ -26,6 +26,7 @@ from mcp.types import CallToolResult
 
 from pdpp_gateway.credentials import write_credential
 from tests.conftest import stdio_params
+from tests.strict_client import error_of
 from tests.upstreams import Switchboard, broad_schema, broad_stream_names, schema_only_rs
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -81,11 +82,10 @@ async def test_oversized_arguments_are_refused_with_a_typed_error_before_the_rs(
     shared_sandbox.reset_calls()
     result, text = await call(stdio_gateway, tool, **arguments)
     assert result.is_error
-    error = result.structured_content["error"]  # type: ignore[index]
+    error = error_of(result)
     assert (error["code"], error["param"]) == ("invalid_arguments", param)
-    assert "at most" in error["message"]
+    assert "at most" in text
     assert len(text) < 600  # the refusal names size and limit; it never echoes the value
-    assert len(orjson.dumps(result.structured_content)) < 800
     assert shared_sandbox.calls == []
 
 
@@ -171,7 +171,7 @@ async def test_blank_search_is_refused_before_the_rs(
     shared_sandbox.reset_calls()
     result, text = await call(stdio_gateway, "search", query=query)
     assert result.is_error
-    assert result.structured_content["error"]["param"] == "query"  # type: ignore[index]
+    assert error_of(result)["param"] == "query"
     assert "query" in text
     assert shared_sandbox.calls == []
 
@@ -180,7 +180,7 @@ async def test_an_rs_error_on_q_names_the_query_argument(stdio_gateway: Client, 
     shared_sandbox.reset_calls()
     result, text = await call(stdio_gateway, "search", query="!!! ???")
     assert result.is_error
-    assert result.structured_content["error"]["param"] == "q"  # type: ignore[index]  # the RS envelope, whole
+    assert "param=query (REST parameter q)" in text  # the RS's own name kept beside the argument
     assert len(sent(shared_sandbox, "/v1/search")) == 1  # the RS itself refused it
     assert "argument 'query'" in text
     assert "argument 'q'" not in text
@@ -375,7 +375,7 @@ async def test_expand_gate_follows_a_schema_change_without_a_restart(
         board.seen.clear()
         refused, text = await call(client, "query_records", **arguments)
         assert refused.is_error
-        assert refused.structured_content["error"]["code"] == "invalid_expand"  # type: ignore[index]
+        assert error_of(refused)["code"] == "invalid_expand"
         assert "message_bodies" in text
         assert board.paths() == ["/v1/schema"]  # refused by the gate: no records read
         board.schema_rewrite = None
@@ -392,7 +392,7 @@ async def test_arguments_within_caps_that_would_overflow_the_request_line_are_re
         stdio_gateway, "query_records", stream="messages", connection_id=WORK, fields=fields
     )
     assert result.is_error
-    assert result.structured_content["error"]["code"] == "request_too_large"  # type: ignore[index]
+    assert error_of(result)["code"] == "request_too_large"
     assert "fewer fields" in text
     assert len(text) < 600
     assert shared_sandbox.calls == []

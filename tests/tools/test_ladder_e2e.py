@@ -15,6 +15,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from tests.strict_client import error_of
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 WORK = "cin_mail_work"
 
@@ -32,7 +34,7 @@ async def test_expand_gate_refuses_unadvertised_relations_before_reading_records
         stdio_gateway, "query_records", stream="threads", connection_id=WORK, expand=["messages"]
     )
     assert result.is_error
-    assert result.structured_content["error"]["code"] == "invalid_expand"
+    assert error_of(result)["code"] == "invalid_expand"
     assert "'threads'" in text
     assert [call.path for call in shared_sandbox.calls] == [
         "/v1/schema"
@@ -149,7 +151,7 @@ async def test_non_text_non_blob_fields_keep_the_rs_refusal(stdio_gateway: Clien
         stdio_gateway, "read_record_field", id=f"{WORK}/attachments:att_0000", field="size_bytes"
     )
     assert refused.is_error
-    assert refused.structured_content["error"]["code"] == "field_not_text"
+    assert error_of(refused)["code"] == "field_not_text"
 
 
 async def test_query_records_text_shows_readable_blob_uris(stdio_gateway: Client) -> None:

@@ -17,6 +17,8 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
+from tests.strict_client import error_of
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 TOOL_NAMES = ["schema", "query_records", "aggregate", "search", "fetch", "read_record_field"]
@@ -122,7 +124,7 @@ async def test_full_schema_needs_a_stream_and_makes_no_rs_call(
     shared_sandbox.reset_calls()
     result, text = await call(stdio_gateway, "schema", detail="full")
     assert result.is_error
-    assert result.structured_content["error"]["param"] == "detail"
+    assert error_of(result)["param"] == "detail"
     assert "schema(stream" in text
     assert shared_sandbox.calls == []
 
@@ -204,7 +206,7 @@ async def test_bad_input_is_refused_before_any_rs_call(
     shared_sandbox.reset_calls()
     result, text = await call(stdio_gateway, tool, **arguments)
     assert result.is_error
-    assert result.structured_content["error"]["code"] == code
+    assert error_of(result)["code"] == code
     assert code in text
     assert shared_sandbox.calls == []
 
@@ -277,11 +279,10 @@ async def test_legacy_id_of_a_record_in_two_connections_surfaces_ambiguous_conne
     shared = await _record_in_both_mail_connections(stdio_gateway)
     result, text = await call(stdio_gateway, "fetch", id=f"messages:{shared}")
     assert result.is_error
-    error = result.structured_content["error"]
-    assert error["code"] == "ambiguous_connection"
-    assert error["retry_with"] == "connection_id"
-    for entry in error["available_connections"]:
-        assert entry["connection_id"] in text
+    assert error_of(result)["code"] == "ambiguous_connection"
+    assert "retry_with=connection_id" in text
+    for connection_id in ("cin_mail_work", "cin_mail_personal"):
+        assert connection_id in text
 
 
 async def test_read_record_field_pages_with_the_shown_arguments(stdio_gateway: Client) -> None:

@@ -1,0 +1,79 @@
+"""What a rate-limit check costs per call: unlimited, in-process buckets, Redis buckets.
+
+Run: ``.venv/bin/python benchmarks/limiter_bench.py [--calls N]`` (the Redis row needs
+``redis-server`` on PATH; it is skipped with a note otherwise).
+
+One sandbox RS, then one hosted gateway per mode on it (introspection on, one worker),
+each driven by the same sequential ``tools/call`` (``query_records``, one page) with
+limits high enough that nothing is refused. The baseline is the unlimited gateway in the
+same run; the limiter's cost is the difference of the p50s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+import aiohttp
+from gateway_bench import CALL, HEADERS, free_port, percentile, process, timed, wait_up
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.redis_server import RedisServer
+
+
+async def measure(rs_url: str, calls: int, extra: list[str]) -> list[float]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    args = [
+        "serve", "--provider-url", rs_url, "--port", str(port), "--log-level", "WARNING",
+        "--introspection-url", f"{rs_url}/introspect", "--introspection-client-id", "pdpp-gateway",
+        "--introspection-client-secret", "sandbox-introspection-secret", *extra,
+    ]  # fmt: skip
+    async with process(*args), aiohttp.ClientSession() as http:
+        await wait_up(url.replace("/mcp", "/healthz"))
+
+        async def once() -> None:
+            async with http.post(url, json=CALL, headers=HEADERS) as response:
+                assert response.status == 200, response.status
+                await response.read()
+
+        await timed(300, once)
+        return await timed(calls, once)
+
+
+async def main(calls: int) -> None:
+    rs_port = free_port()
+    rs_url = f"http://127.0.0.1:{rs_port}"
+    generous = ["--rate-limit", "1000000", "--rate-burst", "1000000"]
+    async with process("sandbox", "--port", str(rs_port)):
+        await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
+        rows = [("unlimited (baseline)", await measure(rs_url, calls, ["--rate-limit", "0"]))]
+        rows.append(("in-process buckets", await measure(rs_url, calls, generous)))
+        binary = shutil.which("redis-server")
+        if binary:
+            redis = RedisServer(binary)
+            try:
+                rows.append(
+                    ("Redis buckets", await measure(rs_url, calls, [*generous, "--redis-url", redis.url]))
+                )
+            finally:
+                redis.kill()
+        base = statistics.median(rows[0][1])
+        print(f"sequential tools/call (query_records, 1 page), {calls} calls each (ms)")
+        for name, samples in rows:
+            p50, p99 = statistics.median(samples), percentile(samples, 0.99)
+            print(
+                f"  {name:<22} p50 {p50:6.3f}  p99 {p99:6.3f}  limiter adds {p50 - base:+.3f} ms (x{p50 / base:.2f})"
+            )
+        if not binary:
+            print("  Redis buckets: skipped (no redis-server on PATH)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    asyncio.run(main(parser.parse_args().calls))

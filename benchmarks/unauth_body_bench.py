@@ -1,0 +1,157 @@
+"""What unauthenticated request bodies cost the hosted gateway's memory.
+
+Run: ``.venv/bin/python benchmarks/unauth_body_bench.py [--tree DIR]``
+
+Starts the sandbox RS and ``pdpp-gateway serve`` (introspection on, one worker) as
+processes; ``--tree`` runs the gateway from another checkout of this repository (for a
+before/after comparison: ``git worktree add /tmp/old <commit>``), else from this one.
+Then, for each scenario (in this order, on one gateway process), sends the requests concurrently and samples the gateway's RSS
+every 5 ms:
+
+- ``unauth 8 x 2.3 MB``: eight POSTs of a 2.3 MB JSON body with no bearer;
+- ``unauth 10 gzip``: ten POSTs of a 64 KB gzip body that inflates to 3.9 MB (under the
+  4 MiB cap), ``Content-Encoding: gzip``, no bearer;
+- ``client 8 x 2.3 MB``: the baseline, eight POSTs of the same body with a valid client
+  bearer (a body the gateway must read and parse).
+
+Prints, per scenario: the status codes, RSS before, the peak while answering, and the
+growth as a ratio of the baseline scenario's growth. Not a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gzip
+import os
+import re
+import socket
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "sbx_client_broad_7c1e94b2"  # sandbox fixture material
+PAD = 2_300_000
+BODY = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * PAD + b'"}}'
+BOMB = gzip.compress(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"y" * 3_900_000 + b'"}}')
+BASE = {"Accept": "application/json", "Content-Type": "application/json"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def rss_mib(pid: int) -> float:
+    match = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    return int(match.group(1)) / 1024 if match else float("nan")
+
+
+@contextlib.asynccontextmanager
+async def process(tree: Path, *args: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "pdpp_gateway",
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+    )
+    try:
+        yield child
+    finally:
+        child.terminate()
+        await child.wait()
+
+
+async def wait_up(url: str) -> None:
+    deadline = time.monotonic() + 60
+    async with aiohttp.ClientSession() as http:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(aiohttp.ClientError):
+                async with http.get(url) as response:
+                    if response.status < 500:
+                        return
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+async def scenario(
+    url: str, pid: int, count: int, body: bytes, headers: dict[str, str]
+) -> tuple[Counter[int], float, float]:
+    before = rss_mib(pid)
+    peak = before
+    done = asyncio.Event()
+
+    async def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, rss_mib(pid))
+            await asyncio.sleep(0.005)
+
+    async def post(http: aiohttp.ClientSession) -> int:
+        try:
+            async with http.post(url, data=body, headers=headers) as response:
+                await response.read()
+                return response.status
+        except aiohttp.ClientError:
+            return 0  # the server closed while the body was still being sent
+
+    sampler = asyncio.create_task(sample())
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=count, force_close=True)) as http:
+        statuses = Counter(await asyncio.gather(*(post(http) for _ in range(count))))
+    await asyncio.sleep(0.2)
+    done.set()
+    await sampler
+    return statuses, before, peak
+
+
+async def main(tree: Path) -> None:
+    rs_port, gw_port = free_port(), free_port()
+    rs_url, gw_url = f"http://127.0.0.1:{rs_port}", f"http://127.0.0.1:{gw_port}/mcp"
+    serve_args = [
+        "serve", "--provider-url", rs_url, "--port", str(gw_port), "--log-level", "WARNING",
+        "--introspection-url", f"{rs_url}/introspect", "--introspection-client-id", "pdpp-gateway",
+        "--introspection-client-secret", "sandbox-introspection-secret",
+    ]  # fmt: skip
+    async with process(ROOT, "sandbox", "--port", str(rs_port)), process(tree, *serve_args) as gateway:
+        await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
+        await wait_up(gw_url.replace("/mcp", "/healthz"))
+        print(f"gateway from {tree}; RSS after start {rss_mib(gateway.pid):.1f} MiB")
+        # unauthenticated first: memory a process took is rarely given back, so the
+        # baseline (bodies that must be read) runs last and cannot hide their cost
+        cases = [
+            ("unauth 8 x 2.3 MB", 8, BODY, BASE),
+            ("unauth 10 gzip (64 KB -> 3.9 MB)", 10, BOMB, {**BASE, "Content-Encoding": "gzip"}),
+            ("client 8 x 2.3 MB (baseline)", 8, BODY, {**BASE, "Authorization": f"Bearer {TOKEN}"}),
+        ]
+        results = []
+        for name, count, body, headers in cases:
+            statuses, before, peak = await scenario(gw_url, gateway.pid, count, body, headers)
+            results.append((name, statuses, before, peak))
+        baseline_growth = max(results[-1][3] - results[-1][2], 0.1)
+        for name, statuses, before, peak in results:
+            shown = ", ".join(f"{status} x{n}" for status, n in sorted(statuses.items()))
+            print(
+                f"{name:34} statuses [{shown}]  RSS {before:6.1f} -> peak {peak:6.1f} MiB "
+                f"(+{peak - before:5.1f}; {(peak - before) / baseline_growth:4.2f}x the baseline's growth)"
+            )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tree", type=Path, default=ROOT, help="checkout whose gateway to run")
+    options = parser.parse_args()
+    asyncio.run(main(options.tree.resolve()))

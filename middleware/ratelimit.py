@@ -1,0 +1,170 @@
+"""Rate limits for any HTTP gateway: a token bucket per caller under a global ceiling.
+
+Contract:
+
+- ``Rate(per_second, burst)``: a bucket holds at most ``burst`` tokens and refills at
+  ``per_second``; a request takes one. ``per_second <= 0`` means no limit.
+- A ``Limiter`` answers ``take(caller) -> Decision``: allowed or not, and when not,
+  ``retry_after`` seconds until a token is there. A request is allowed only when both
+  its caller's bucket and the global bucket have a token, and then it takes from both.
+  A caller key is whatever the gateway says identifies a caller (a grant, a package):
+  callers never share a bucket, and a key is never a credential (hash it if in doubt).
+- ``LocalLimiter``: the buckets of this process (bounded: the least recently used
+  callers are forgotten first, which only ever gives a forgotten caller a full bucket).
+- ``FailoverLimiter(shared, local)``: a shared limiter (Redis, see ``ratelimit_redis``)
+  with this process's buckets as the fallback. When the shared store fails, requests are
+  limited per process and ``degraded`` says why (logged once per outage); the shared
+  store is tried again after ``retry_seconds``. Limiting never fails open to "no limit",
+  and never fails closed to "refuse everyone".
+- ``rate_limit(limiter, caller_of, refuse)``: an aiohttp middleware. ``caller_of``
+  returns the caller key of an authenticated request (``None``: not limited here);
+  ``refuse(request, decision)`` builds the gateway's own 429 answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from aiohttp import web
+
+_log = logging.getLogger(__name__)
+GLOBAL: Final = "*global*"
+MAX_CALLERS: Final = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    per_second: float
+    burst: int
+
+    @property
+    def unlimited(self) -> bool:
+        return self.per_second <= 0
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    retry_after: float = 0.0  # seconds until a token is there (0 when allowed)
+    backend: str = "local"  # which limiter decided: "local" or "shared"
+
+    @property
+    def retry_after_seconds(self) -> int:
+        """Whole seconds for a ``Retry-After`` header (at least 1 when refused)."""
+        return 0 if self.allowed else max(1, math.ceil(self.retry_after))
+
+
+class Limiter(Protocol):
+    async def take(self, caller: str) -> Decision: ...
+
+
+class LocalLimiter:
+    """Token buckets kept in this process."""
+
+    def __init__(
+        self, per_caller: Rate, ceiling: Rate, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._rates = {"caller": per_caller, "global": ceiling}
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)
+
+    async def take(self, caller: str) -> Decision:
+        return self.take_now(caller)
+
+    def take_now(self, caller: str) -> Decision:
+        now = self._clock()
+        keyed = [(caller, self._rates["caller"]), (GLOBAL, self._rates["global"])]
+        levels = [(key, rate, self._level(key, rate, now)) for key, rate in keyed if not rate.unlimited]
+        short = [(1 - tokens) / rate.per_second for _, rate, tokens in levels if tokens < 1]
+        if short:
+            for key, _, tokens in levels:
+                self._store(key, tokens, now)
+            return Decision(False, max(short))
+        for key, _, tokens in levels:
+            self._store(key, tokens - 1, now)
+        return Decision(True)
+
+    def _level(self, key: str, rate: Rate, now: float) -> float:
+        tokens, at = self._buckets.get(key, (float(rate.burst), now))
+        return min(float(rate.burst), tokens + (now - at) * rate.per_second)
+
+    def _store(self, key: str, tokens: float, now: float) -> None:
+        self._buckets[key] = (tokens, now)
+        self._buckets.move_to_end(key)
+        while len(self._buckets) > MAX_CALLERS:
+            self._buckets.popitem(last=False)
+
+
+class FailoverLimiter:
+    """A shared limiter, falling back to this process's buckets while it is down."""
+
+    def __init__(
+        self,
+        shared: Limiter,
+        local: LocalLimiter,
+        *,
+        retry_seconds: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._shared = shared
+        self._local = local
+        self._retry_seconds = retry_seconds
+        self._clock = clock
+        self._down_since: float | None = None
+        self.degraded: str | None = None  # why the shared store is not in use, for /readyz
+
+    async def take(self, caller: str) -> Decision:
+        if self._down_since is not None and self._clock() - self._down_since < self._retry_seconds:
+            return self._local.take_now(caller)
+        try:
+            decision = await self._shared.take(caller)
+        except Exception as error:  # any failure of the store: limit locally, say so once
+            if self.degraded is None:
+                _log.warning(
+                    "shared rate-limit store unavailable (%s); limiting per process until it is back",
+                    type(error).__name__,
+                )
+            self.degraded = (
+                f"shared rate-limit store unavailable ({type(error).__name__}); limiting per process"
+            )
+            self._down_since = self._clock()
+            return self._local.take_now(caller)
+        if self.degraded is not None:
+            _log.warning("shared rate-limit store is back; limits are shared again")
+        self.degraded, self._down_since = None, None
+        return decision
+
+
+Refuse = Callable[[web.Request, Decision], Awaitable[web.StreamResponse] | web.StreamResponse]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def rate_limit(
+    limiter: Limiter,
+    caller_of: Callable[[web.Request], str | None],
+    refuse: Refuse,
+    *,
+    on_decision: Callable[[Decision], None] | None = None,
+) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """An aiohttp middleware applying ``limiter`` to each request's caller."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        caller = caller_of(request)
+        if caller is None:
+            return await handler(request)
+        decision = await limiter.take(caller)
+        if on_decision is not None:
+            on_decision(decision)
+        if decision.allowed:
+            return await handler(request)
+        answer = refuse(request, decision)
+        return answer if isinstance(answer, web.StreamResponse) else await answer
+
+    return middleware

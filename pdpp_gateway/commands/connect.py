@@ -1,0 +1,351 @@
+"""``pdpp-gateway connect PROVIDER_URL``: approve a scoped grant in the browser and cache it.
+
+Contract:
+
+- ``connect URL``: discovers the provider's authorization server (``oauth_flow.discover``),
+  registers a public client, opens the consent page in the browser (``--no-browser``:
+  prints the URL only) with a loopback redirect, waits at most ``--timeout`` seconds
+  with a countdown on stderr, exchanges the code (PKCE S256, ``state`` checked), asks the
+  RS what the token is, and writes the credential cache ``stdio`` and the terminal
+  commands read (``credentials.write_credential``: 0600 file, atomic). ``--connector``
+  and ``--stream`` narrow the request; without them the consent page offers everything.
+- An owner token is never cached (by the token answer's ``pdpp_token_kind`` or by the
+  RS's own answer): exit 77. Nor is a multi-source package token (``grant_package_id``,
+  what the reference issues when nothing narrows the request): 77, naming ``--connector``.
+- ``connect --refresh URL``: a new access token from the cached refresh token, no
+  browser. ``refresh_cached`` is also what the local commands use when the cached access
+  token has expired.
+- ``connect --list``: one line per cached grant (provider, grant, connections, streams,
+  expiry, whether it can refresh), never a token. ``connect --forget URL``: deletes one.
+- Exit codes (README "Connect"): 0, 64 usage, 65 registration refused, 66 consent denied,
+  67 timed out, 68 state mismatch, 69 provider or AS unreachable or unusable, 70 the AS
+  refused the request or the token exchange, 77 owner credential refused, 78 nothing
+  cached (``--forget``, ``--refresh``). Every failure is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "Approve a scoped, read-only grant in the browser and cache it for `stdio` (OAuth code + PKCE)."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "provider_url", nargs="?", help="the provider (RS) URL, e.g. https://pdpp.example.com"
+    )
+    parser.add_argument("--cache-root", help="credential cache root (env PDPP_CACHE_ROOT, default .pdpp).")
+    parser.add_argument("--connector", help="ask for one connector's streams (its source id or key)")
+    parser.add_argument(
+        "--stream",
+        action="append",
+        default=[],
+        help="ask for this stream only (repeatable; needs --connector)",
+    )
+    parser.add_argument(
+        "--purpose",
+        default="Read-only access for an AI app through pdpp-gateway",
+        help="purpose shown on consent",
+    )
+    parser.add_argument(
+        "--no-browser", action="store_true", help="print the consent URL instead of opening it"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for approval (default 300)"
+    )
+    actions = parser.add_mutually_exclusive_group()
+    actions.add_argument("--list", action="store_true", help="show cached grants (never their tokens)")
+    actions.add_argument("--forget", action="store_true", help="delete the cached grant for PROVIDER_URL")
+    actions.add_argument(
+        "--refresh", action="store_true", help="renew the cached grant with its refresh token"
+    )
+
+
+def say(message: str) -> None:
+    print(f"pdpp-gateway connect: {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from pdpp_gateway.credentials import CredentialError, normalize_provider_url
+    from pdpp_gateway.oauth_flow import EXIT_USAGE, ConnectError
+
+    cache_root = Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
+    if args.list:
+        return _list(cache_root)
+    if not args.provider_url:
+        say("missing PROVIDER_URL. Example: pdpp-gateway connect https://pdpp.example.com")
+        return EXIT_USAGE
+    if args.stream and not args.connector:
+        say(
+            "--stream needs --connector (the connector whose stream it is); see `pdpp-gateway connect --help`."
+        )
+        return EXIT_USAGE
+    if not 1 <= args.timeout <= 3600:
+        say("--timeout must be between 1 and 3600 seconds.")
+        return EXIT_USAGE
+    try:
+        provider_url = normalize_provider_url(args.provider_url)
+        if args.forget:
+            return _forget(provider_url, cache_root)
+        if args.refresh:
+            path = asyncio.run(refresh_cached(provider_url, cache_root))
+            print(f"Renewed the grant for {provider_url} ({path}).")
+            return 0
+        return asyncio.run(_connect(args, provider_url, cache_root))
+    except (ConnectError, CredentialError) as error:
+        say(error.message)
+        return error.exit_code
+
+
+async def _connect(args: argparse.Namespace, provider_url: str, cache_root: Path) -> int:
+    import secrets
+    import webbrowser
+
+    import aiohttp
+
+    from pdpp_gateway import oauth_flow as flow
+
+    async with aiohttp.ClientSession() as session:
+        provider = await flow.discover(session, provider_url)
+        state = secrets.token_urlsafe(24)
+        async with flow.LoopbackReceiver(state) as receiver:
+            client = await flow.register(session, provider, receiver.redirect_uri)
+            verifier, challenge = flow.pkce_pair()
+            narrowing = flow.requested_details(args.connector, args.stream, args.purpose)
+            url = flow.authorization_url(
+                provider, client["client_id"], receiver.redirect_uri, state, challenge, narrowing
+            )
+            print(
+                f"Open this URL to approve read access to {provider_url}:\n  {url}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if not args.no_browser:
+                webbrowser.open(url)
+            code = await _wait(receiver, args.timeout)
+        answer = await flow.exchange_code(
+            session, provider, client["client_id"], code, verifier, receiver.redirect_uri
+        )
+    await _refuse_owner(provider_url, answer)
+    path = _cache(cache_root, provider, client, answer)
+    print(_summary(provider_url, answer, path))
+    root = "" if cache_root == Path(".pdpp") else f" --cache-root {cache_root}"
+    print(f"Next: pdpp-gateway stdio --provider-url {provider_url}{root}")
+    return 0
+
+
+async def _wait(receiver: Any, seconds: float) -> str:
+    """The code, with a countdown on stderr (every second on a terminal, else every 30 s)."""
+    import asyncio
+    import time
+
+    from pdpp_gateway.oauth_flow import EXIT_TIMEOUT, ConnectError
+
+    deadline = time.monotonic() + seconds
+    tty = sys.stderr.isatty()
+    next_line = 0.0  # off a terminal: a line now, then one every 30 s
+    waiter = asyncio.ensure_future(receiver.code())
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ConnectError(
+                    f"no approval arrived within {seconds:.0f} s; nothing was cached. Run the command again "
+                    "(--timeout gives more time).",
+                    EXIT_TIMEOUT,
+                )
+            minutes, seconds = divmod(int(left + 0.999), 60)
+            line = f"Waiting for approval in the browser: {minutes}:{seconds:02d} left (Ctrl-C to stop)"
+            if tty:
+                print(f"\r{line}", end="", file=sys.stderr, flush=True)
+            elif time.monotonic() >= next_line:
+                print(line, file=sys.stderr, flush=True)
+                next_line = time.monotonic() + 30
+            done, _ = await asyncio.wait({waiter}, timeout=min(1.0, left))
+            if done:
+                return str(waiter.result())
+    finally:
+        if tty:
+            print(file=sys.stderr, flush=True)
+        waiter.cancel()
+
+
+async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> None:
+    """No owner (or package) token reaches the cache: by the AS's label, then by the RS's answer."""
+    from pdpp_gateway.credentials import REFUSED_KINDS, CredentialError, refused_kind_error
+    from pdpp_gateway.oauth_flow import EXIT_OWNER_REFUSED, EXIT_TOKEN_REFUSED, EXIT_UNREACHABLE, ConnectError
+    from pdpp_gateway.rs.client import RsClient
+    from pdpp_gateway.rs.token_kind import KindUnknown, verify_at_start
+
+    kind = str(answer.get("pdpp_token_kind", "")).lower()
+    if kind == "mcp_package" or answer.get("grant_package_id"):
+        raise ConnectError(
+            "the provider issued a multi-source package token, which only its hosted /mcp accepts; nothing was "
+            f"cached. Ask for one connector's grant: pdpp-gateway connect {provider_url} --connector ID",
+            EXIT_OWNER_REFUSED,
+        )
+    if kind in REFUSED_KINDS:
+        raise refused_kind_error(provider_url, kind)
+    try:
+        async with RsClient(provider_url) as rs:
+            await verify_at_start(rs.bind(answer["access_token"]), provider_url)
+    except CredentialError as error:
+        if error.code != "credential_rejected":
+            raise
+        raise ConnectError(
+            f"{provider_url} refused the token its authorization server just issued; nothing was cached. "
+            "Run the command again, or ask the provider.",
+            EXIT_TOKEN_REFUSED,
+        ) from None
+    except KindUnknown as unknown:
+        raise ConnectError(
+            f"the new grant could not be checked with {provider_url} ({unknown.reason}); nothing was cached. "
+            "Retry when the resource server is reachable.",
+            EXIT_UNREACHABLE,
+        ) from None
+
+
+def _expires_at(answer: dict[str, Any]) -> str | None:
+    from datetime import UTC, datetime, timedelta
+
+    seconds = answer.get("expires_in")
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
+        return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat(timespec="seconds")
+    return None
+
+
+def _cache(cache_root: Path, provider: Any, client: dict[str, Any], answer: dict[str, Any]) -> Path:
+    from pdpp_gateway.credentials import write_credential
+
+    extra: dict[str, Any] = {"token_endpoint": provider.token_endpoint}
+    if isinstance(answer.get("refresh_token"), str):
+        extra["refresh_token"] = answer["refresh_token"]
+    details = answer.get("authorization_details")
+    return write_credential(
+        cache_root,
+        provider.url,
+        answer["access_token"],
+        grant_id=answer.get("grant_id") if isinstance(answer.get("grant_id"), str) else None,
+        expires_at=_expires_at(answer),
+        authorization_server=provider.issuer,
+        client=client,
+        extra=extra,
+        authorization_details=details if isinstance(details, list) else None,
+    )
+
+
+async def refresh_cached(provider_url: str, cache_root: Path) -> Path:
+    """Renew the cached grant with its refresh token; ``ConnectError`` (78) when it cannot."""
+    import json
+
+    import aiohttp
+
+    from pdpp_gateway import oauth_flow as flow
+    from pdpp_gateway.credentials import cache_file_for
+
+    path = cache_file_for(provider_url, cache_root)
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cached = None
+    credential = cached.get("credential") if isinstance(cached, dict) else None
+    client = cached.get("client") if isinstance(cached, dict) else None
+    if not isinstance(credential, dict) or not isinstance(client, dict):
+        raise flow.ConnectError(
+            f"no grant cached for {provider_url} in {path}. Run `pdpp-gateway connect {provider_url}`.",
+            flow.EXIT_NOT_CONNECTED,
+        )
+    refresh_token, endpoint = credential.get("refresh_token"), credential.get("token_endpoint")
+    client_id = client.get("client_id")
+    if not (isinstance(refresh_token, str) and isinstance(endpoint, str) and isinstance(client_id, str)):
+        raise flow.ConnectError(
+            f"the grant cached for {provider_url} has no refresh token. Run `pdpp-gateway connect {provider_url}` "
+            "to approve a new one.",
+            flow.EXIT_NOT_CONNECTED,
+        )
+    async with aiohttp.ClientSession() as session:
+        answer = await flow.refresh(session, endpoint, client_id, refresh_token, provider_url)
+    await _refuse_owner(provider_url, answer)
+    provider = flow.Provider(provider_url, str(cached.get("authorization_server")), "", endpoint, None, ())
+    answer.setdefault("refresh_token", refresh_token)
+    answer.setdefault("grant_id", credential.get("grant_id"))
+    if "authorization_details" not in answer and isinstance(cached.get("authorization_details"), list):
+        answer["authorization_details"] = cached["authorization_details"]
+    return _cache(cache_root, provider, client, answer)
+
+
+def _grant_lines(details: object) -> tuple[list[str], list[str]]:
+    streams: list[str] = []
+    connections: list[str] = []
+    for entry in details if isinstance(details, list) else ():
+        for stream in entry.get("streams", ()) if isinstance(entry, dict) else ():
+            if isinstance(stream, dict) and isinstance(stream.get("name"), str):
+                streams.append(stream["name"])
+                connections.extend(i for i in stream.get("instance_ids", ()) if isinstance(i, str))
+    return list(dict.fromkeys(streams)), list(dict.fromkeys(connections))
+
+
+def _summary(provider_url: str, answer: dict[str, Any], path: Path) -> str:
+    streams, connections = _grant_lines(answer.get("authorization_details"))
+    expiry = _expires_at(answer)
+    renew = (
+        "renewed with its refresh token when it expires"
+        if answer.get("refresh_token")
+        else f"run `pdpp-gateway connect {provider_url}` again after it expires"
+    )
+    return (
+        f"Connected to {provider_url}: grant {answer.get('grant_id') or '(no id)'}"
+        f"{', streams ' + ', '.join(streams) if streams else ''}"
+        f"{' on ' + ', '.join(connections) if connections else ''}.\n"
+        f"Cached in {path} (mode 600); expires {expiry or 'when the provider says'}, {renew}."
+    )
+
+
+def _list(cache_root: Path) -> int:
+    import json
+
+    files = sorted((cache_root / "clients").glob("*.json"))
+    if not files:
+        print(f"No grants cached in {cache_root}. Run `pdpp-gateway connect PROVIDER_URL`.")
+        return 0
+    for path in files:
+        try:
+            cached = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            print(f"{path}: unreadable")
+            continue
+        if not isinstance(cached, dict):
+            print(f"{path}: unreadable")
+            continue
+        found = cached.get("credential")
+        credential: dict[str, Any] = found if isinstance(found, dict) else {}
+        streams, connections = _grant_lines(cached.get("authorization_details"))
+        print(
+            f"{cached.get('provider_url', path.stem)}  grant={credential.get('grant_id') or '-'}  "
+            f"connections={','.join(connections) or '-'}  streams={','.join(streams) or '-'}  "
+            f"expires={credential.get('expires_at') or '-'}  "
+            f"refresh={'yes' if credential.get('refresh_token') else 'no'}"
+        )
+    return 0
+
+
+def _forget(provider_url: str, cache_root: Path) -> int:
+    from pdpp_gateway.credentials import cache_file_for
+    from pdpp_gateway.oauth_flow import EXIT_NOT_CONNECTED
+
+    path = cache_file_for(provider_url, cache_root)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        say(f"nothing cached for {provider_url} in {cache_root}; nothing to forget.")
+        return EXIT_NOT_CONNECTED
+    print(
+        f"Forgot the grant for {provider_url} ({path}). Revoke it at the provider too if you no longer trust it."
+    )
+    return 0

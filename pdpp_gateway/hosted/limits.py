@@ -1,0 +1,89 @@
+"""Per-caller rate limits of ``/mcp``, wired from settings.
+
+Contract:
+
+- The stage runs right after the bearer check, so it limits authenticated callers only
+  (an unauthenticated request is refused before it could spend anyone's tokens). The
+  caller is the grant (``grant:<grant_id>``), the package (``package:<id>``) or, when
+  the authorization server names neither, a SHA-256 of the token: never the token.
+- Each caller has a token bucket (``--rate-limit`` per second, ``--rate-burst``), all
+  callers together a global one (``--global-rate-limit``); ``0`` turns either off.
+- Without ``--redis-url`` the buckets live in each process. With it they live in Redis
+  (``middleware.ratelimit_redis``), shared by every worker and replica; if Redis fails,
+  each process limits on its own, logs it once and says so in ``/readyz``'s detail
+  (``degraded``), and goes back to Redis when it answers again.
+- A refused call is a 429 with ``Retry-After`` and a JSON-RPC error (``rate_limited``)
+  whose message says when to try again; it is counted with outcome ``rate_limited``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aiohttp import web
+
+from middleware.ratelimit import Decision, FailoverLimiter, Limiter, LocalLimiter, Rate, rate_limit
+from pdpp_gateway.hosted.refusals import refusal
+from pdpp_gateway.hosted.tokens import Verdict
+from pdpp_gateway.settings import HostedSettings
+
+CALLER: Final = web.RequestKey("rate_limit_caller", str)
+RATE_LIMITED: Final = -32029  # JSON-RPC server-defined range: too many requests
+
+
+def caller_key(verdict: Verdict, token: str) -> str:
+    """Who spends from a bucket: the grant or package, else a hash of the token."""
+    package = verdict.claims.get("grant_package_id") if verdict.kind == "mcp_package" else None
+    if isinstance(package, str) and package:
+        return f"package:{package}"
+    if verdict.grant_id:
+        return f"{'package' if verdict.kind == 'mcp_package' else 'grant'}:{verdict.grant_id}"
+    return "token:" + hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass
+class RateLimits:
+    limiter: Limiter | None  # None: no limit configured
+
+    @property
+    def degraded(self) -> str | None:
+        return self.limiter.degraded if isinstance(self.limiter, FailoverLimiter) else None
+
+    def stage(self, policy_origin: Any) -> Any:
+        """The aiohttp stage for the ``/mcp`` chain (a pass-through without limits)."""
+        if self.limiter is None:
+
+            async def unlimited(request: web.Request, handler: Any) -> web.StreamResponse:
+                return await handler(request)  # type: ignore[no-any-return]
+
+            return unlimited
+
+        def refuse(request: web.Request, decision: Decision) -> web.Response:
+            wait = decision.retry_after_seconds
+            return refusal(
+                429,
+                "rate_limited",
+                f"Too many calls from this grant: wait {wait} s before the next call, then pace the calls "
+                "(prefer aggregate over paging and counting, and narrower searches).",
+                policy_origin(request),
+                rpc_code=RATE_LIMITED,
+                headers={"Retry-After": str(wait)},
+                retry_after_seconds=wait,
+            )
+
+        return rate_limit(self.limiter, lambda request: request.get(CALLER), refuse)
+
+
+def rate_limits(settings: HostedSettings, redis: Any | None) -> RateLimits:
+    """The limits the settings ask for; shared through ``redis`` when there is a client."""
+    per_caller, ceiling = Rate(*settings.caller_rate), Rate(*settings.global_rate)
+    if per_caller.unlimited and ceiling.unlimited:
+        return RateLimits(None)
+    local = LocalLimiter(per_caller, ceiling)
+    if redis is None:
+        return RateLimits(local)
+    from middleware.ratelimit_redis import RedisLimiter
+
+    return RateLimits(FailoverLimiter(RedisLimiter(redis, per_caller, ceiling), local))

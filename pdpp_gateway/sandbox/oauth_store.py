@@ -1,0 +1,179 @@
+"""The sandbox authorization server's memory: clients, pending consents, codes and issued tokens.
+
+Contract: one ``OAuthStore`` per sandbox app (``app[OAUTH]``), in memory, lost on restart.
+
+- Clients come from RFC 7591 registration; public clients only (no secret).
+- A ``PendingConsent`` is one authorization request waiting on the consent page: it carries
+  the validated request and a CSRF token the form must echo (and the browser's cookie must
+  match). It lives ``CONSENT_SECONDS`` and is consumed by the first decision.
+- An authorization code lives ``CODE_SECONDS`` and is consumed by its first exchange; a
+  second exchange of the same code revokes every token issued from it (RFC 6749 §4.1.2).
+- Access tokens live ``ACCESS_SECONDS``; each names a real sandbox ``Principal`` (a client
+  grant over exactly the approved streams) and is honoured by ``/v1`` and introspection.
+  Refresh tokens rotate: each works once and yields a new access and refresh token.
+- Every table is bounded (``MAX_ENTRIES``): expired entries go first, then the oldest.
+- Token values are random; ``repr`` never shows them.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, TypeVar
+
+from aiohttp import web
+
+from pdpp_gateway.sandbox.config import Principal
+
+CONSENT_SECONDS: Final = 600.0
+CODE_SECONDS: Final = 60.0
+ACCESS_SECONDS: Final = 3600.0
+REFRESH_SECONDS: Final = 30 * 24 * 3600.0
+MAX_ENTRIES: Final = 2000
+V = TypeVar("V")
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    client_id: str
+    client_name: str
+    redirect_uris: tuple[str, ...]
+    issued_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """One (connector source id, stream name) a consent may grant."""
+
+    source_id: str
+    stream: str
+
+    @property
+    def value(self) -> str:
+        return f"{self.source_id}#{self.stream}"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingConsent:
+    request_id: str
+    client: Client
+    redirect_uri: str
+    state: str | None
+    code_challenge: str
+    resource: str | None
+    offered: tuple[Selection, ...]
+    purpose: str | None
+    csrf: str = field(repr=False)
+    expires: float
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedCode:
+    client_id: str
+    redirect_uri: str
+    code_challenge: str
+    resource: str | None
+    principal: Principal
+    expires: float
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshEntry:
+    client_id: str
+    principal: Principal
+    code: str  # the authorization code this family descends from
+    expires: float
+
+
+@dataclass(slots=True)
+class OAuthStore:
+    clients: dict[str, Client] = field(default_factory=dict)
+    pending: dict[str, PendingConsent] = field(default_factory=dict)
+    codes: dict[str, IssuedCode] = field(default_factory=dict, repr=False)
+    used_codes: dict[str, float] = field(default_factory=dict, repr=False)
+    access: dict[str, Principal] = field(default_factory=dict, repr=False)
+    refresh: dict[str, RefreshEntry] = field(default_factory=dict, repr=False)
+    families: dict[str, set[str]] = field(default_factory=dict, repr=False)  # code -> tokens issued
+
+    def register(self, name: str, redirect_uris: tuple[str, ...]) -> Client:
+        client = Client(f"sbx_dcr_{secrets.token_hex(8)}", name, redirect_uris, int(time.time()))
+        _bound(self.clients, lambda c: False)
+        self.clients[client.client_id] = client
+        return client
+
+    def add_pending(self, pending: PendingConsent) -> None:
+        _bound(self.pending, lambda p: p.expires < time.time())
+        self.pending[pending.request_id] = pending
+
+    def take_pending(self, request_id: str) -> PendingConsent | None:
+        pending = self.pending.pop(request_id, None)
+        return pending if pending is not None and pending.expires >= time.time() else None
+
+    def add_code(self, issued: IssuedCode) -> str:
+        code = secrets.token_urlsafe(32)
+        _bound(self.codes, lambda c: c.expires < time.time())
+        self.codes[code] = issued
+        return code
+
+    def take_code(self, code: str) -> IssuedCode | None:
+        """The code's grant, once. A replay revokes what the first exchange issued."""
+        issued = self.codes.pop(code, None)
+        if issued is None:
+            if code in self.used_codes:
+                self.revoke_family(code)
+            return None
+        _bound(self.used_codes, lambda t: t < time.time() - REFRESH_SECONDS)
+        self.used_codes[code] = time.time()
+        return issued
+
+    def issue(self, client_id: str, principal: Principal, code: str) -> tuple[str, str, Principal]:
+        """A new access token (with its expiry stamped on the principal) and refresh token."""
+        expires = time.time() + ACCESS_SECONDS
+        stamped = Principal(
+            principal.kind,
+            principal.client_id,
+            principal.grant_id,
+            principal.streams,
+            expires_at=expires,
+        )
+        access = f"sbx_at_{secrets.token_urlsafe(32)}"
+        refresh = f"sbx_rt_{secrets.token_urlsafe(32)}"
+        _bound(self.access, lambda p: (p.expires_at or 0) < time.time())
+        _bound(self.refresh, lambda r: r.expires < time.time())
+        self.access[access] = stamped
+        self.refresh[refresh] = RefreshEntry(client_id, principal, code, time.time() + REFRESH_SECONDS)
+        family = self.families.setdefault(code, set())
+        family.update((access, refresh))
+        if len(self.families) > MAX_ENTRIES:
+            self.families.pop(next(iter(self.families)))
+        return access, refresh, stamped
+
+    def take_refresh(self, token: str) -> RefreshEntry | None:
+        entry = self.refresh.pop(token, None)
+        return entry if entry is not None and entry.expires >= time.time() else None
+
+    def revoke_family(self, code: str) -> None:
+        for token in self.families.pop(code, set()):
+            self.access.pop(token, None)
+            self.refresh.pop(token, None)
+
+    def principal(self, token: str) -> Principal | None:
+        principal = self.access.get(token)
+        if principal is None or (principal.expires_at or 0) < time.time():
+            return None
+        return principal
+
+
+def _bound(table: dict[str, V], expired: Callable[[V], bool]) -> None:
+    """Drop expired entries, then the oldest, so the table stays under ``MAX_ENTRIES``."""
+    if len(table) < MAX_ENTRIES:
+        return
+    for key in [k for k, v in table.items() if expired(v)]:
+        del table[key]
+    while len(table) >= MAX_ENTRIES:
+        del table[next(iter(table))]
+
+
+OAUTH: Final = web.AppKey("oauth", OAuthStore)

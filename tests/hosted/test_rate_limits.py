@@ -1,0 +1,102 @@
+"""Per-caller rate limits on /mcp: in one process, then across two ``serve`` processes
+sharing a real Redis (limits, revocations, and Redis dying mid-run)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+
+from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
+from tests.hosted.test_serve_command import SECRET, introspection_args, serve
+from tests.redis_server import redis_server
+
+CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def post(http: aiohttp.ClientSession, url: str, token: str) -> tuple[int, dict[str, str], Any]:
+    headers = {**HEADERS, "Authorization": f"Bearer {token}"}
+    async with http.post(url, json=CALL, headers=headers) as response:
+        return response.status, dict(response.headers), await response.json(content_type=None)
+
+
+async def test_a_caller_over_its_limit_gets_a_429_that_says_when(sandbox: Any) -> None:
+    settings = sandbox_settings(sandbox.url, rate_limit=0.01, rate_burst=3)
+    async with start_gateway(settings, public_self=True) as url, aiohttp.ClientSession() as http:
+        statuses = [(await post(http, url, sandbox.tokens["client_broad"]))[0] for _ in range(3)]
+        assert statuses == [200, 200, 200]
+        status, headers, body = await post(http, url, sandbox.tokens["client_broad"])
+        assert status == 429
+        assert int(headers["Retry-After"]) >= 90
+        assert body["error"]["code"] == -32029
+        assert body["error"]["data"]["code"] == "rate_limited"
+        assert f"wait {headers['Retry-After']} s" in body["error"]["message"]
+        other, _, _ = await post(http, url, sandbox.tokens["client_narrow"])
+        assert other == 200  # another grant has its own bucket
+        async with http.get(url.replace("/mcp", "/metrics")) as response:
+            metrics = await response.text()
+        assert 'outcome="rate_limited"' in metrics
+
+
+async def test_no_limit_when_turned_off(sandbox: Any) -> None:
+    settings = sandbox_settings(sandbox.url, rate_limit=0, rate_burst=1)
+    async with start_gateway(settings, public_self=True) as url, aiohttp.ClientSession() as http:
+        statuses = {(await post(http, url, sandbox.tokens["client_broad"]))[0] for _ in range(50)}
+    assert statuses == {200}
+
+
+def shared_args(sandbox: Any, redis_url: str, cache_seconds: str) -> list[str]:
+    return [
+        *introspection_args(sandbox),
+        "--rate-limit",
+        "0.001",
+        "--rate-burst",
+        "5",
+        "--redis-url",
+        redis_url,
+        "--introspection-cache-seconds",
+        cache_seconds,
+    ]
+
+
+async def test_two_gateways_share_limits_and_refusals_and_survive_redis_dying(sandbox: Any) -> None:
+    env = {"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET}
+    with redis_server() as redis:
+        async with (
+            serve(*shared_args(sandbox, redis.url, "1"), env=env) as quick,
+            serve(*shared_args(sandbox, redis.url, "60"), env=env) as slow,
+            aiohttp.ClientSession() as http,
+        ):
+            urls = [await quick.wait_listening(), await slow.wait_listening()]
+            token = sandbox.tokens["client_broad"]
+            statuses = [(await post(http, urls[n % 2], token))[0] for n in range(12)]
+            assert statuses.count(200) == 5  # one burst in total across both processes
+            assert statuses.count(429) == 7
+
+            # A revocation seen by one replica is honoured by the other.
+            narrow = sandbox.tokens["client_narrow"]
+            assert (await post(http, urls[1], narrow))[0] == 200  # cached as active for 60 s there
+            sandbox.set_status("client_narrow", "revoked")
+            await asyncio.sleep(1.2)  # past the quick replica's 1 s bound
+            assert (await post(http, urls[0], narrow))[0] == 401  # the quick one re-checks and publishes
+            status, _, body = await post(http, urls[1], narrow)
+            assert status == 401
+            assert body["error"]["data"]["code"] == "grant_revoked"
+
+            # Redis dies: both keep serving, limited per process, and say so.
+            redis.kill()
+            fresh = sandbox.tokens["client_work_mail"]
+            after = [(await post(http, url, fresh))[0] for url in urls for _ in range(6)]
+            assert after.count(200) == 10  # 5 each: the per-process fallback, never unlimited
+            for url in urls:
+                async with http.get(url.replace("/mcp", "/readyz")) as response:
+                    ready = await response.json()
+                assert response.status == 200
+                assert "per process" in ready["detail"]["rate_limits"]
+            for gateway in (quick, slow):
+                assert await gateway.stop() == 0
+            logs = "".join(quick.raw + slow.raw)
+            assert token not in logs
+            assert "shared rate-limit store unavailable" in logs

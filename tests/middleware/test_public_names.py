@@ -1,0 +1,46 @@
+"""The public surface of the reusable ``middleware`` package, pinned.
+
+Another gateway builds on these names: removing or renaming one is a breaking change
+that must show up here. Importing the package stays cheap: jsonschema (about 40 ms) is
+loaded only when a ``ValidateArguments`` stage is built.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import middleware
+
+PUBLIC = {
+    "Check",
+    "FanOut",
+    "JSONObject",
+    "Middleware",
+    "Next",
+    "Outcome",
+    "PreserveErrors",
+    "RefuseTokenKinds",
+    "RenderContent",
+    "Renderer",
+    "ToolCall",
+    "ToolError",
+    "ToolResult",
+    "ValidateArguments",
+    "chain",
+    "compose",
+    "echo",
+    "gateway_error",
+}
+
+
+def test_the_public_names_are_exactly_these() -> None:
+    assert set(middleware.__all__) == PUBLIC
+    for name in PUBLIC:
+        assert getattr(middleware, name) is not None
+
+
+def test_importing_middleware_does_not_load_jsonschema_or_the_product() -> None:
+    probe = "import sys, middleware; print(sorted(m for m in ('jsonschema', 'pdpp_gateway', 'mcp') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)  # noqa: S603
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,119 @@
+"""Rate limits: the local buckets with a fake clock, the shared buckets in a real Redis,
+the failover between them, and the aiohttp stage."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import redis.asyncio as aioredis
+from aiohttp import web
+
+from middleware.ratelimit import Decision, FailoverLimiter, LocalLimiter, Rate, rate_limit
+from middleware.ratelimit_redis import RedisLimiter
+from tests.redis_server import RedisServer, redis_server
+
+UNLIMITED = Rate(0, 0)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_caller_gets_its_burst_then_the_rate() -> None:
+    clock = Clock()
+    limiter = LocalLimiter(Rate(2, 3), UNLIMITED, clock=clock)
+    assert [(await limiter.take("a")).allowed for _ in range(4)] == [True, True, True, False]
+    refused = await limiter.take("a")
+    assert refused.retry_after == pytest.approx(0.5)
+    assert refused.retry_after_seconds == 1
+    assert (await limiter.take("b")).allowed  # callers never share a bucket
+    clock.now += 0.5
+    assert (await limiter.take("a")).allowed
+    assert not (await limiter.take("a")).allowed
+
+
+async def test_the_global_ceiling_holds_across_callers() -> None:
+    limiter = LocalLimiter(Rate(100, 100), Rate(1, 5), clock=Clock())
+    allowed = [(await limiter.take(f"caller{n}")).allowed for n in range(8)]
+    assert allowed == [True] * 5 + [False] * 3
+
+
+class Broken:
+    async def take(self, caller: str) -> Decision:
+        raise ConnectionError("store down")
+
+
+async def test_a_failed_store_falls_back_to_local_limits_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    limiter = FailoverLimiter(Broken(), LocalLimiter(Rate(1, 2), UNLIMITED, clock=clock), clock=clock)
+    decisions = [await limiter.take("a") for _ in range(3)]
+    assert [d.allowed for d in decisions] == [True, True, False]  # still limited: never fails open
+    assert {d.backend for d in decisions} == {"local"}
+    assert limiter.degraded
+    assert "per process" in limiter.degraded
+    assert len([r for r in caplog.records if "unavailable" in r.getMessage()]) == 1  # said once
+
+
+@pytest_asyncio.fixture
+async def redis() -> AsyncIterator[tuple[RedisServer, Any]]:
+    with redis_server() as server:
+        client = aioredis.from_url(server.url)
+        try:
+            yield server, client
+        finally:
+            await client.aclose()
+
+
+async def test_two_replicas_share_one_bucket_in_redis(redis: tuple[RedisServer, Any]) -> None:
+    _, client = redis
+    replicas = [RedisLimiter(client, Rate(0.001, 10), UNLIMITED, prefix="t1") for _ in range(2)]
+    decisions = await asyncio.gather(*(replicas[n % 2].take("grant_1") for n in range(30)))
+    assert sum(d.allowed for d in decisions) == 10  # the burst, in total, never twice
+    assert all(d.backend == "shared" for d in decisions)
+    keys = [key.decode() for key in await client.keys("t1:*")]
+    assert all("grant_1" not in key for key in keys)  # the caller key is hashed
+
+
+async def test_redis_going_away_keeps_limits_per_process(redis: tuple[RedisServer, Any]) -> None:
+    server, client = redis
+    limiter = FailoverLimiter(
+        RedisLimiter(client, Rate(1, 3), UNLIMITED, prefix="t2"), LocalLimiter(Rate(1, 3), UNLIMITED)
+    )
+    assert (await limiter.take("g")).backend == "shared"
+    server.kill()
+    after = [await asyncio.wait_for(limiter.take("g"), timeout=5) for _ in range(5)]
+    assert {d.backend for d in after} == {"local"}
+    assert sum(d.allowed for d in after) == 3
+    assert limiter.degraded
+
+
+async def test_the_stage_refuses_with_the_gateways_answer(aiohttp_client: Any) -> None:
+    limiter = LocalLimiter(Rate(0.01, 1), UNLIMITED)
+
+    def refuse(request: web.Request, decision: Decision) -> web.Response:
+        return web.json_response(
+            {"error": "slow down"}, status=429, headers={"Retry-After": str(decision.retry_after_seconds)}
+        )
+
+    async def ok(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    stage = rate_limit(limiter, lambda request: request.headers.get("X-Caller"), refuse)
+    app = web.Application(middlewares=[stage])
+    app.router.add_get("/", ok)
+    client = await aiohttp_client(app)
+    assert (await client.get("/", headers={"X-Caller": "a"})).status == 200
+    refused = await client.get("/", headers={"X-Caller": "a"})
+    assert refused.status == 429
+    assert int(refused.headers["Retry-After"]) >= 99
+    assert (await client.get("/")).status == 200  # no caller: not limited here
