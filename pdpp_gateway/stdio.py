@@ -25,9 +25,9 @@ Contract:
   drops it without a word: not JSON → ``-32700``, ``params`` that is not an object →
   ``-32602``, any other malformed message → ``-32600`` (a request whose id is neither an
   integer nor a string too: the SDK would take it for a notification and never answer);
-  with the request's id when it can be read, else ``null``. A malformed *response* from the client is dropped (a response
-  is never answered). Each gets one stderr line naming the code and the line's size,
-  never its content. Blank lines are skipped.
+  with the request's id when it can be read, else ``null``. A malformed *response* from
+  the client is dropped (a response is never answered). Each gets one stderr line naming
+  the code and the line's size, never its content. Blank lines are skipped.
 - The RS client is opened once and closed on the way out.
 """
 
