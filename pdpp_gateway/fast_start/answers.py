@@ -22,7 +22,9 @@ Contract:
 
 - The result texts come from ``answers.json``, written by the SDK itself
   (``fast_start.build``) and pinned by a test; a table written for another gateway
-  version, or a server name that cannot be written as UTF-8, turns early answers off.
+  version or from other ``SOURCES`` (the tools, instructions, server identity and
+  resource templates: a checkout edited without a rebuild), or a server name that cannot
+  be written as UTF-8, turns early answers off.
 - This module imports nothing heavier than ``json``: it runs before the SDK is loaded.
 """
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +42,9 @@ from typing import Any, Final
 from pdpp_gateway import __version__
 
 ANSWERS_PATH: Final = Path(__file__).with_name("answers.json")
+PACKAGE_DIR: Final = Path(__file__).resolve().parents[1]
+# The sources the answers are made from (with the SDK): editing one makes the table stale.
+SOURCES: Final = ("tools/specs.py", "instructions.py", "server.py", "resources.py")
 NAME_PLACEHOLDER: Final = "@@pdpp-gateway-server-name@@"
 HANDSHAKE_METHODS: Final = ("initialize", "tools/list", "resources/templates/list", "ping")
 MODERN_METHODS: Final = ("server/discover", "tools/list", "resources/templates/list")
@@ -100,8 +106,12 @@ class Table:
         except (OSError, ValueError) as error:
             _log.warning("early answers are off: %s cannot be read (%s)", path.name, type(error).__name__)
             return None
-        if raw.get("gateway_version") != __version__:
-            _log.warning("early answers are off: %s was built for another gateway version", path.name)
+        if raw.get("gateway_version") != __version__ or raw.get("sources_crc32") != sources_crc32():
+            _log.warning(
+                "early answers are off: %s was built from other sources; rebuild it with "
+                "`python -m pdpp_gateway.fast_start.build`",
+                path.name,
+            )
             return None
         return cls(
             handshake_versions=tuple(raw["handshake_versions"]),
@@ -214,6 +224,17 @@ class EarlyResponder:
             result = self._results[key] = text.encode()
         frame = b'{"jsonrpc":"2.0","id":' + id_key.encode() + b',"result":' + result + b"}\n"
         return Answer(id_key=id_key, method=method, frame=frame)
+
+
+def sources_crc32() -> int | None:
+    """A checksum of ``SOURCES`` (``None`` when one cannot be read)."""
+    checksum = 0
+    for name in SOURCES:
+        try:
+            checksum = zlib.crc32((PACKAGE_DIR / name).read_bytes(), checksum)
+        except OSError:
+            return None
+    return checksum
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from pdpp_gateway.fast_start.answers import (
     MODERN_METHODS,
     NAME_PLACEHOLDER,
     PROTOCOL_VERSION_KEY,
+    sources_crc32,
 )
 from pdpp_gateway.server import build_server
 
@@ -129,6 +130,7 @@ def build_table() -> dict[str, Any]:
         modern[protocol_version] = _results(lines, MODERN_METHODS)
     return {
         "gateway_version": __version__,
+        "sources_crc32": sources_crc32(),
         "sdk_version": version("mcp"),
         "handshake_versions": list(HANDSHAKE_PROTOCOL_VERSIONS),
         "latest_handshake_version": LATEST_HANDSHAKE_VERSION,

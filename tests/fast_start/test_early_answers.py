@@ -175,9 +175,13 @@ def test_early_answers_stop_after_a_bounded_number_of_lines() -> None:
     assert responder.stopped
 
 
-def test_a_table_for_another_gateway_version_turns_early_answers_off(tmp_path: Any) -> None:
+@pytest.mark.parametrize(("key", "value"), [("gateway_version", "0.0.0-other"), ("sources_crc32", 1)])
+def test_a_table_built_for_other_sources_turns_early_answers_off(
+    tmp_path: Any, key: str, value: object
+) -> None:
+    assert Table.load() is not None
     stale = json.loads(ANSWERS_PATH.read_bytes())
-    stale["gateway_version"] = "0.0.0-other"
+    stale[key] = value
     path = tmp_path / "answers.json"
     path.write_text(json.dumps(stale))
     assert Table.load(path) is None
