@@ -2,7 +2,9 @@
 
 Contract: each command module exposes ``HELP`` (one line), ``configure(parser)`` and
 ``run(args) -> int`` (the process exit code). Command modules keep their top-level
-imports light (the MCP SDK takes about a second to import), so ``--help`` is fast.
+imports light (the MCP SDK takes about a second to import), so ``--help`` is fast, and a
+command line naming a command imports only that command's module (the stdio door's
+start-up is timed).
 Nothing here prints to stdout except what a command deliberately prints; the stdio
 server keeps stdout for protocol frames only.
 """
@@ -35,14 +37,15 @@ def _load(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name])
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or only the ``only`` command's (one module imported, not eight)."""
     parser = argparse.ArgumentParser(
         prog="pdpp-gateway",
         description="MCP gateway for grant-scoped, read-only access to a PDPP resource server.",
     )
     parser.add_argument("--version", action="version", version=f"pdpp-gateway {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         module = _load(name)
         sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(sub)
@@ -51,8 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
+    args = parser.parse_args(words)
     try:
         code: int = args._run(args)
     except KeyboardInterrupt:

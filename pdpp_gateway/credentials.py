@@ -32,7 +32,6 @@ import logging
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -233,6 +232,8 @@ def write_credential(
     }
     if authorization_details is not None:
         payload["authorization_details"] = authorization_details
+    import tempfile  # only writers need it (and it costs a local door's start ~10 ms)
+
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     try:
         os.fchmod(fd, 0o600)

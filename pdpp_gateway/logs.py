@@ -16,8 +16,6 @@ import time
 from contextvars import ContextVar
 from typing import Final
 
-import orjson
-
 REQUEST_ID: Final[ContextVar[str | None]] = ContextVar("request_id", default=None)
 
 
@@ -25,6 +23,8 @@ class JsonLines(logging.Formatter):
     """One JSON object per record."""
 
     def format(self, record: logging.LogRecord) -> str:
+        import orjson  # here, not at the top: the stdio door logs plain lines and starts faster without it
+
         entry: dict[str, object] = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
             + f".{int(record.msecs):03d}Z",

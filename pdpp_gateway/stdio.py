@@ -1,46 +1,69 @@
-"""The stdio front door: one caller, one token, one MCP server over stdin/stdout.
+"""The stdio front door once the SDK has loaded: one caller, one token, one MCP server.
 
 Contract:
 
-- ``serve_stdio`` serves until stdin closes AND every request read before that has
-  been answered (bounded by ``DRAIN_SECONDS``). The SDK's loop cancels in-flight
-  handlers at end of input; over stdio that loses the answers of a client that pipes
-  its requests and half-closes stdin, so ``drain_on_eof`` holds end-of-input back until
-  the answers are written.
-- Everything Python prints while serving goes to stderr (``redirect_stdout``), and the
-  SDK's ``stdio_server`` points fd 1 at stderr too, so stray output from us or a library
-  can never corrupt the protocol stream.
-- The RS client is opened once and closed on the way out. Given the ``cache_root`` the
-  token came from, reads renew an access token the RS refuses (401) with the cached
-  refresh token, once, and carry on (``renewing_rs``).
-- Before serving, ``verify_credential`` asks the RS what the cached token is
-  (``bearer.token_kind``; a cache label can lie or be missing): ``owner`` or
-  ``mcp_package`` stops the process (``CredentialError``, exit 77), a token the RS
-  rejects (401, revoked or expired grant) stops it too (exit 78), both with the
-  ``pdpp-gateway connect`` fix. An RS that cannot be reached within ``START_PROBE_SECONDS``
-  does not stop it: the gateway serves, and its reader (``KindCheckedRs``) verifies the
-  kind before the first tool or resource read instead, refusing every read unless the
-  RS says ``client``.
+- ``serve_stdio`` takes over from the early answers (``fast_start``): the process's
+  stdin and stdout were claimed at start (``fast_start.wire``) and the credential
+  checked (``rs.start_probe``); ``verified_kind`` is ``client``, or ``None`` when the RS
+  could not be asked then, in which case the reader (``KindCheckedRs``) verifies the kind
+  before the first tool or resource read and refuses every read unless the RS says
+  ``client``. With ``recheck`` (the RS refused the access token itself at start) the
+  check runs again here through the renewing reader, which renews the grant with the
+  cached refresh token when it can; it raises ``CredentialError`` when that fails, and
+  only a pass opens the pump's gate, so no frame is written before. The SDK's
+  ``stdio_server`` then reads the pump's lines and writes whole frames to the wire; the
+  SDK is the protocol kernel for every request.
+- Given the ``cache_root`` the token came from, reads renew an access token the RS
+  refuses (401) with the cached refresh token, once, and carry on (``renewing_rs``).
+- It serves until stdin closes AND every request read before that has been answered
+  (bounded by ``DRAIN_SECONDS``): the SDK's loop cancels in-flight handlers at end of
+  input, which over stdio would lose the answers of a client that pipes its requests and
+  half-closes stdin, so ``drain_on_eof`` holds end-of-input back until they are written.
+- The SDK's answers to requests answered early are not written again; each is compared
+  with the early bytes and a difference is logged as an error (a stale ``answers.json``).
+- A line that is not a JSON-RPC message is answered here (``check_line``), since the SDK
+  drops it without a word: not JSON → ``-32700``, ``params`` that is not an object →
+  ``-32602``, any other malformed message → ``-32600`` (a request whose id is neither an
+  integer nor a string too: the SDK would take it for a notification and never answer);
+  with the request's id when it can be read, else ``null``. A malformed *response* from
+  the client is dropped (a response is never answered). Each gets one stderr line naming
+  the code and the line's size, never its content. Blank lines are skipped.
+- The RS client is opened once and closed on the way out.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
-import sys
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import IO, Any, Final, cast
 
 import anyio
+import pydantic_core
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    jsonrpc_message_adapter,
+)
+from pydantic import ValidationError
 
 from pdpp_gateway.context import GatewayContext, RsReader
+from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
 from pdpp_gateway.renewing_rs import RenewingRs
 from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.rs.start_probe import warn_unverified
 from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindCheckedRs, KindUnknown, verify_at_start
 from pdpp_gateway.server import build_server
 
@@ -52,9 +75,16 @@ Inbound = SessionMessage | Exception
 
 @contextlib.asynccontextmanager
 async def drain_on_eof(
-    read_stream: ObjectReceiveStream[Inbound], write_stream: ObjectSendStream[SessionMessage]
+    read_stream: ObjectReceiveStream[Inbound],
+    write_stream: ObjectSendStream[SessionMessage],
+    *,
+    early: EarlyAnswers | None = None,
 ) -> AsyncIterator[tuple[ObjectReceiveStream[Inbound], ObjectSendStream[SessionMessage]]]:
-    """Stream proxies that delay end-of-input until every request read has an answer."""
+    """Stream proxies that delay end-of-input until every request read has an answer.
+
+    Answers to requests in ``early`` were written before the SDK loaded: they count as
+    answered and are not written again.
+    """
     pending: set[object] = set()
     answered = anyio.Event()
     inbound_send, inbound_receive = anyio.create_memory_object_stream[Inbound](32)
@@ -79,16 +109,108 @@ async def drain_on_eof(
     async def pump_out() -> None:
         async with outbound_receive, write_stream:
             async for message in outbound_receive:
-                await write_stream.send(message)
-                if isinstance(message.message, JSONRPCResponse | JSONRPCError):
-                    pending.discard(message.message.id)
-                    if not pending:
-                        answered.set()
+                reply = message.message
+                if not isinstance(reply, JSONRPCResponse | JSONRPCError):
+                    await write_stream.send(message)
+                    continue
+                if not (early is not None and reply.id is not None and _answered_early(early, reply)):
+                    await write_stream.send(message)
+                pending.discard(reply.id)
+                if not pending:
+                    answered.set()
 
     async with anyio.create_task_group() as group:
         group.start_soon(pump_in)
         group.start_soon(pump_out)
         yield inbound_receive, outbound_send
+
+
+def _answered_early(early: EarlyAnswers, reply: JSONRPCResponse | JSONRPCError) -> bool:
+    answer = early.claim(json.dumps(reply.id))
+    if answer is None:
+        return False
+    if _frame(reply) != answer.frame:
+        _log.error(
+            "the early answer to %s differs from the SDK's: rebuild it with "
+            "`python -m pdpp_gateway.fast_start.build`",
+            answer.method,
+        )
+    return True
+
+
+def _frame(message: JSONRPCResponse | JSONRPCError) -> bytes:
+    """A message as the SDK's ``stdio_server`` writes it."""
+    return (message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+
+
+def check_line(line: str, wire: Wire) -> bool:
+    """True for a JSON-RPC message (the SDK takes it); otherwise it is answered or dropped here."""
+    if not line.strip():
+        return False
+    try:
+        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError:
+        pass
+    else:
+        # The SDK reads a request whose id is not an integer or a string as a notification
+        # (the id ignored), which would leave its sender waiting for an answer forever.
+        if not (isinstance(message, JSONRPCNotification) and '"id"' in line and "id" in _object(line)):
+            return True
+    size = len(line.encode())
+    refusal = refuse(line)
+    if refusal is None:
+        _log.warning("stdin: dropped a malformed JSON-RPC response (%d bytes)", size)
+        return False
+    error, what = refusal
+    wire.write(_frame(error))
+    _log.warning("stdin: answered %d to a line that %s (%d bytes)", error.error.code, what, size)
+    return False
+
+
+def refuse(line: str) -> tuple[JSONRPCError, str] | None:
+    """The error answering a line that is not a JSON-RPC message (``None``: a bad response,
+    dropped), with a few words on what was wrong for the log."""
+    try:
+        message = _object(line)
+    except ValueError:
+        return _error(
+            None, PARSE_ERROR, "Parse error: the line is not JSON. Send one JSON-RPC message per line."
+        ), ("is not JSON")
+    if not isinstance(message, dict):
+        return _error(
+            None,
+            INVALID_REQUEST,
+            "Invalid Request: each line must hold one JSON-RPC message object (batches are not accepted).",
+        ), "is not a JSON object"
+    raw_id = message.get("id")
+    request_id = raw_id if isinstance(raw_id, str) or (type(raw_id) is int) else None
+    if "method" not in message and ("result" in message or "error" in message):
+        return None
+    method, params = message.get("method"), message.get("params")
+    if (
+        message.get("jsonrpc") == "2.0"
+        and isinstance(method, str)
+        and ("id" not in message or request_id is not None)
+        and not isinstance(params, dict | None)
+    ):
+        return _error(request_id, INVALID_PARAMS, 'Invalid params: "params" must be a JSON object.'), (
+            "has params that are not an object"
+        )
+    return _error(
+        request_id,
+        INVALID_REQUEST,
+        'Invalid Request: a JSON-RPC message needs "jsonrpc": "2.0", a string "method" and, for a '
+        'request, an integer or string "id".',
+    ), "is not a valid JSON-RPC message"
+
+
+def _object(line: str) -> Any:
+    """The line's JSON value, read as the SDK's parser reads it."""
+    return pydantic_core.from_json(line, allow_inf_nan=True)
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
 
 async def verify_credential(rs: RsReader, provider_url: str) -> str | None:
@@ -99,29 +221,36 @@ async def verify_credential(rs: RsReader, provider_url: str) -> str | None:
     try:
         return await verify_at_start(rs, provider_url, seconds=START_PROBE_SECONDS)
     except KindUnknown as unknown:
-        _log.warning(
-            "the resource server is unreachable at start-up (%s); serving, and verifying the credential "
-            "before the first read",
-            unknown.reason,
-        )
+        warn_unverified(unknown.reason)
         return None
 
 
 async def serve_stdio(
-    provider_url: str, token: str, server_name: str, cache_root: Path | None = None
+    provider_url: str,
+    token: str,
+    server_name: str,
+    verified_kind: str | None,
+    pump: StdinPump,
+    wire: Wire,
+    cache_root: Path | None = None,
+    *,
+    recheck: bool = False,
 ) -> None:
     async with RsClient(provider_url) as rs:
         bound: RsReader = (
             rs.bind(token) if cache_root is None else RenewingRs(rs, provider_url, token, cache_root)
         )
-        verified = await verify_credential(bound, provider_url)
-        reader = KindCheckedRs(bound, provider_url, verified_kind=verified)
+        if recheck:
+            verified_kind = await verify_credential(bound, provider_url)
+            pump.open_gate()
+        reader = KindCheckedRs(bound, provider_url, verified_kind=verified_kind)
         context = GatewayContext(rs=reader, provider_url=provider_url, token_kind="client")
         server = build_server(lambda _ctx: context, name=server_name)
-        # Order matters: the SDK claims the real stdout first, then Python-level prints are redirected.
+        stdin = anyio.wrap_file(cast(IO[str], SdkStdin(pump, partial(check_line, wire=wire))))
+        stdout = anyio.wrap_file(cast(IO[str], WireOut(wire)))
         async with (
-            stdio_server() as (read_stream, write_stream),
-            drain_on_eof(read_stream, write_stream) as streams,
+            stdio_server(stdin, stdout) as (read_stream, write_stream),
+            drain_on_eof(read_stream, write_stream, early=pump.early) as streams,
         ):
-            with contextlib.redirect_stdout(sys.stderr):
-                await server.run(*streams, server.create_initialization_options())
+            pump.hand_over()
+            await server.run(*streams, server.create_initialization_options())

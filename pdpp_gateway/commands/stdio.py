@@ -4,12 +4,21 @@ Contract: the caller's scoped client token comes only from the ``pdpp-gateway co
 credential cache. Owner credentials are never used: ``PDPP_OWNER_TOKEN`` and
 ``PDPP_OWNER_SESSION_COOKIE`` are ignored (with a notice), and an owner-flagged cached
 credential is refused. A cache label is not trusted on its own: before serving, the RS
-is asked what the token is (``bearer.token_kind``), and an owner or mcp_package token is
-refused even when the file does not say so (see ``pdpp_gateway.stdio``). Without a
-usable credential the process exits non-zero before serving, with a one-line reason and
-the exact fix (``pdpp-gateway connect <provider-url>``) on stderr. While serving, stdout carries
-protocol frames only: Python-level prints are redirected to stderr and the SDK points
-fd 1 at stderr too.
+is asked what the token is (``bearer.token_kind``, ``rs.start_probe``), and an owner or
+mcp_package token is refused even when the file does not say so. Without a usable
+credential the process exits non-zero before writing any frame, with a one-line reason
+and the exact fix (``pdpp-gateway connect <provider-url>``) on stderr. stdout carries protocol
+frames only: fd 1 is pointed at stderr for the whole process (``fast_start.wire``).
+
+Start-up, in order: stdin/stdout claimed; a stdin reader answers the session's opening
+requests from ``fast_start/answers.json`` while the SDK loads in a background thread and
+the credential is checked; those answers are written only once the check passed; then
+the SDK takes the stream over (``pdpp_gateway.stdio``). ``PDPP_STDIO_EARLY_ANSWERS=0``
+leaves every answer to the SDK. An RS that cannot be asked at start does not stop the
+process: it serves and verifies the credential before the first read instead. An access
+token the RS refuses with 401 is checked again once the SDK has loaded, through the
+reader that renews it with the cached refresh token (``renewing_rs``); the early answers
+stay held until that check passes.
 
 Exit codes: 0 served until stdin closed; 64 usage (missing or invalid provider URL);
 77 owner or mcp_package credential refused (by label or by the RS); 78 no usable
@@ -19,11 +28,20 @@ credential (missing, expired, malformed, or rejected by the RS); 1 unexpected fa
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import sys
+import threading
+from functools import partial
+from typing import Final
 
 from pdpp_gateway.commands import local_credential
 
 HELP = "Serve the read tools over stdio for one provider, using the `pdpp-gateway connect` credential cache."
+SERVING_MODULE: Final = "pdpp_gateway.stdio"
+# While the SDK loads in the background, the threads answering the client get the
+# interpreter back within this many seconds (the default 5 ms would delay each early answer).
+START_SWITCH_SECONDS: Final = 0.0005
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,24 +50,85 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default=os.environ.get("PDPP_LOG_LEVEL", "INFO"))
 
 
+class _Loader(threading.Thread):
+    """Imports the SDK-backed serving module in the background."""
+
+    def __init__(self, wake: threading.Event) -> None:
+        super().__init__(name="sdk-loader", daemon=True)
+        self._wake = wake
+        self.done = False
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            importlib.import_module(SERVING_MODULE)
+        except BaseException as error:  # re-raised on the main thread
+            self.error = error
+        finally:
+            self.done = True
+            self._wake.set()
+
+
 def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.logs import configure_logging
 
     configure_logging(args.log_level)
-    resolved = local_credential.resolve(args, "stdio", verify=False)  # serve_stdio verifies (or defers)
+    resolved = local_credential.resolve(args, "stdio", verify=False)  # checked below, with the SDK loading
     if isinstance(resolved, int):
         return resolved
     provider_url, token = resolved
     server_name = args.server_name or os.environ.get("PDPP_MCP_SERVER_NAME") or "pdpp-gateway"
     local_credential.say(f"checking the cached credential with {provider_url}, then serving over stdio")
 
+    from pdpp_gateway.credentials import CredentialError
+    from pdpp_gateway.fast_start.answers import EarlyResponder, Table
+    from pdpp_gateway.fast_start.wire import StdinPump, Wire, claim_stdio
+    from pdpp_gateway.rs.bearer_report import KindUnknown
+    from pdpp_gateway.rs.start_probe import RejectedAtStart, check_at_start, warn_unverified
+
+    default_switch = sys.getswitchinterval()
+    sys.setswitchinterval(START_SWITCH_SECONDS)
+    wire_in, wire_out = claim_stdio()
+    wire = Wire(wire_out)
+    early = os.environ.get("PDPP_STDIO_EARLY_ANSWERS", "1") != "0"
+    pump = StdinPump(wire_in, wire, EarlyResponder(Table.load() if early else None, server_name))
+    wake = pump.changed
+    loader = _Loader(wake)
+    pump.start()
+    loader.start()
+    recheck = False
+    verified: str | None = None
+    try:
+        verified = check_at_start(provider_url, token)
+    except RejectedAtStart as error:
+        if error.status != 401:
+            local_credential.say(error.message)
+            return error.exit_code
+        recheck = True  # maybe renewable: checked again with renewal once the SDK is up
+    except CredentialError as error:
+        local_credential.say(error.message)
+        return error.exit_code
+    except KindUnknown as unknown:
+        warn_unverified(unknown.reason)
+    if not recheck:
+        pump.open_gate()
+    while not loader.done:
+        if pump.served_early():
+            return 0  # every request was answered early and stdin is closed: nothing needs the SDK
+        wake.wait()
+        wake.clear()
+    sys.setswitchinterval(default_switch)
+    if loader.error is not None:
+        raise loader.error
+
     import anyio
 
-    from pdpp_gateway.credentials import CredentialError
     from pdpp_gateway.stdio import serve_stdio
 
+    cache_root = local_credential.cache_root_of(args)
     try:
-        anyio.run(serve_stdio, provider_url, token, server_name, local_credential.cache_root_of(args))
+        serve = partial(serve_stdio, cache_root=cache_root, recheck=recheck)
+        anyio.run(serve, provider_url, token, server_name, verified, pump, wire)
     except CredentialError as error:
         local_credential.say(error.message)
         return error.exit_code

@@ -23,22 +23,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from middleware import ToolError
+from pdpp_gateway.rs.error_body import error_type_for, normalise_error_body
 
-_STATUS_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    410: "gone_error",
-    413: "request_entity_too_large_error",
-    429: "rate_limit_error",
-}
-_EXCERPT_CHARS = 200
-
-
-def error_type_for(status: int) -> str:
-    """The RS's error ``type`` for an HTTP status (derived from status, as the RS does)."""
-    return _STATUS_TYPES.get(status, "api_error")
+__all__ = [
+    "RsError",
+    "RsProtocolError",
+    "RsStatusError",
+    "RsTimeoutError",
+    "RsUnavailableError",
+    "error_type_for",
+    "normalise_error_body",
+]
 
 
 class RsError(ToolError):
@@ -103,21 +98,6 @@ class RsProtocolError(RsError):
                 "report it to the provider.",
             }
         )
-
-
-def normalise_error_body(status: int, body: object) -> dict[str, Any]:
-    """The RS error object of a non-2xx body, in the RS envelope shape."""
-    if isinstance(body, Mapping):
-        error = body.get("error")
-        if isinstance(error, Mapping):
-            return dict(error)
-        if isinstance(error, str):
-            description = body.get("error_description") or body.get("message") or error
-            return {"type": error, "code": error, "message": str(description)[:_EXCERPT_CHARS]}
-    message = f"Resource server returned HTTP {status}"
-    if isinstance(body, str) and body.strip() and "<" not in body[:100]:
-        message += f": {' '.join(body.split())[:_EXCERPT_CHARS]}"
-    return {"type": error_type_for(status), "code": f"http_{status}", "message": message}
 
 
 def _str_or_none(value: object) -> str | None:

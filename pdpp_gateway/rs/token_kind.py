@@ -30,37 +30,45 @@ Contract:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
 from middleware import ToolError
 from pdpp_gateway.credentials import EXIT_NO_CREDENTIAL, CredentialError, refused_kind_error
+from pdpp_gateway.rs.bearer_report import (
+    ALLOWED_KIND,
+    COMPACT_QUERY,
+    PACKAGE_KIND,
+    SCHEMA_PATH,
+    START_PROBE_SECONDS,
+    BearerReport,
+    KindUnknown,
+    form_refused,
+    is_package_route,
+    read_report,
+)
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 from pdpp_gateway.rs.errors import RsError, RsStatusError
+
+__all__ = [
+    "ALLOWED_KIND",
+    "PACKAGE_KIND",
+    "START_PROBE_SECONDS",
+    "BearerReport",
+    "KindCheckedRs",
+    "KindUnknown",
+    "SchemaProbe",
+    "probe_token_kind",
+    "token_kind_refusal",
+    "verify_at_start",
+]
 
 if TYPE_CHECKING:
     from pdpp_gateway.context import RsReader
 
 _log = logging.getLogger(__name__)
-
-ALLOWED_KIND: Final = "client"
-START_PROBE_SECONDS: Final = 10.0
-PACKAGE_KIND: Final = "mcp_package"
-_COMPACT: Final = (("view", "compact"),)
-
-
-@dataclass(frozen=True, slots=True)
-class BearerReport:
-    """What the RS says about a bearer: ``bearer.token_kind`` / ``grant_id`` / ``client_id``
-    of ``/v1/schema``, or ``mcp_package`` read from its 404 ``not_found`` (``by_route``)."""
-
-    kind: str | None
-    grant_id: str | None = None
-    client_id: str | None = None
-    by_route: bool = False
 
 
 class SchemaProbe:
@@ -88,59 +96,30 @@ class SchemaProbe:
         try:
             return await self._ask(rs)
         except RsStatusError as error:
-            if error.status == 404 and error.code == "not_found":
+            if is_package_route(error.status, error.code):
                 return BearerReport(kind=PACKAGE_KIND, by_route=True)
             raise
 
     async def _ask(self, rs: RsReader) -> BearerReport | None:
         if self._compact is not False:
             try:
-                response = await rs.get_json("/v1/schema", _COMPACT)
+                response = await rs.get_json(SCHEMA_PATH, COMPACT_QUERY)
             except RsStatusError as error:
-                if self._compact or not _form_refused(error.status):
+                if self._compact or not form_refused(error.status):
                     raise
             else:
                 self._compact = True
-                return _report(response.body)
-        report = _report((await rs.get_json("/v1/schema")).body)
+                return read_report(response.body)
+        report = read_report((await rs.get_json(SCHEMA_PATH)).body)
         if self._compact is None:
             self._compact = False
         return report
-
-
-def _form_refused(status: int) -> bool:
-    return 400 <= status < 500 and status not in {401, 403, 404}
-
-
-def _report(body: Mapping[str, Any]) -> BearerReport | None:
-    data = body.get("data")
-    document = data if isinstance(data, Mapping) else body
-    bearer = document.get("bearer")
-    if not isinstance(bearer, Mapping):
-        return None
-    return BearerReport(
-        kind=_text(bearer.get("token_kind")),
-        grant_id=_text(bearer.get("grant_id")),
-        client_id=_text(bearer.get("client_id")),
-    )
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 async def probe_token_kind(rs: RsReader) -> str | None:
     """``bearer.token_kind`` as the RS reports it for the reader's token (``SchemaProbe``)."""
     report = await SchemaProbe().probe(rs)
     return report.kind if report else None
-
-
-class KindUnknown(Exception):
-    """The RS could not be asked what the token is; ``reason`` is a short, token-free code."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 async def verify_at_start(rs: RsReader, provider_url: str, *, seconds: float = START_PROBE_SECONDS) -> str:

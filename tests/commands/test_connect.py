@@ -112,6 +112,11 @@ async def test_connect_caches_a_scoped_grant_that_stdio_then_serves(sandbox: Any
         renewed_mid_session = await client.call_tool("schema", {})
     assert renewed_mid_session.is_error is False
     token = json.loads(path.read_text())["credential"]["access_token"]
+    del sandbox.app[OAUTH].access[token]  # dead before the next start: the start-up check renews it
+    async with Client(params, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+        assert len((await client.list_tools()).tools) == 6  # early answers, held until the renewal passed
+        assert (await client.call_tool("schema", {})).is_error is False
+    token = json.loads(path.read_text())["credential"]["access_token"]
 
     listed = run_cli("connect", "--list", "--cache-root", str(cache))
     assert listed.returncode == 0

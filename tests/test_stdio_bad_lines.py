@@ -1,0 +1,80 @@
+"""A stdin line that is not a JSON-RPC message gets a JSON-RPC error, never silence.
+
+Raw lines go to a real ``python -m pdpp_gateway stdio``: not JSON → -32700 with id null;
+params that are not an object → -32602 with the request's id; any other malformed
+message (an id that is neither an integer nor a string included) → -32600 with its id
+when it can be read. Each costs one stderr line that says
+what was wrong and never repeats the line. The session carries on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pdpp_gateway.credentials import write_credential
+from tests.conftest import run_cli
+from tests.frames import INITIALIZED, initialize
+
+SECRET = "sbx_secret_in_a_bad_line"
+BAD_LINES = [
+    (f'this is not json {{"token": "{SECRET}"}}', None, -32700),
+    ('[{"jsonrpc":"2.0","id":5,"method":"ping"}]', None, -32600),
+    (f'{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"{SECRET}"}}', 7, -32602),
+    ('{"jsonrpc":"2.0","id":"eight","method":"tools/list","params":[1]}', "eight", -32602),
+    ('{"jsonrpc":"1.0","id":9,"method":"ping"}', 9, -32600),
+    ('{"jsonrpc":"2.0","id":10.5,"method":"ping"}', None, -32600),  # the SDK alone: a notification
+    ('{"jsonrpc":"2.0","id":null,"method":"ping"}', None, -32600),
+    ('{"jsonrpc":"2.0","id":11,"method":42}', 11, -32600),
+    ('{"jsonrpc":"2.0","method":"notifications/initialized","params":"x"}', None, -32602),
+]
+MALFORMED_RESPONSE = '{"jsonrpc":"2.0","id":12,"result":"not an object"}'
+PING = '{"jsonrpc":"2.0","id":13,"method":"ping"}'
+
+
+def serve(tmp_path: Path, sandbox: Any, lines: list[str]) -> Any:
+    cache_root = tmp_path / ".pdpp"
+    write_credential(cache_root, sandbox.url, sandbox.tokens["client_broad"])
+    return run_cli(
+        "stdio",
+        "--provider-url",
+        sandbox.url,
+        "--cache-root",
+        str(cache_root),
+        stdin="".join(line + "\n" for line in lines),
+    )
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["before-the-handshake", "after-the-handshake"])
+def test_every_bad_line_is_answered_and_the_session_goes_on(
+    tmp_path: Path, shared_sandbox: Any, first: bool
+) -> None:
+    handshake = [json.dumps(initialize()), json.dumps(INITIALIZED)]
+    bad = [text for text, _, _ in BAD_LINES] + [MALFORMED_RESPONSE, "   "]
+    lines = [*bad, *handshake, PING] if first else [*handshake, *bad, PING]
+    done = serve(tmp_path, shared_sandbox, lines)
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(text) for text in done.stdout.splitlines()]
+    errors = sorted(
+        (reply["id"] is None, str(reply["id"]), reply["error"]["code"])
+        for reply in replies
+        if "error" in reply
+    )
+    expected = sorted((request_id is None, str(request_id), code) for _, request_id, code in BAD_LINES)
+    assert errors == expected
+    answered = {reply["id"] for reply in replies if "result" in reply}
+    assert answered == {1, 13}  # initialize and the last ping; the malformed response got nothing
+    for reply in replies:
+        if "error" in reply:
+            assert reply["error"]["message"].split(":")[0] in {
+                "Parse error",
+                "Invalid Request",
+                "Invalid params",
+            }
+    assert done.stderr.count("stdin: answered") == len(BAD_LINES)
+    assert done.stderr.count("stdin: dropped a malformed JSON-RPC response") == 1
+    assert SECRET not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
