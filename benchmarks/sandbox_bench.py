@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 
 from pdpp_gateway.sandbox.config import SandboxConfig
-from pdpp_gateway.sandbox.testing import start_sandbox
+from pdpp_gateway.sandbox.runner import start_sandbox
 
 EVENTS = "/v1/streams/events/records"
 

@@ -4,7 +4,8 @@ Contract: ``build_server`` returns one low-level ``mcp.server.Server`` with the 
 read tools, the ``pdpp://`` resources and the instructions. Each request's
 ``GatewayContext`` (whose RS client is bound to the caller's own token) comes from
 ``context_for(ctx)``, supplied by the front door: stdio has one caller, the hosted door
-one per HTTP request. Tool calls run through the pipeline built once here; an unknown
+one per HTTP request. Tool calls run through the process's one pipeline (built here
+unless the door passes it); an unknown
 tool name is a protocol error (``-32602``), everything else is a tool result. A success
 result's ``structuredContent`` conforms to the tool's ``outputSchema``; an ``isError``
 result carries none (its typed error is the text: ``Error <code> ...``, the next step,
@@ -20,7 +21,7 @@ import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from middleware import Middleware, ToolCall
+from middleware import Next, ToolCall
 from pdpp_gateway import __version__, resources
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.instructions import INSTRUCTIONS
@@ -39,10 +40,11 @@ def build_server(
     *,
     name: str = DEFAULT_SERVER_NAME,
     icons: list[types.Icon] | None = None,
-    extra_stages: tuple[Middleware, ...] = (),
+    pipeline: Next | None = None,
 ) -> Server:
-    """One MCP server: tools, resources, instructions."""
-    pipeline = build_pipeline(extra_stages)
+    """One MCP server: tools, resources, instructions. Pass the process's ``pipeline`` when
+    it serves several servers (the hosted door has one per public origin)."""
+    pipeline = pipeline or build_pipeline()
 
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None

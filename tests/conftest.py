@@ -36,10 +36,10 @@ from mcp import Client, StdioServerParameters
 
 from pdpp_gateway.credentials import write_credential
 from pdpp_gateway.sandbox.config import TOKENS
-from pdpp_gateway.sandbox.testing import start_sandbox
+from pdpp_gateway.sandbox.runner import start_sandbox
 from tests import strict_client
 
-pytest_plugins = ["pdpp_gateway.sandbox.pytest_plugin"]
+pytest_plugins = ["tests.sandbox_fixtures"]
 
 # "auto" probes server/discover and, against this server, settles on 2026-07-28 (asserted in
 # test_stdio_door); a pinned "2026-07-28" would skip discover and so never see the instructions.

@@ -28,7 +28,8 @@ and the gateway says so in one start-up log line.
 There is one MCP ``Server`` per public origin (so ``serverInfo.icons`` names the
 ``/icon.svg`` of the origin the client actually reached). Origins come only from
 settings or from trusted proxies naming an operator-listed host, so the set is finite;
-the cache is also bounded (``MAX_SERVERS``, least recently used first out).
+the cache is also bounded (``MAX_SERVERS``, least recently used first out). Every one
+of them runs the same tool pipeline, built once per process.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import orjson
 from aiohttp import web
 from mcp.server import Server, ServerRequestContext
 
-from middleware import chain
+from middleware import Next, chain
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
@@ -77,6 +78,7 @@ from pdpp_gateway.hosted.transport import (
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.server import build_server
 from pdpp_gateway.settings import HostedSettings
+from pdpp_gateway.tools.pipeline import build_pipeline
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -100,6 +102,7 @@ class Gateway:
     shared: SharedRefusals | None = None
     endpoint_chain: Handler | None = None
     endpoints: OrderedDict[str, McpEndpoint] = field(default_factory=OrderedDict)
+    pipeline: Next = field(default_factory=build_pipeline)  # one per process, shared by every origin
 
     def endpoint_for(self, origin: str) -> McpEndpoint:
         endpoint = self.endpoints.get(origin)
@@ -107,7 +110,9 @@ class Gateway:
             self.endpoints.move_to_end(origin)
             return endpoint
         icon = types.Icon(src=f"{origin}/icon.svg", mime_type="image/svg+xml", sizes=["any"])
-        server: Server[Any] = build_server(_caller_context, name=self.settings.server_name, icons=[icon])
+        server: Server[Any] = build_server(
+            _caller_context, name=self.settings.server_name, icons=[icon], pipeline=self.pipeline
+        )
         endpoint = self.endpoints[origin] = McpEndpoint(server, {})
         while len(self.endpoints) > MAX_SERVERS:
             self.endpoints.popitem(last=False)

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from pdpp_gateway.sandbox.config import DESCRIPTIONS, SandboxConfig
-    from pdpp_gateway.sandbox.testing import start_sandbox
+    from pdpp_gateway.sandbox.runner import start_sandbox
 
     config = SandboxConfig(
         db_path=args.db, reference_client_rules=args.reference_client_rules, bulk_records=args.bulk_records

@@ -11,8 +11,8 @@ import aiohttp
 import orjson
 import pytest
 
+from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
 from pdpp_gateway.hosted.packages import FilePackageResolver
-from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

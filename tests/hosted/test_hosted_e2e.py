@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp.types import TextContent, TextResourceContents
 
-from pdpp_gateway.hosted.testing import mcp_http, sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import mcp_http, sandbox_settings, start_gateway
 from pdpp_gateway.tools.specs import TOOL_NAMES
 from tests.conftest import ERAS
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
 from pdpp_gateway.hosted.http_server import GatewayRunner, RedactBearers, redact
-from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
 from tests.upstreams import raw_exchange
 
 TOKEN = "sbx_malformed_probe_5f1d0c9e"

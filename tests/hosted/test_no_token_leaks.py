@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 from mcp.shared.exceptions import MCPError
 
-from pdpp_gateway.hosted.testing import mcp_http
+from pdpp_gateway.hosted.embedded import mcp_http
 from tests.hosted.test_serve_command import SECRET, introspection_args, serve
 from tests.upstreams import raw_exchange
 

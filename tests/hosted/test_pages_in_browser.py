@@ -23,8 +23,8 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
+from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
 from pdpp_gateway.hosted.pages import PageFacts
-from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")

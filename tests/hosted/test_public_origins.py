@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 
 from pdpp_gateway.hosted.app import MAX_SERVERS
+from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
 from pdpp_gateway.hosted.origin import OriginPolicy
-from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
 from pdpp_gateway.hosted.tokens import IntrospectionValidator
 from pdpp_gateway.settings import HostedSettings
 from tests.frames import initialize

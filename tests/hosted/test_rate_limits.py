@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 
-from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
 from tests.hosted.test_serve_command import SECRET, introspection_args, serve
 from tests.redis_server import redis_server
 

@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
 from pdpp_gateway.hosted.readiness import ReadinessProbe
-from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
 from pdpp_gateway.rs.client import RsClient
 from tests.upstreams import serve_app
 

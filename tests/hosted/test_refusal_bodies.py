@@ -16,7 +16,7 @@ import orjson
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from pdpp_gateway.hosted.testing import mcp_http, sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import mcp_http, sandbox_settings, start_gateway
 from tests.upstreams import raw_exchange
 
 JSON = "application/json"

@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
 from tests.upstreams import proxied_settings, upstream_proxy
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}

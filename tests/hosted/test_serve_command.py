@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from pdpp_gateway.hosted.testing import mcp_http
+from pdpp_gateway.hosted.embedded import mcp_http
 from tests.conftest import gateway_env, run_cli_async
 from tests.upstreams import serve_app
 

@@ -22,7 +22,7 @@ import orjson
 import pytest
 from multidict import CIMultiDict
 
-from pdpp_gateway.hosted.testing import start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
 from tests.upstreams import Switchboard, proxied_settings, upstream_proxy
 
 V2026 = "2026-07-28"

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from multidict import CIMultiDict
 
-from pdpp_gateway.hosted.testing import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
 
 JSON = "application/json"
 V2026 = "2026-07-28"

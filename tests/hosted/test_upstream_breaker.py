@@ -7,7 +7,7 @@ from typing import Any
 
 import aiohttp
 
-from pdpp_gateway.hosted.testing import start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
 from pdpp_gateway.server import RETRY_AFTER_META
 from tests.upstreams import Fault, proxied_settings, upstream_proxy
 

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from pdpp_gateway.hosted.testing import mcp_http, sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import mcp_http, sandbox_settings, start_gateway
 from pdpp_gateway.schema_view import compact_projection, stream_view, unwrap_schema
 from tests.upstreams import upstream_proxy
 

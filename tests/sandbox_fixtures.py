@@ -9,7 +9,7 @@ from typing import Any
 import pytest_asyncio
 
 from pdpp_gateway.sandbox.config import SandboxConfig
-from pdpp_gateway.sandbox.testing import SandboxServer, start_sandbox
+from pdpp_gateway.sandbox.runner import SandboxServer, start_sandbox
 
 
 @pytest_asyncio.fixture
