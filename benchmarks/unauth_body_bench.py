@@ -25,15 +25,13 @@ import asyncio
 import contextlib
 import gzip
 import os
-import re
-import socket
 import sys
-import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+from gateway_bench import free_port, rss_mib, wait_up
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "sbx_client_broad_7c1e94b2"  # sandbox fixture material
@@ -41,18 +39,6 @@ PAD = 2_300_000
 BODY = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * PAD + b'"}}'
 BOMB = gzip.compress(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"y" * 3_900_000 + b'"}}')
 BASE = {"Accept": "application/json", "Content-Type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def rss_mib(pid: int) -> float:
-    match = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
-    return int(match.group(1)) / 1024 if match else float("nan")
 
 
 @contextlib.asynccontextmanager
@@ -72,18 +58,6 @@ async def process(tree: Path, *args: str) -> AsyncIterator[asyncio.subprocess.Pr
     finally:
         child.terminate()
         await child.wait()
-
-
-async def wait_up(url: str) -> None:
-    deadline = time.monotonic() + 60
-    async with aiohttp.ClientSession() as http:
-        while time.monotonic() < deadline:
-            with contextlib.suppress(aiohttp.ClientError):
-                async with http.get(url) as response:
-                    if response.status < 500:
-                        return
-            await asyncio.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 async def scenario(
