@@ -25,13 +25,23 @@ EXIT_USAGE = 64
 EXIT_UNAVAILABLE = 69
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--provider-url", help="RS public origin (env PDPP_PROVIDER_URL).")
+def add_arguments(parser: argparse.ArgumentParser, *, repeatable: bool = False) -> None:
+    if repeatable:
+        parser.add_argument(
+            "--provider-url",
+            action="append",
+            help="RS public origin (env PDPP_PROVIDER_URL); repeat it to serve several cached grants as one package.",
+        )
+    else:
+        parser.add_argument("--provider-url", help="RS public origin (env PDPP_PROVIDER_URL).")
     parser.add_argument("--cache-root", help="credential cache root (env PDPP_CACHE_ROOT, default .pdpp).")
 
 
-def resolve(args: argparse.Namespace, command: str, *, verify: bool = True) -> tuple[str, str] | int:
-    """The provider URL and cached scoped token, or the exit code to stop with."""
+def resolve(
+    args: argparse.Namespace, command: str, *, verify: bool = True, announce: bool = True
+) -> tuple[str, str] | int:
+    """The provider URL and cached scoped token, or the exit code to stop with (``announce``:
+    say that owner credentials in the environment are ignored)."""
     from pdpp_gateway.credentials import (
         CredentialError,
         load_credential,
@@ -46,7 +56,7 @@ def resolve(args: argparse.Namespace, command: str, *, verify: bool = True) -> t
             "--provider-url https://pdpp.example.com"
         )
         return EXIT_USAGE
-    notice = owner_env_warning(os.environ)
+    notice = owner_env_warning(os.environ) if announce else None
     if notice:
         say(notice)
     cache_root = cache_root_of(args)

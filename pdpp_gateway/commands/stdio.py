@@ -33,11 +33,17 @@ import os
 import sys
 import threading
 from functools import partial
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pdpp_gateway.commands import local_credential
 
-HELP = "Serve the read tools over stdio for one provider, using the `pdpp-gateway connect` credential cache."
+if TYPE_CHECKING:
+    from pdpp_gateway.local_package import MemberStart
+
+HELP = (
+    "Serve the read tools over stdio for one provider (or several cached grants as one package), "
+    "using the `pdpp-gateway connect` credential cache."
+)
 SERVING_MODULE: Final = "pdpp_gateway.stdio"
 # While the SDK loads in the background, the threads answering the client get the
 # interpreter back within this many seconds (the default 5 ms would delay each early answer).
@@ -45,7 +51,12 @@ START_SWITCH_SECONDS: Final = 0.0005
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    local_credential.add_arguments(parser)
+    local_credential.add_arguments(parser, repeatable=True)
+    parser.add_argument(
+        "--package",
+        metavar="NAME",
+        help="serve the cached grants listed in <cache-root>/packages/NAME.json as one package.",
+    )
     parser.add_argument("--server-name", help="MCP server name (env PDPP_MCP_SERVER_NAME).")
     parser.add_argument("--log-level", default=os.environ.get("PDPP_LOG_LEVEL", "INFO"))
 
@@ -69,22 +80,64 @@ class _Loader(threading.Thread):
             self._wake.set()
 
 
+def _members(args: argparse.Namespace) -> list[MemberStart] | int:
+    """Each member's provider URL and cached token (one for a single grant), or the exit code."""
+    from pdpp_gateway.credentials import CredentialError, cache_file_for
+    from pdpp_gateway.local_package import MemberStart, package_providers
+
+    urls: list[str] = args.provider_url or []
+    if args.package is None and len(urls) <= 1:
+        args.provider_url = urls[0] if urls else None
+        resolved = local_credential.resolve(
+            args, "stdio", verify=False
+        )  # checked below, with the SDK loading
+        if isinstance(resolved, int):
+            return resolved
+        provider_url, token = resolved
+        return [
+            MemberStart(
+                provider_url, token, cache_file_for(provider_url, local_credential.cache_root_of(args))
+            )
+        ]
+    cache_root = local_credential.cache_root_of(args)
+    try:
+        providers = package_providers(urls, args.package, cache_root)
+    except CredentialError as error:
+        local_credential.say(error.message)
+        return error.exit_code
+    members = []
+    for index, provider_url in enumerate(providers):
+        one = argparse.Namespace(provider_url=provider_url, cache_root=args.cache_root)
+        resolved = local_credential.resolve(one, "stdio", verify=False, announce=index == 0)
+        if isinstance(resolved, int):
+            return resolved
+        members.append(MemberStart(provider_url, resolved[1], cache_file_for(provider_url, cache_root)))
+    return members
+
+
 def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.logs import configure_logging
 
     configure_logging(args.log_level)
-    resolved = local_credential.resolve(args, "stdio", verify=False)  # checked below, with the SDK loading
-    if isinstance(resolved, int):
-        return resolved
-    provider_url, token = resolved
+    members = _members(args)
+    if isinstance(members, int):
+        return members
     server_name = args.server_name or os.environ.get("PDPP_MCP_SERVER_NAME") or "pdpp-gateway"
-    local_credential.say(f"checking the cached credential with {provider_url}, then serving over stdio")
+    if len(members) == 1:
+        local_credential.say(
+            f"checking the cached credential with {members[0].provider_url}, then serving over stdio"
+        )
+    else:
+        local_credential.say(
+            f"checking the cached credentials with {', '.join(m.provider_url for m in members)}, "
+            "then serving them as one package over stdio"
+        )
 
     from pdpp_gateway.credentials import CredentialError
     from pdpp_gateway.fast_start.answers import EarlyResponder, Table
     from pdpp_gateway.fast_start.wire import StdinPump, Wire, claim_stdio
-    from pdpp_gateway.rs.bearer_report import KindUnknown
-    from pdpp_gateway.rs.start_probe import RejectedAtStart, check_at_start, warn_unverified
+    from pdpp_gateway.local_package import check_members
+    from pdpp_gateway.rs.start_probe import check_and_describe, warn_unverified
 
     default_switch = sys.getswitchinterval()
     sys.setswitchinterval(START_SWITCH_SECONDS)
@@ -96,22 +149,11 @@ def run(args: argparse.Namespace) -> int:
     loader = _Loader(wake)
     pump.start()
     loader.start()
-    recheck = False
-    verified: str | None = None
-    try:
-        verified = check_at_start(provider_url, token)
-    except RejectedAtStart as error:
-        if error.status != 401:
-            local_credential.say(error.message)
-            return error.exit_code
-        recheck = True  # maybe renewable: checked again with renewal once the SDK is up
-    except CredentialError as error:
-        local_credential.say(error.message)
-        return error.exit_code
-    except KindUnknown as unknown:
-        warn_unverified(unknown.reason)
-    if not recheck:
-        pump.open_gate()
+    stop = check_members(members, check_and_describe, local_credential.say, warn_unverified)
+    if stop is not None:
+        return stop
+    if not any(member.recheck for member in members):
+        pump.open_gate()  # else held until the renewing recheck passes, once the SDK is up
     while not loader.done:
         if pump.served_early():
             return 0  # every request was answered early and stdin is closed: nothing needs the SDK
@@ -123,12 +165,16 @@ def run(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from pdpp_gateway.stdio import serve_stdio
+    from pdpp_gateway.stdio import serve_package_stdio, serve_stdio
 
     cache_root = local_credential.cache_root_of(args)
     try:
-        serve = partial(serve_stdio, cache_root=cache_root, recheck=recheck)
-        anyio.run(serve, provider_url, token, server_name, verified, pump, wire)
+        if len(members) > 1:
+            anyio.run(partial(serve_package_stdio, members, server_name, pump, wire, cache_root))
+            return 0
+        member = members[0]
+        serve = partial(serve_stdio, cache_root=cache_root, recheck=member.recheck)
+        anyio.run(serve, member.provider_url, member.token, server_name, member.verified, pump, wire)
     except CredentialError as error:
         local_credential.say(error.message)
         return error.exit_code
