@@ -214,3 +214,56 @@ def test_a_bad_package_file_is_a_usage_error_in_one_line(tmp_path: Path) -> None
     )
     assert done.returncode == 64
     assert "not both" in done.stderr
+
+
+def test_a_member_the_rs_rejects_stops_the_start_with_78_before_any_frame(
+    shared_sandbox: Any, tmp_path: Path
+) -> None:
+    cache_root = tmp_path / ".pdpp"
+    other_url = shared_sandbox.url.replace("127.0.0.1", "localhost")
+    write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_work_mail"])
+    write_credential(
+        cache_root, other_url, "sbx_not_a_grant_token"
+    )  # a 401, and no refresh token to renew it
+    done = run_cli(
+        "stdio",
+        "--provider-url",
+        shared_sandbox.url,
+        "--provider-url",
+        other_url,
+        "--cache-root",
+        str(cache_root),
+        stdin=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n",
+    )
+    assert done.returncode == 78, done.stderr
+    assert done.stdout == ""  # the early answer stayed held: the renewing recheck failed
+    assert f"pdpp-gateway connect {other_url}" in done.stderr
+
+
+async def test_a_member_unreachable_at_start_is_served_from_its_recorded_grant(
+    shared_sandbox: Any, tmp_path: Path
+) -> None:
+    cache_root = tmp_path / ".pdpp"
+    down = "http://127.0.0.1:9"
+    write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_work_mail"])
+    recorded = [
+        {
+            "type": "https://pdpp.dev/data-access",
+            "streams": [{"name": "notes", "instance_ids": ["cin_notes"]}],
+        }
+    ]
+    write_credential(cache_root, down, "sbx_down_token", grant_id="grt_notes", authorization_details=recorded)
+    params = stdio_params(shared_sandbox.url, cache_root, "--provider-url", down)
+    async with Client(params, mode="legacy", cache=None) as client:
+        search = await client.call_tool("search", {"query": "Lisbon", "limit": 4})
+        routed = await client.call_tool("query_records", {"stream": "notes", "connection_id": "cin_notes"})
+    assert not search.is_error, search.content
+    assert {hit["id"].split("/", 1)[0] for hit in search.structured_content["results"]} == {MAIL}
+    warnings = search.structured_content["data"]["meta"]["warnings"]
+    assert any(
+        w["code"] == "source_unavailable" and w["detail"].get("grant_id") == "grt_notes" for w in warnings
+    )
+    assert routed.is_error
+    assert (
+        "upstream_unavailable" in routed.content[0].text
+    )  # routed to the down member, not connection_not_found
