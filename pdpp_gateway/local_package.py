@@ -33,9 +33,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pdpp_gateway.credentials import EXIT_USAGE, CredentialError, normalize_provider_url
+
+if TYPE_CHECKING:
+    from pdpp_gateway.context import PackageMember, RsReader
 
 PACKAGES_DIR: Final = "packages"
 _NAME: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -103,6 +106,20 @@ class MemberFacts:
     streams: tuple[str, ...]
     connector_key: str | None = None
     display_name: str | None = None
+
+    def member(self, rs: RsReader, provider_url: str) -> PackageMember:
+        """The package member reading through ``rs`` (bound to this member's own token)."""
+        from pdpp_gateway.context import PackageMember
+
+        return PackageMember(
+            rs=rs,
+            grant_id=self.grant_id,
+            connection_ids=self.connection_ids,
+            streams=self.streams,
+            connector_key=self.connector_key,
+            display_name=self.display_name,
+            provider_url=provider_url,
+        )
 
 
 def facts_from_schema(document: Mapping[str, Any]) -> MemberFacts | None:
@@ -178,9 +195,15 @@ Check = Callable[[str, str], tuple[str, dict[str, Any]]]
 Say = Callable[[str], None]
 
 
-def check_members(members: Sequence[MemberStart], check: Check, say: Say, warn: Say) -> int | None:
+def check_members(members: Sequence[MemberStart], check: Check, say: Say, warn: Say | None) -> int | None:
     """Check every member with the RS at once; the exit code of the first refused member in
-    package order (after saying why), else ``None`` with each member's verdict filled in."""
+    package order (after saying why), else ``None`` with each member's verdict filled in.
+
+    ``warn`` is the serving door's: it serves a member whose RS cannot be asked now (and
+    rechecks a 401 with renewal). Without it (a one-shot command) both stop the command:
+    78 for the 401, 69 for an RS that cannot be asked.
+    """
+    from pdpp_gateway.commands.local_credential import EXIT_UNAVAILABLE
     from pdpp_gateway.rs.bearer_report import KindUnknown
     from pdpp_gateway.rs.start_probe import RejectedAtStart
 
@@ -202,12 +225,18 @@ def check_members(members: Sequence[MemberStart], check: Check, say: Say, warn: 
         for thread in threads:
             thread.join()
     for member, outcome in zip(members, outcomes, strict=True):
-        if isinstance(outcome, RejectedAtStart) and outcome.status == 401:
+        if isinstance(outcome, RejectedAtStart) and outcome.status == 401 and warn is not None:
             member.recheck = True  # maybe renewable with the cached refresh token
         elif isinstance(outcome, CredentialError):
             say(outcome.message)
             return outcome.exit_code
         elif isinstance(outcome, KindUnknown):
+            if warn is None:
+                say(
+                    f"cannot verify the cached credential with {member.provider_url} ({outcome.reason}); "
+                    "nothing was read. Retry when the resource server is reachable."
+                )
+                return EXIT_UNAVAILABLE
             warn(f"{outcome.reason} ({member.provider_url})" if len(members) > 1 else outcome.reason)
         elif isinstance(outcome, tuple):
             member.verified, document = outcome

@@ -272,17 +272,7 @@ async def serve_package_stdio(
             kind = await verify_credential(bound, member.provider_url) if member.recheck else member.verified
             reader = KindCheckedRs(bound, member.provider_url, verified_kind=kind)
             facts = member.facts or await read_facts(reader) or facts_from_cache(member.cache_file)
-            package.append(
-                PackageMember(
-                    rs=reader,
-                    grant_id=facts.grant_id,
-                    connection_ids=facts.connection_ids,
-                    streams=facts.streams,
-                    connector_key=facts.connector_key,
-                    display_name=facts.display_name,
-                    provider_url=member.provider_url,
-                )
-            )
+            package.append(facts.member(reader, member.provider_url))
         pump.open_gate()
         await _serve(GatewayContext.for_package(package, members[0].provider_url), server_name, pump, wire)
 

@@ -33,12 +33,9 @@ import os
 import sys
 import threading
 from functools import partial
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from pdpp_gateway.commands import local_credential
-
-if TYPE_CHECKING:
-    from pdpp_gateway.local_package import MemberStart
 
 HELP = (
     "Serve the read tools over stdio for one provider (or several cached grants as one package), "
@@ -51,12 +48,7 @@ START_SWITCH_SECONDS: Final = 0.0005
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    local_credential.add_arguments(parser, repeatable=True)
-    parser.add_argument(
-        "--package",
-        metavar="NAME",
-        help="serve the cached grants listed in <cache-root>/packages/NAME.json as one package.",
-    )
+    local_credential.add_arguments(parser, package=True)
     parser.add_argument("--server-name", help="MCP server name (env PDPP_MCP_SERVER_NAME).")
     parser.add_argument("--log-level", default=os.environ.get("PDPP_LOG_LEVEL", "INFO"))
 
@@ -80,46 +72,13 @@ class _Loader(threading.Thread):
             self._wake.set()
 
 
-def _members(args: argparse.Namespace) -> list[MemberStart] | int:
-    """Each member's provider URL and cached token (one for a single grant), or the exit code."""
-    from pdpp_gateway.credentials import CredentialError, cache_file_for
-    from pdpp_gateway.local_package import MemberStart, package_providers
-
-    urls: list[str] = args.provider_url or []
-    if args.package is None and len(urls) <= 1:
-        args.provider_url = urls[0] if urls else None
-        resolved = local_credential.resolve(
-            args, "stdio", verify=False
-        )  # checked below, with the SDK loading
-        if isinstance(resolved, int):
-            return resolved
-        provider_url, token = resolved
-        return [
-            MemberStart(
-                provider_url, token, cache_file_for(provider_url, local_credential.cache_root_of(args))
-            )
-        ]
-    cache_root = local_credential.cache_root_of(args)
-    try:
-        providers = package_providers(urls, args.package, cache_root)
-    except CredentialError as error:
-        local_credential.say(error.message)
-        return error.exit_code
-    members = []
-    for index, provider_url in enumerate(providers):
-        one = argparse.Namespace(provider_url=provider_url, cache_root=args.cache_root)
-        resolved = local_credential.resolve(one, "stdio", verify=False, announce=index == 0)
-        if isinstance(resolved, int):
-            return resolved
-        members.append(MemberStart(provider_url, resolved[1], cache_file_for(provider_url, cache_root)))
-    return members
-
-
 def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.logs import configure_logging
 
     configure_logging(args.log_level)
-    members = _members(args)
+    members = local_credential.resolve_members(
+        args, "stdio", verify=False
+    )  # checked below, with the SDK loading
     if isinstance(members, int):
         return members
     server_name = args.server_name or os.environ.get("PDPP_MCP_SERVER_NAME") or "pdpp-gateway"
