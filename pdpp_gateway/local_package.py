@@ -87,11 +87,13 @@ def _read_package(cache_root: Path, name: str) -> list[str]:
     except json.JSONDecodeError as error:
         raise PackageError(f"{path} is not JSON (line {error.lineno}); it should hold {example}.") from None
     providers = document.get("providers") if isinstance(document, dict) else None
+    unknown = sorted(set(document) - {"providers"}) if isinstance(document, dict) else []
+    if unknown:
+        raise PackageError(f"{path} has unknown keys ({', '.join(unknown)}); it should hold {example}.")
     if (
         not isinstance(providers, list)
         or not providers
         or not all(isinstance(url, str) and url.strip() for url in providers)
-        or set(document) != {"providers"}
     ):
         raise PackageError(f"{path} must hold exactly {example}: a non-empty list of provider URLs.")
     return providers
