@@ -20,9 +20,16 @@ token the RS refuses with 401 is checked again once the SDK has loaded, through 
 reader that renews it with the cached refresh token (``renewing_rs``); the early answers
 stay held until that check passes.
 
-Exit codes: 0 served until stdin closed; 64 usage (missing or invalid provider URL);
-77 owner or mcp_package credential refused (by label or by the RS); 78 no usable
-credential (missing, expired, malformed, or rejected by the RS); 1 unexpected failure.
+A package (``--provider-url`` repeated, or ``--package NAME``: ``local_package``) serves
+several cached grants as one: every member is checked at once, as above, and the first
+refused member in package order decides the exit; the gate opens only when every member
+passed (a member refused with 401 is rechecked with renewal once the SDK is up). The early
+answers are the same for a package.
+
+Exit codes: 0 served until stdin closed; 64 usage (missing or invalid provider URL, an
+unreadable or invalid package file); 77 owner or mcp_package credential refused (by label
+or by the RS); 78 no usable credential (missing, expired, malformed, or rejected by the
+RS); 1 unexpected failure.
 """
 
 from __future__ import annotations
@@ -76,9 +83,8 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.logs import configure_logging
 
     configure_logging(args.log_level)
-    members = local_credential.resolve_members(
-        args, "stdio", verify=False
-    )  # checked below, with the SDK loading
+    # checked below, with the SDK loading
+    members = local_credential.resolve_members(args, "stdio", verify=False)
     if isinstance(members, int):
         return members
     server_name = args.server_name or os.environ.get("PDPP_MCP_SERVER_NAME") or "pdpp-gateway"
