@@ -1,6 +1,6 @@
 """stdio cold start: from spawn to the ``tools/list`` answer, beside baselines measured in the same run.
 
-Run: ``.venv/bin/python benchmarks/stdio_cold_start.py [--spawns N] [--compare-with PATH]``
+Run: ``.venv/bin/python benchmarks/stdio_cold_start.py [--spawns N] [--compare-with PATH] [--package]``
 
 Starts the sandbox RS (``pdpp-gateway sandbox``) and caches a client credential for it,
 then spawns, N times each and interleaved (so a load swing on the machine hits every
@@ -17,7 +17,9 @@ row alike), one process after another:
 - ``... + tools/call``: spawn → the answer of a first ``schema`` call sent right after
   ``tools/list`` (the SDK must have loaded by then);
 - with ``--compare-with PATH``: the handshake and 2026 rows for the checkout at PATH
-  (e.g. the main branch before this change), same interpreter, same RS.
+  (e.g. the main branch before this change), same interpreter, same RS;
+- with ``--package``: the handshake and first-call rows for a local package of two cached
+  grants (the same RS under ``127.0.0.1`` and ``localhost``), each checked at start.
 
 Prints the median and p90 of each row, in ms, and its ratio to ``python -c pass``.
 """
@@ -42,6 +44,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "sbx_client_broad_7c1e94b2"  # sandbox fixture material
+PACKAGE_TOKENS = ("sbx_client_work_mail_7c1e94b2", "sbx_client_chat_7c1e94b2")  # two package children
 ENVELOPE = {
     "_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -159,7 +162,7 @@ def spawn_to_exit(command: list[str], env: dict[str, str]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def main(spawns: int, compare_with: Path | None) -> None:
+def main(spawns: int, compare_with: Path | None, package: bool = False) -> None:
     python = sys.executable
     with sandbox() as url, tempfile.TemporaryDirectory() as scratch:
         sys.path.insert(0, str(ROOT))
@@ -186,6 +189,13 @@ def main(spawns: int, compare_with: Path | None) -> None:
             other = {**base_env, "PYTHONPATH": str(checkout)}
             rows[f"handshake, {compare_with}"] = lambda: session(gateway, other, HANDSHAKE, checkout)
             rows[f"2026-07-28, {compare_with}"] = lambda: session(gateway, other, MODERN, checkout)
+        if package:
+            second = url.replace("127.0.0.1", "localhost")
+            for provider, token in zip((url, second), PACKAGE_TOKENS, strict=True):
+                write_credential(cache, provider, token)
+            two = [*gateway[:5], url, "--provider-url", second, "--cache-root", str(cache)]
+            rows["package of 2, handshake -> tools/list"] = lambda: session(two, base_env, HANDSHAKE)
+            rows["package of 2 -> first tools/call"] = lambda: session(two, base_env, WITH_CALL)
         for measure in rows.values():  # warm the file cache and the byte-code caches
             measure()
         samples: dict[str, list[float]] = {name: [] for name in rows}
@@ -206,5 +216,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--spawns", type=int, default=20)
     parser.add_argument("--compare-with", type=Path, help="another checkout of the gateway to measure alike")
+    parser.add_argument("--package", action="store_true", help="also a local package of two cached grants")
     options = parser.parse_args()
-    main(options.spawns, options.compare_with)
+    main(options.spawns, options.compare_with, options.package)

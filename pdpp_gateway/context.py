@@ -13,9 +13,10 @@ commands by asking the RS at start-up, and stdio's ``rs`` is a
 ``rs.token_kind.KindCheckedRs`` that re-checks before the first read when the RS could
 not be asked then. A cache-file label never decides it.
 
-A package caller (an ``mcp_package`` token, or several cached local grants) has no
-single grant: its ``package`` lists the child grants, each with a client bound to
-that child's OWN token, and its ``rs`` is unrouted. The fan-out stage routes or fans
+A package caller (an ``mcp_package`` token at the hosted door, or several cached local
+grants served as one by ``pdpp-gateway stdio``) has no single grant: its ``package``
+lists the child grants, each with a client bound to that child's OWN token (and, for a
+local package, its own provider URL), and its ``rs`` is unrouted. The fan-out stage routes or fans
 a call out to members; a call that reaches the RS without being routed fails with a
 typed ``ambiguous_connection`` listing the members, never with a guessed grant.
 """
@@ -52,6 +53,9 @@ class PackageMember:
     streams: tuple[str, ...]  # granted stream names; ("*",) means every stream
     connector_key: str | None = None
     display_name: str | None = None
+    # The member's own RS origin when a package spans several providers (a local package
+    # of grants cached for different provider URLs): citations of its results use it.
+    provider_url: str | None = None
 
     def connection_entry(self) -> dict[str, Any]:
         entry: dict[str, Any] = {

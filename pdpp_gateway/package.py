@@ -1,5 +1,5 @@
-"""Package fan-out: one caller, several child grants (an ``mcp_package`` token), each
-read with that child's OWN token.
+"""Package fan-out: one caller, several child grants (an ``mcp_package`` token, or a local
+package of cached grants), each read with that child's OWN token.
 
 Routing (``plan``), for a context whose ``package`` is non-empty:
 
@@ -129,8 +129,14 @@ def _member_for(members: Sequence[PackageMember], connection_id: str, stream: st
 
 
 def _routed(call: ToolCall, member: PackageMember) -> ToolCall:
+    parent = context_of(call)
     context = dataclasses.replace(
-        context_of(call), rs=member.rs, package=(), token_kind="client", source=member
+        parent,
+        rs=member.rs,
+        provider_url=member.provider_url or parent.provider_url,
+        package=(),
+        token_kind="client",
+        source=member,
     )
     return dataclasses.replace(call, context=context)
 

@@ -1,6 +1,10 @@
-"""The stdio front door once the SDK has loaded: one caller, one token, one MCP server.
+"""The stdio front door once the SDK has loaded: one caller, one MCP server.
 
 Contract:
+
+- One caller: a single grant (``serve_stdio``: one token), or a local package of cached
+  grants (``serve_package_stdio``: each member with its own token, routed and merged by
+  ``package`` exactly as a hosted ``mcp_package`` caller is).
 
 - ``serve_stdio`` takes over from the early answers (``fast_start``): the process's
   stdin and stdout were claimed at start (``fast_start.wire``) and the credential
@@ -36,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import IO, Any, Final, cast
@@ -59,10 +63,14 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from pdpp_gateway.context import GatewayContext, RsReader
+from middleware import ToolError
+from pdpp_gateway.context import GatewayContext, PackageMember, RsReader
 from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
+from pdpp_gateway.local_package import MemberFacts, MemberStart, facts_from_cache, facts_from_schema
 from pdpp_gateway.renewing_rs import RenewingRs
+from pdpp_gateway.rs.bearer_report import COMPACT_QUERY, SCHEMA_PATH
 from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.start_probe import warn_unverified
 from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindCheckedRs, KindUnknown, verify_at_start
 from pdpp_gateway.server import build_server
@@ -245,12 +253,49 @@ async def serve_stdio(
             pump.open_gate()
         reader = KindCheckedRs(bound, provider_url, verified_kind=verified_kind)
         context = GatewayContext(rs=reader, provider_url=provider_url, token_kind="client")
-        server = build_server(lambda _ctx: context, name=server_name)
-        stdin = anyio.wrap_file(cast(IO[str], SdkStdin(pump, partial(check_line, wire=wire))))
-        stdout = anyio.wrap_file(cast(IO[str], WireOut(wire)))
-        async with (
-            stdio_server(stdin, stdout) as (read_stream, write_stream),
-            drain_on_eof(read_stream, write_stream, early=pump.early) as streams,
-        ):
-            pump.hand_over()
-            await server.run(*streams, server.create_initialization_options())
+        await _serve(context, server_name, pump, wire)
+
+
+async def serve_package_stdio(
+    members: Sequence[MemberStart], server_name: str, pump: StdinPump, wire: Wire, cache_root: Path
+) -> None:
+    """``serve_stdio`` for a local package: each member reads with its own cached token
+    through its own renewing, kind-checked reader; one context routes and merges like an
+    ``mcp_package`` caller's (``package``). A member refused with 401 at start is checked
+    again here, with renewal, before the gate opens; one that cannot be renewed stops the
+    process (``CredentialError``) before any frame."""
+    async with contextlib.AsyncExitStack() as stack:
+        package: list[PackageMember] = []
+        for member in members:
+            rs = await stack.enter_async_context(RsClient(member.provider_url))
+            bound = RenewingRs(rs, member.provider_url, member.token, cache_root)
+            kind = await verify_credential(bound, member.provider_url) if member.recheck else member.verified
+            reader = KindCheckedRs(bound, member.provider_url, verified_kind=kind)
+            facts = member.facts or await read_facts(reader) or facts_from_cache(member.cache_file)
+            package.append(facts.member(reader, member.provider_url))
+        pump.open_gate()
+        await _serve(GatewayContext.for_package(package, members[0].provider_url), server_name, pump, wire)
+
+
+async def read_facts(reader: RsReader) -> MemberFacts | None:
+    """A member's facts from its own compact schema, or ``None`` when the RS does not answer
+    in time (the member's first read then verifies its token again)."""
+    with anyio.move_on_after(START_PROBE_SECONDS):
+        try:
+            response = await reader.get_json(SCHEMA_PATH, COMPACT_QUERY)
+        except (RsError, ToolError):
+            return None
+        return facts_from_schema(response.body)
+    return None
+
+
+async def _serve(context: GatewayContext, server_name: str, pump: StdinPump, wire: Wire) -> None:
+    server = build_server(lambda _ctx: context, name=server_name)
+    stdin = anyio.wrap_file(cast(IO[str], SdkStdin(pump, partial(check_line, wire=wire))))
+    stdout = anyio.wrap_file(cast(IO[str], WireOut(wire)))
+    async with (
+        stdio_server(stdin, stdout) as (read_stream, write_stream),
+        drain_on_eof(read_stream, write_stream, early=pump.early) as streams,
+    ):
+        pump.hand_over()
+        await server.run(*streams, server.create_initialization_options())

@@ -20,7 +20,7 @@ HELP = "Run one read tool with a JSON arguments object (as shown in results), e.
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("tool", choices=local_call.TOOLS, help="read tool name")
     parser.add_argument("arguments", nargs="?", default="{}", help="JSON object of tool arguments")
-    local_credential.add_arguments(parser)
+    local_credential.add_arguments(parser, package=True)
     local_call.add_output_argument(parser)
 
 
@@ -33,9 +33,9 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         local_credential.say('ARGUMENTS must be a JSON object, e.g. \'{"id": "..."}\'.')
         return local_credential.EXIT_USAGE
-    resolved = local_credential.resolve(args, "call")
-    if isinstance(resolved, int):
-        return resolved
-    return local_call.call_tool(
-        *resolved, args.tool, arguments, as_json=args.json, flags=local_call.credential_flags(args)
+    members = local_credential.resolve_members(args, "call", verify=True)
+    if isinstance(members, int):
+        return members
+    return local_call.call_members(
+        members, args.tool, arguments, as_json=args.json, flags=local_call.credential_flags(args)
     )

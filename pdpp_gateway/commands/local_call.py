@@ -1,7 +1,8 @@
 """Run one read tool from the terminal through the same pipeline the MCP server uses.
 
 Contract: ``call_tool`` builds the pipeline, calls ``tool`` with ``arguments`` on the
-caller's scoped credential, prints the tool's text (what a model would read) to stdout,
+caller's scoped credential (``call_members``: or on a package of cached grants, routed and
+merged as the MCP server does), prints the tool's text (what a model would read) to stdout,
 or the structured output as JSON with ``--json``, and returns the exit code: 0 on
 success, 1 when the tool answered an error (printed to stderr, same text as the model
 gets). Validation, error preservation and rendering are identical to MCP.
@@ -10,7 +11,8 @@ CLI parity: every continuation in the text (``tool {json}`` calls, ``pdpp://`` r
 URIs) is printed as a shell command a person can run as-is: ``read_record_field`` as
 ``pdpp-gateway read-field ID FIELD --q ...``, the other tools as
 ``pdpp-gateway call TOOL '<json>'``, resources as ``pdpp-gateway resource URI``; each
-repeats the ``--provider-url`` / ``--cache-root`` this command was given. ``fetch``
+repeats the ``--provider-url`` (each, for a package), ``--package`` and ``--cache-root``
+this command was given. ``fetch``
 prints its document as readable lines (id, title, url, metadata, then the text)
 instead of one JSON object, so the continuation inside a cut text is runnable too.
 """
@@ -22,9 +24,13 @@ import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from middleware import ToolResult
+    from pdpp_gateway.local_package import MemberStart
 
 PROG = "pdpp-gateway"
 TOOLS = ("schema", "query_records", "aggregate", "search", "fetch", "read_record_field")
@@ -47,11 +53,68 @@ def add_output_argument(parser: argparse.ArgumentParser) -> None:
 def credential_flags(args: argparse.Namespace) -> list[str]:
     """The credential options this command was given, for the commands it prints."""
     flags: list[str] = []
-    for name, flag in (("provider_url", "--provider-url"), ("cache_root", "--cache-root")):
+    for name, flag in (
+        ("provider_url", "--provider-url"),
+        ("package", "--package"),
+        ("cache_root", "--cache-root"),
+    ):
         value = getattr(args, name, None)
-        if value:
-            flags += [flag, str(value)]
+        for one in value if isinstance(value, list) else [value] if value else []:
+            flags += [flag, str(one)]
     return flags
+
+
+def call_members(
+    members: Sequence[MemberStart],
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    as_json: bool,
+    flags: Sequence[str],
+) -> int:
+    """``call_tool`` for one member, or for a package of cached grants (each member checked
+    with its RS first, all at once, and read with its own token)."""
+    if len(members) == 1:
+        return call_tool(
+            members[0].provider_url, members[0].token, tool, arguments, as_json=as_json, flags=flags
+        )
+    import asyncio
+
+    from pdpp_gateway.commands.local_credential import say
+    from pdpp_gateway.local_package import check_members
+    from pdpp_gateway.rs.start_probe import check_and_describe
+
+    stop = check_members(members, check_and_describe, say, None)
+    if stop is not None:
+        return stop
+    return asyncio.run(_call_package(members, tool, arguments, as_json=as_json, flags=flags))
+
+
+async def _call_package(
+    members: Sequence[MemberStart],
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    as_json: bool,
+    flags: Sequence[str],
+) -> int:
+    from contextlib import AsyncExitStack
+
+    from middleware import ToolCall
+    from pdpp_gateway.context import GatewayContext
+    from pdpp_gateway.local_package import facts_from_cache
+    from pdpp_gateway.rs.client import RsClient
+    from pdpp_gateway.tools.pipeline import build_pipeline
+
+    async with AsyncExitStack() as stack:
+        package = []
+        for member in members:
+            rs = await stack.enter_async_context(RsClient(member.provider_url))
+            facts = member.facts or facts_from_cache(member.cache_file)
+            package.append(facts.member(rs.bind(member.token), member.provider_url))
+        context = GatewayContext.for_package(package, members[0].provider_url)
+        result = await build_pipeline()(ToolCall(tool, arguments, context))
+    return _print_result(result, tool, as_json=as_json, flags=flags)
 
 
 def call_tool(
@@ -85,6 +148,10 @@ async def _call(
     async with RsClient(provider_url) as rs:
         context = GatewayContext(rs=rs.bind(token), provider_url=provider_url, token_kind="client")
         result = await build_pipeline()(ToolCall(tool, arguments, context))
+    return _print_result(result, tool, as_json=as_json, flags=flags)
+
+
+def _print_result(result: ToolResult, tool: str, *, as_json: bool, flags: Sequence[str]) -> int:
     if result.is_error:
         print(cli_text(result.text or "", flags), file=sys.stderr)
         return 1

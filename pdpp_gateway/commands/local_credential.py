@@ -1,5 +1,8 @@
 """Shared by the local commands (stdio, search, read-field): provider URL and scoped token.
 
+Commands that serve a package (``add_arguments(package=True)``) take ``--provider-url``
+repeated or ``--package NAME`` and get every member from ``resolve_members``.
+
 Contract: ``add_arguments`` declares ``--provider-url`` and ``--cache-root`` (env
 ``PDPP_PROVIDER_URL`` / ``PDPP_CACHE_ROOT``, default cache root ``.pdpp``);
 ``resolve`` returns ``(provider_url, token)`` from the ``pdpp-gateway connect`` cache, or an
@@ -20,18 +23,73 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pdpp_gateway.local_package import MemberStart
 
 EXIT_USAGE = 64
 EXIT_UNAVAILABLE = 69
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--provider-url", help="RS public origin (env PDPP_PROVIDER_URL).")
+def add_arguments(parser: argparse.ArgumentParser, *, package: bool = False) -> None:
+    """``--provider-url`` and ``--cache-root``; with ``package``, ``--provider-url`` repeats and
+    ``--package NAME`` names a package file (several cached grants served as one)."""
+    if package:
+        parser.add_argument(
+            "--provider-url",
+            action="append",
+            help="RS public origin (env PDPP_PROVIDER_URL); repeat it to use several cached grants as one package.",
+        )
+        parser.add_argument(
+            "--package",
+            metavar="NAME",
+            help="use the cached grants listed in <cache-root>/packages/NAME.json as one package.",
+        )
+    else:
+        parser.add_argument("--provider-url", help="RS public origin (env PDPP_PROVIDER_URL).")
     parser.add_argument("--cache-root", help="credential cache root (env PDPP_CACHE_ROOT, default .pdpp).")
 
 
-def resolve(args: argparse.Namespace, command: str, *, verify: bool = True) -> tuple[str, str] | int:
-    """The provider URL and cached scoped token, or the exit code to stop with."""
+def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> list[MemberStart] | int:
+    """Each member's provider URL and cached token, or the exit code (after saying why).
+
+    One provider (``--provider-url`` once, or none: ``PDPP_PROVIDER_URL``) is ``resolve``
+    exactly, checked with the RS when ``verify``; the members of a package are never checked
+    here (``local_package.check_members`` checks them all at once).
+    """
+    from pdpp_gateway.credentials import CredentialError, cache_file_for
+    from pdpp_gateway.local_package import MemberStart, package_providers
+
+    urls: list[str] = args.provider_url or []
+    cache_root = cache_root_of(args)
+    if args.package is None and len(urls) <= 1:
+        single = argparse.Namespace(provider_url=urls[0] if urls else None, cache_root=args.cache_root)
+        resolved = resolve(single, command, verify=verify)
+        if isinstance(resolved, int):
+            return resolved
+        provider_url, token = resolved
+        return [MemberStart(provider_url, token, cache_file_for(provider_url, cache_root))]
+    try:
+        providers = package_providers(urls, args.package, cache_root)
+    except CredentialError as error:
+        say(error.message)
+        return error.exit_code
+    members = []
+    for index, provider_url in enumerate(providers):
+        one = argparse.Namespace(provider_url=provider_url, cache_root=args.cache_root)
+        resolved = resolve(one, command, verify=False, announce=index == 0)
+        if isinstance(resolved, int):
+            return resolved
+        members.append(MemberStart(provider_url, resolved[1], cache_file_for(provider_url, cache_root)))
+    return members
+
+
+def resolve(
+    args: argparse.Namespace, command: str, *, verify: bool = True, announce: bool = True
+) -> tuple[str, str] | int:
+    """The provider URL and cached scoped token, or the exit code to stop with (``announce``:
+    say that owner credentials in the environment are ignored)."""
     from pdpp_gateway.credentials import (
         CredentialError,
         load_credential,
@@ -46,7 +104,7 @@ def resolve(args: argparse.Namespace, command: str, *, verify: bool = True) -> t
             "--provider-url https://pdpp.example.com"
         )
         return EXIT_USAGE
-    notice = owner_env_warning(os.environ)
+    notice = owner_env_warning(os.environ) if announce else None
     if notice:
         say(notice)
     cache_root = cache_root_of(args)

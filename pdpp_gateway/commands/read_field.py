@@ -26,20 +26,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--before", type=int, dest="before_chars")
     parser.add_argument("--after", type=int, dest="after_chars")
     parser.add_argument("--connection-id", help="the source to read from (when the id does not embed it)")
-    local_credential.add_arguments(parser)
+    local_credential.add_arguments(parser, package=True)
     local_call.add_output_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    resolved = local_credential.resolve(args, "read-field")
-    if isinstance(resolved, int):
-        return resolved
+    members = local_credential.resolve_members(args, "read-field", verify=True)
+    if isinstance(members, int):
+        return members
     arguments: dict[str, Any] = {"id": args.id, "field": args.field}
     for name in ("connection_id", "offset_chars", "limit_chars", "q", "before_chars", "after_chars"):
         if getattr(args, name) is not None:
             arguments[name] = getattr(args, name)
-    return local_call.call_tool(
-        *resolved,
+    return local_call.call_members(
+        members,
         "read_record_field",
         arguments,
         as_json=args.json,

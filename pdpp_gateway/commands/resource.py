@@ -3,7 +3,9 @@
 The terminal twin of MCP ``resources/read`` for the URIs results show: JSON resources
 print as text; a blob prints its media type and size, and its bytes go to
 ``--output FILE`` (never raw bytes on the terminal). Exit 0 on success, 1 when the
-resource cannot be read (the reason on stderr).
+resource cannot be read (the reason on stderr). On a package (``--provider-url`` repeated,
+``--package NAME``) a record or blob URI is read from the member holding its connection; a
+URI naming none is refused as ``ambiguous_connection``.
 """
 
 from __future__ import annotations
@@ -11,10 +13,16 @@ from __future__ import annotations
 import argparse
 import base64
 import sys
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from pdpp_gateway.commands import local_credential
+
+if TYPE_CHECKING:
+    from pdpp_gateway.local_package import MemberStart
 
 HELP = "Read one pdpp:// resource (record, stream, or blob with --output FILE)."
 
@@ -22,27 +30,52 @@ HELP = "Read one pdpp:// resource (record, stream, or blob with --output FILE)."
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("uri", help="pdpp://record/..., pdpp://stream/... or pdpp://blob/...")
     parser.add_argument("--output", help="write a blob's bytes to this file")
-    local_credential.add_arguments(parser)
+    local_credential.add_arguments(parser, package=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    resolved = local_credential.resolve(args, "resource")
-    if isinstance(resolved, int):
-        return resolved
+    members = local_credential.resolve_members(args, "resource", verify=True)
+    if isinstance(members, int):
+        return members
     import asyncio
 
-    return asyncio.run(_read(*resolved, args.uri, args.output))
+    if len(members) > 1:
+        from pdpp_gateway.local_package import check_members
+        from pdpp_gateway.rs.start_probe import check_and_describe
+
+        stop = check_members(members, check_and_describe, local_credential.say, None)
+        if stop is not None:
+            return stop
+    return asyncio.run(_read(members, args.uri, args.output))
 
 
-async def _read(provider_url: str, token: str, uri: str, output: str | None) -> int:
+async def _read(members: Sequence[MemberStart], uri: str, output: str | None) -> int:
     from mcp.shared.exceptions import MCPError
 
     from pdpp_gateway.context import GatewayContext
+    from pdpp_gateway.local_package import facts_from_cache
     from pdpp_gateway.resources import read
     from pdpp_gateway.rs.client import RsClient
 
-    async with RsClient(provider_url) as rs:
-        context = GatewayContext(rs=rs.bind(token), provider_url=provider_url, token_kind="client")
+    async with AsyncExitStack() as stack:
+        readers = [
+            (member, (await stack.enter_async_context(RsClient(member.provider_url))).bind(member.token))
+            for member in members
+        ]
+        if len(readers) == 1:
+            member, reader = readers[0]
+            context = GatewayContext(rs=reader, provider_url=member.provider_url, token_kind="client")
+        else:
+            package = [
+                (m.facts or facts_from_cache(m.cache_file)).member(r, m.provider_url) for m, r in readers
+            ]
+            connection = _connection_of(uri)
+            holder = next((p for p in package if connection in p.connection_ids), None)
+            context = (
+                GatewayContext.for_package(package, members[0].provider_url)  # refuses: ambiguous_connection
+                if holder is None or holder.provider_url is None
+                else GatewayContext(rs=holder.rs, provider_url=holder.provider_url, token_kind="client")
+            )
         try:
             result = await read(context, uri)
         except MCPError as error:
@@ -50,6 +83,21 @@ async def _read(provider_url: str, token: str, uri: str, output: str | None) -> 
             return 1
     _print(uri, result.contents, output)
     return 0
+
+
+def _connection_of(uri: str) -> str | None:
+    """The connection a record or blob URI names, which picks the package member to read it."""
+    from middleware import ToolError
+    from pdpp_gateway.ids import RECORD_URI_PREFIX, parse_handle
+    from pdpp_gateway.resources import BLOB_PREFIX
+
+    if uri.startswith(RECORD_URI_PREFIX):
+        try:
+            return parse_handle(uri, param="uri").connection_id
+        except ToolError:
+            return None  # read() refuses the URI itself
+    parts = uri.removeprefix(BLOB_PREFIX).split("/") if uri.startswith(BLOB_PREFIX) else []
+    return unquote(parts[0]) if len(parts) == 2 else None
 
 
 def _print(uri: str, contents: list[Any], output: str | None) -> None:

@@ -24,18 +24,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--cursor")
     parser.add_argument("--connection-id")
-    local_credential.add_arguments(parser)
+    local_credential.add_arguments(parser, package=True)
     local_call.add_output_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    resolved = local_credential.resolve(args, "search")
-    if isinstance(resolved, int):
-        return resolved
+    members = local_credential.resolve_members(args, "search", verify=True)
+    if isinstance(members, int):
+        return members
     arguments: dict[str, Any] = {"query": args.query}
     for name in ("streams", "mode", "limit", "cursor", "connection_id"):
         if getattr(args, name) is not None:
             arguments[name] = getattr(args, name)
-    return local_call.call_tool(
-        *resolved, "search", arguments, as_json=args.json, flags=local_call.credential_flags(args)
+    return local_call.call_members(
+        members, "search", arguments, as_json=args.json, flags=local_call.credential_flags(args)
     )

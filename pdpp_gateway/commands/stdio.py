@@ -20,9 +20,16 @@ token the RS refuses with 401 is checked again once the SDK has loaded, through 
 reader that renews it with the cached refresh token (``renewing_rs``); the early answers
 stay held until that check passes.
 
-Exit codes: 0 served until stdin closed; 64 usage (missing or invalid provider URL);
-77 owner or mcp_package credential refused (by label or by the RS); 78 no usable
-credential (missing, expired, malformed, or rejected by the RS); 1 unexpected failure.
+A package (``--provider-url`` repeated, or ``--package NAME``: ``local_package``) serves
+several cached grants as one: every member is checked at once, as above, and the first
+refused member in package order decides the exit; the gate opens only when every member
+passed (a member refused with 401 is rechecked with renewal once the SDK is up). The early
+answers are the same for a package.
+
+Exit codes: 0 served until stdin closed; 64 usage (missing or invalid provider URL, an
+unreadable or invalid package file); 77 owner or mcp_package credential refused (by label
+or by the RS); 78 no usable credential (missing, expired, malformed, or rejected by the
+RS); 1 unexpected failure.
 """
 
 from __future__ import annotations
@@ -37,7 +44,10 @@ from typing import Final
 
 from pdpp_gateway.commands import local_credential
 
-HELP = "Serve the read tools over stdio for one provider, using the `pdpp-gateway connect` credential cache."
+HELP = (
+    "Serve the read tools over stdio for one provider (or several cached grants as one package), "
+    "using the `pdpp-gateway connect` credential cache."
+)
 SERVING_MODULE: Final = "pdpp_gateway.stdio"
 # While the SDK loads in the background, the threads answering the client get the
 # interpreter back within this many seconds (the default 5 ms would delay each early answer).
@@ -45,7 +55,7 @@ START_SWITCH_SECONDS: Final = 0.0005
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    local_credential.add_arguments(parser)
+    local_credential.add_arguments(parser, package=True)
     parser.add_argument("--server-name", help="MCP server name (env PDPP_MCP_SERVER_NAME).")
     parser.add_argument("--log-level", default=os.environ.get("PDPP_LOG_LEVEL", "INFO"))
 
@@ -73,18 +83,26 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.logs import configure_logging
 
     configure_logging(args.log_level)
-    resolved = local_credential.resolve(args, "stdio", verify=False)  # checked below, with the SDK loading
-    if isinstance(resolved, int):
-        return resolved
-    provider_url, token = resolved
+    # checked below, with the SDK loading
+    members = local_credential.resolve_members(args, "stdio", verify=False)
+    if isinstance(members, int):
+        return members
     server_name = args.server_name or os.environ.get("PDPP_MCP_SERVER_NAME") or "pdpp-gateway"
-    local_credential.say(f"checking the cached credential with {provider_url}, then serving over stdio")
+    if len(members) == 1:
+        local_credential.say(
+            f"checking the cached credential with {members[0].provider_url}, then serving over stdio"
+        )
+    else:
+        local_credential.say(
+            f"checking the cached credentials with {', '.join(m.provider_url for m in members)}, "
+            "then serving them as one package over stdio"
+        )
 
     from pdpp_gateway.credentials import CredentialError
     from pdpp_gateway.fast_start.answers import EarlyResponder, Table
     from pdpp_gateway.fast_start.wire import StdinPump, Wire, claim_stdio
-    from pdpp_gateway.rs.bearer_report import KindUnknown
-    from pdpp_gateway.rs.start_probe import RejectedAtStart, check_at_start, warn_unverified
+    from pdpp_gateway.local_package import check_members
+    from pdpp_gateway.rs.start_probe import check_and_describe, warn_unverified
 
     default_switch = sys.getswitchinterval()
     sys.setswitchinterval(START_SWITCH_SECONDS)
@@ -96,22 +114,11 @@ def run(args: argparse.Namespace) -> int:
     loader = _Loader(wake)
     pump.start()
     loader.start()
-    recheck = False
-    verified: str | None = None
-    try:
-        verified = check_at_start(provider_url, token)
-    except RejectedAtStart as error:
-        if error.status != 401:
-            local_credential.say(error.message)
-            return error.exit_code
-        recheck = True  # maybe renewable: checked again with renewal once the SDK is up
-    except CredentialError as error:
-        local_credential.say(error.message)
-        return error.exit_code
-    except KindUnknown as unknown:
-        warn_unverified(unknown.reason)
-    if not recheck:
-        pump.open_gate()
+    stop = check_members(members, check_and_describe, local_credential.say, warn_unverified)
+    if stop is not None:
+        return stop
+    if not any(member.recheck for member in members):
+        pump.open_gate()  # else held until the renewing recheck passes, once the SDK is up
     while not loader.done:
         if pump.served_early():
             return 0  # every request was answered early and stdin is closed: nothing needs the SDK
@@ -123,12 +130,16 @@ def run(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from pdpp_gateway.stdio import serve_stdio
+    from pdpp_gateway.stdio import serve_package_stdio, serve_stdio
 
     cache_root = local_credential.cache_root_of(args)
     try:
-        serve = partial(serve_stdio, cache_root=cache_root, recheck=recheck)
-        anyio.run(serve, provider_url, token, server_name, verified, pump, wire)
+        if len(members) > 1:
+            anyio.run(partial(serve_package_stdio, members, server_name, pump, wire, cache_root))
+            return 0
+        member = members[0]
+        serve = partial(serve_stdio, cache_root=cache_root, recheck=member.recheck)
+        anyio.run(serve, member.provider_url, member.token, server_name, member.verified, pump, wire)
     except CredentialError as error:
         local_credential.say(error.message)
         return error.exit_code

@@ -58,6 +58,14 @@ class RejectedAtStart(CredentialError):
 
 def check_at_start(provider_url: str, token: str, *, seconds: float = START_PROBE_SECONDS) -> str:
     """``client``, or ``CredentialError`` (refused or rejected token), or ``KindUnknown``."""
+    return check_and_describe(provider_url, token, seconds=seconds)[0]
+
+
+def check_and_describe(
+    provider_url: str, token: str, *, seconds: float = START_PROBE_SECONDS
+) -> tuple[str, dict[str, Any]]:
+    """``check_at_start``, also returning the schema document the RS answered (a local
+    package reads each member's connections and streams from it)."""
     deadline = time.monotonic() + seconds
     target = urlsplit(provider_url)
     if target.scheme not in ("http", "https") or not target.hostname:
@@ -81,10 +89,10 @@ def check_at_start(provider_url: str, token: str, *, seconds: float = START_PROB
         raise KindUnknown(_UNAVAILABLE) from None
     finally:
         connection.close()
-    kind = _kind(status, body, provider_url)
+    kind, document = _kind(status, body, provider_url)
     if kind != ALLOWED_KIND:
         raise refused_kind_error(provider_url, kind or "unknown")
-    return kind
+    return kind, document
 
 
 def warn_unverified(reason: str) -> None:
@@ -116,14 +124,14 @@ def _get(connection: http.client.HTTPConnection, path: str, token: str, deadline
     return response.status, body
 
 
-def _kind(status: int, body: bytes, provider_url: str) -> str | None:
-    """The token kind the RS reports, or the exception its answer means."""
+def _kind(status: int, body: bytes, provider_url: str) -> tuple[str | None, dict[str, Any]]:
+    """The token kind the RS reports and its schema document, or the exception its answer means."""
     if 200 <= status < 300:
         document = _json(body)
         if not isinstance(document, dict):
             raise KindUnknown(_MALFORMED)
         report = read_report(document)
-        return report.kind if report else None
+        return (report.kind if report else None), document
     if 300 <= status < 400:
         raise KindUnknown(_MALFORMED)  # a redirect is never followed
     if status in {502, 503, 504}:
@@ -133,7 +141,7 @@ def _kind(status: int, body: bytes, provider_url: str) -> str | None:
         "code"
     )
     if is_package_route(status, code):
-        return PACKAGE_KIND
+        return PACKAGE_KIND, {}
     if status in {401, 403}:
         raise RejectedAtStart(
             f"The resource server at {provider_url} rejected the cached credential ({code}). "

@@ -154,3 +154,45 @@ def test_cli_errors_are_typed_and_go_to_stderr(tmp_path: Path, shared_sandbox: A
     )
     assert no_cache.returncode == 78
     assert f"pdpp-gateway connect {shared_sandbox.url}" in no_cache.stderr
+
+
+def test_terminal_commands_use_a_package_and_every_printed_command_runs(
+    tmp_path: Path, shared_sandbox: Any
+) -> None:
+    cache = tmp_path / ".pdpp"
+    chat_url = shared_sandbox.url.replace("127.0.0.1", "localhost")  # the same RS under a second name
+    write_credential(cache, shared_sandbox.url, shared_sandbox.tokens["client_work_mail"])
+    write_credential(cache, chat_url, shared_sandbox.tokens["client_chat"])
+    (cache / "packages").mkdir()
+    (cache / "packages" / "work.json").write_text(json.dumps({"providers": [shared_sandbox.url, chat_url]}))
+    common = ["--package", "work", "--cache-root", str(cache)]
+    found = run_cli("search", "Lisbon", "--limit", "4", *common)
+    assert found.returncode == 0, found.stderr
+    assert "cin_mail_work/" in found.stdout
+    assert "cin_slack_acme/" in found.stdout
+    commands = _printed_commands(found.stdout)
+    next_page = [c for c in commands if c.startswith("pdpp-gateway call search") and "pkg1." in c]
+    assert next_page, found.stdout
+    assert all("--package work" in command for command in commands)
+    for command in dict.fromkeys(commands):
+        done = _run_printed(command, tmp_path)
+        assert done.returncode == 0, (command, done.stderr)
+    shared_sandbox.reset_calls()
+    routed = run_cli(
+        "call", "query_records", '{"stream":"messages","connection_id":"cin_slack_acme","limit":2}', *common
+    )
+    assert routed.returncode == 0, routed.stderr
+    data_reads = {call.token_name for call in shared_sandbox.calls if call.path.startswith("/v1/streams")}
+    assert data_reads == {"client_chat"}
+    twice = run_cli(
+        "search",
+        "x",
+        "--provider-url",
+        shared_sandbox.url,
+        "--provider-url",
+        shared_sandbox.url + "/",
+        "--cache-root",
+        str(cache),
+    )
+    assert twice.returncode == 64
+    assert "named twice" in twice.stderr
