@@ -109,7 +109,7 @@ def observe(metrics: Metrics) -> Middleware:
                 drain.leave()
             elapsed_ms = (time.perf_counter() - started) * 1000
             route = request.path if request.path in _ROUTES else "other"
-            metrics.responses.labels(route, str(status)).inc()
+            metrics.count_response(route, status)
             _access.info(
                 "%s %s %s",
                 request.method,
