@@ -147,7 +147,9 @@ def format_handle(stream: str, record_id: str, connection_id: str | None = None)
     wrappable = (
         bool(connection_id)
         and ":" not in (connection_id or "")
-        and all(segment_problem(part) is None for part in (connection_id, stream, record_id))
+        and segment_problem(connection_id) is None
+        and segment_problem(stream) is None
+        and segment_problem(record_id) is None
     )
     return f"{connection_id}/{legacy}" if wrappable else legacy
 

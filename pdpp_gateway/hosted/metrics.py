@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Final
+from functools import lru_cache
+from typing import Any, Final
 
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
@@ -45,6 +46,7 @@ _ROUTES: Final = (
 __all__ = ["CONTENT_TYPE", "Metrics", "upstream_route"]
 
 
+@lru_cache(maxsize=1024)  # bounded: paths carry stream names and record ids
 def upstream_route(path: str) -> str:
     """A bounded label for an RS path (ids and stream names removed)."""
     plain = path.split("?", 1)[0]
@@ -107,19 +109,33 @@ class Metrics:
             multiprocess_mode="max",
         )
 
+        # Each labelled child, once looked up (``labels()`` checks and locks every time);
+        # every label set is bounded (see the module contract), so this stays small.
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def observe_request(self, method: str, tool: str, outcome: str, seconds: float) -> None:
-        self.requests.labels(method, tool, outcome).inc()
-        self.latency.labels(method, tool, outcome).observe(seconds)
+        self._child(self.requests, method, tool, outcome).inc()
+        self._child(self.latency, method, tool, outcome).observe(seconds)
+
+    def count_response(self, route: str, status: int) -> None:
+        self._child(self.responses, route, str(status)).inc()
 
     def observe_upstream(self, path: str, status: int | None, seconds: float) -> None:
         route = upstream_route(path)
         label = f"{status // 100}xx" if status is not None else "none"
-        self.upstream_latency.labels(route, label).observe(seconds)
+        self._child(self.upstream_latency, route, label).observe(seconds)
         if status is None or status >= 400:
-            self.upstream_errors.labels(route, str(status) if status is not None else "no_answer").inc()
+            self._child(self.upstream_errors, route, str(status) if status is not None else "no_answer").inc()
 
     def observe_token_cache(self, hit: bool) -> None:
-        self.token_cache.labels("hit" if hit else "miss").inc()
+        self._child(self.token_cache, "hit" if hit else "miss").inc()
 
     def exposition(self) -> bytes:
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -107,24 +107,24 @@ def observe(metrics: Metrics) -> Middleware:
         finally:
             if drain is not None:
                 drain.leave()
-            elapsed_ms = (time.perf_counter() - started) * 1000
             route = request.path if request.path in _ROUTES else "other"
-            metrics.responses.labels(route, str(status)).inc()
-            _access.info(
-                "%s %s %s",
-                request.method,
-                route,
-                status,
-                extra={
-                    "fields": {
-                        "method": request.method,
-                        "path": route,
-                        "status": status,
-                        "ms": round(elapsed_ms, 2),
-                        "pid": pid,
-                    }
-                },
-            )
+            metrics.count_response(route, status)
+            if _access.isEnabledFor(logging.INFO):  # the line's fields are built only when written
+                _access.info(
+                    "%s %s %s",
+                    request.method,
+                    route,
+                    status,
+                    extra={
+                        "fields": {
+                            "method": request.method,
+                            "path": route,
+                            "status": status,
+                            "ms": round((time.perf_counter() - started) * 1000, 2),
+                            "pid": pid,
+                        }
+                    },
+                )
             REQUEST_ID.reset(token)
 
     return middleware

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -196,6 +197,7 @@ def host_guard(policy: OriginPolicy) -> Middleware:
     return guard
 
 
+@lru_cache(maxsize=256)  # pure, and asked for on every request: bounded against odd Host values
 def normal_host(host: str, scheme: str | None = None) -> str | None:
     """``host[:port]`` lower-cased, without the scheme's default port (both 80 and 443
     when the scheme is unknown); ``None`` when it is not a host name."""

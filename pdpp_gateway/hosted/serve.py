@@ -17,12 +17,16 @@ Contract:
   requests are in flight (at most half of ``shutdown_grace_seconds``, so a load
   balancer probing readiness sees the 503 and stops routing), then it closes, requests
   still running get the rest of the grace, and upstream clients close. Each worker logs
-  one ``listening`` line with the bound URL and its pid.
+  one ``listening`` line with the bound URL, its pid and its event loop.
 - Connections are served by ``http_server.GatewayRunner`` (malformed HTTP answered and
   logged without its content, no request decompression, a 408 ends its connection),
   and every log record goes through ``RedactBearers``.
 - Once serving, the start-up heap is frozen out of the cyclic GC (``gc.freeze``), so
   full collections stay short however many calls are in flight.
+- Each worker runs its event loop on ``uvloop`` where it is installed (every platform
+  but Windows), else on asyncio's own loop: ``run_loop``. The loop carries the same
+  bytes either way; uvloop's transports and scheduler cost less CPU per request (see
+  the README's hosted-hop figures).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import os
 import signal
 import socket
 import tempfile
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 
@@ -97,7 +102,7 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
         "listening on %s (provider %s)",
         url,
         settings.provider_url,
-        extra={"fields": {"event": "listening", "url": url, "pid": os.getpid()}},
+        extra={"fields": {"event": "listening", "url": url, "pid": os.getpid(), "loop": _loop_name(loop)}},
     )
     try:
         await stop.wait()
@@ -146,7 +151,27 @@ def run_worker(settings: HostedSettings, reuse_port: bool) -> None:
     """A worker process: bind ``settings.port`` (already chosen by the parent) and serve."""
     configure_serve_logging(settings.log_level)
     sock = bind_socket(settings.host, settings.port, reuse_port=reuse_port)
-    asyncio.run(serve(settings, sock))
+    run_loop(serve(settings, sock))
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
+    """uvloop's event loop when it is installed, else asyncio's default loop."""
+    try:
+        import uvloop
+    except ImportError:  # Windows, or an install without it: same answers, more CPU
+        return asyncio.new_event_loop
+    return uvloop.new_event_loop
+
+
+def _loop_name(loop: asyncio.AbstractEventLoop) -> str:
+    """``uvloop`` or ``asyncio``: which loop serves, for the ``listening`` line."""
+    return type(loop).__module__.partition(".")[0]
+
+
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """``asyncio.run(main)`` on the loop ``loop_factory`` picks."""
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(main)
 
 
 def serve_workers(settings: HostedSettings) -> int:
@@ -155,7 +180,7 @@ def serve_workers(settings: HostedSettings) -> int:
     configure_serve_logging(settings.log_level)
     if settings.workers <= 1:
         sock = bind_socket(settings.host, settings.port)
-        asyncio.run(serve(settings, sock))
+        run_loop(serve(settings, sock))
         return 0
     reservation = bind_socket(settings.host, settings.port, reuse_port=True, listen=False)
     try:

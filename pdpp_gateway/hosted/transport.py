@@ -116,8 +116,15 @@ class _Exchange:
     transport: TransportContext
     request_id: Any
     message_metadata: MessageMetadata
-    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
     can_send_request: bool = field(default=False, init=False)
+    _cancel: anyio.Event | None = field(default=None, init=False)
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        """Never set (one POST cannot be cancelled by another), so made only when asked for."""
+        if self._cancel is None:
+            self._cancel = anyio.Event()
+        return self._cancel
 
     async def send_raw_request(
         self, method: str, params: Mapping[str, Any] | None, opts: Any = None
@@ -216,8 +223,11 @@ def body_checks(
 
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            async with asyncio.timeout(body_timeout):
+            if request.content.is_eof():  # the whole body has arrived: reading it cannot stall
                 body = await request.read()
+            else:
+                async with asyncio.timeout(body_timeout):
+                    body = await request.read()
         except TimeoutError:
             response = refusal(
                 408,

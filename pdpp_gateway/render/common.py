@@ -29,7 +29,7 @@ MERGED_CONNECTIONS: Final = "merged_connections"
 
 def as_mapping(value: object) -> Mapping[str, Any]:
     """``value`` if it is a JSON object, else an empty one (tolerates junk from upstream)."""
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict | Mapping) else {}  # dict first: the cheap, usual case
 
 
 def clip(text: str, limit: int) -> str:
@@ -66,12 +66,12 @@ def preview_value(
 
     A blob becomes ``{"blob": <media type>, "size_bytes": n, "uri": "pdpp://blob/..."}``:
     the URI is the readable resource holding its bytes."""
+    if _unchanged(value, max_string):
+        return value
     if isinstance(value, str):
-        if len(value) <= max_string:
-            return value
         long_fields.append((path, len(value)))
         return f"{value[:max_string]}…[+{len(value) - max_string} chars]"
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         if is_blob_ref(value):
             summary = {
                 "blob": value.get("mime_type") or value.get("content_type") or "binary",
@@ -80,7 +80,9 @@ def preview_value(
             uri = blob_uri(connection_id, value)
             return {**summary, "uri": uri} if uri else summary
         return {
-            k: preview_value(
+            k: v
+            if _unchanged(v, max_string)
+            else preview_value(
                 v, max_string, long_fields, f"{path}.{k}" if path else str(k), connection_id=connection_id
             )
             for k, v in value.items()
@@ -91,6 +93,13 @@ def preview_value(
         ]
         return [*shown, f"…[+{len(value) - 10} items]"] if len(value) > 10 else shown
     return value
+
+
+def _unchanged(value: Any, max_string: int) -> bool:
+    """A scalar ``preview_value`` keeps as it is (most values of a record)."""
+    if isinstance(value, str):
+        return len(value) <= max_string
+    return value is None or isinstance(value, bool | int | float)
 
 
 def fit_rows(

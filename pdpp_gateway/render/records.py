@@ -78,8 +78,16 @@ def render_records(call: ToolCall, result: ToolResult) -> str:
         merged = connections if isinstance(connections, list) else []
         lines.append(merged_note("query_records", call.arguments, merged, effect))
     shortened: list[tuple[int, dict[str, str], str]] = []
-    detailed = [_record_line(n, record, stream, shortened) for n, record in enumerate(records, 1)]
-    compact = [_record_row(n, record, stream) for n, record in enumerate(records, 1)]
+    # A record's naming (its handle) is worked out once and shared by its two layouts.
+    namings = [None if record.get("deleted") else _naming(record, stream) for record in records]
+    detailed = [
+        _record_line(n, record, naming, shortened)
+        for n, (record, naming) in enumerate(zip(records, namings, strict=True), 1)
+    ]
+    compact = [
+        _record_row(n, record, naming)
+        for n, (record, naming) in enumerate(zip(records, namings, strict=True), 1)
+    ]
     notes = [_id_only_note(call, len(records), len(records)), _long_field_note(shortened)]
     used = sum(len(line) + 1 for line in [*lines, *notes])
     rows, listed, shown = fit_rows(
@@ -141,10 +149,10 @@ def _label(naming: Mapping[str, str]) -> str:
     return naming["id"] + (f" connection_id={naming['connection_id']}" if "connection_id" in naming else "")
 
 
-def _record_row(index: int, record: Mapping[str, Any], stream: Any) -> str:
-    if record.get("deleted"):
+def _record_row(index: int, record: Mapping[str, Any], naming: Mapping[str, str] | None) -> str:
+    if naming is None:  # deleted
         return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
-    row = f"[{index}] {_label(_naming(record, stream))}"
+    row = f"[{index}] {_label(naming)}"
     data = as_mapping(record.get("data"))
     title = record_title(data)
     if title:
@@ -172,11 +180,13 @@ def _expanded_line(record: Mapping[str, Any]) -> str:
 
 
 def _record_line(
-    index: int, record: Mapping[str, Any], stream: Any, shortened: list[tuple[int, dict[str, str], str]]
+    index: int,
+    record: Mapping[str, Any],
+    naming: dict[str, str] | None,
+    shortened: list[tuple[int, dict[str, str], str]],
 ) -> str:
-    if record.get("deleted"):
+    if naming is None:  # deleted
         return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
-    naming = _naming(record, stream)
     long_fields: list[tuple[str, int]] = []
     connection = record.get("connection_id")
     data = preview_value(

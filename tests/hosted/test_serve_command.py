@@ -121,6 +121,21 @@ async def test_serve_answers_mcp_and_logs_json_without_secrets(sandbox: Any) -> 
     assert any(line.get("event") == "stopped" for line in gateway.lines)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="uvloop is not built for Windows")
+async def test_serve_runs_on_uvloop_and_says_so(sandbox: Any) -> None:
+    async with serve(
+        *introspection_args(sandbox), env={"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET}
+    ) as gateway:
+        url = await gateway.wait_listening()
+        async with mcp_http(url, sandbox.tokens["client_broad"], "auto") as client:
+            result = await client.call_tool("schema", {})
+            assert not result.is_error
+        assert await gateway.stop() == 0
+    listening = [line for line in gateway.lines if line.get("event") == "listening"]
+    assert [line["loop"] for line in listening] == ["uvloop"], gateway.raw
+    assert any(line.get("event") == "stopped" for line in gateway.lines)
+
+
 async def test_invalid_settings_exit_64_with_one_line() -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
