@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Generic
 
-from middleware.pipeline import JSONObject, Next, ToolCall, ToolResult
+from middleware.pipeline import C, JSONObject, Next, ToolCall, ToolResult
 
 _log = logging.getLogger(__name__)
 
@@ -65,13 +65,13 @@ def gateway_error(
     return ToolError(envelope)
 
 
-class PreserveErrors:
+class PreserveErrors(Generic[C]):
     """Stage: turn ``ToolError`` into an ``isError`` result; contain everything else."""
 
-    def __init__(self, render: Callable[[ToolCall, ToolResult], str] | None = None) -> None:
+    def __init__(self, render: Callable[[ToolCall[C], ToolResult], str] | None = None) -> None:
         self._render = render
 
-    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
+    async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
         try:
             return await next_(call)
         except ToolError as exc:

@@ -20,26 +20,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Generic
 
 from middleware.errors import ToolError
-from middleware.pipeline import Next, ToolCall, ToolResult
+from middleware.pipeline import C, Next, ToolCall, ToolResult
 
 Outcome = ToolResult | ToolError
-Plan = Callable[[ToolCall], Sequence[ToolCall] | None]
-Merge = Callable[[ToolCall, Sequence[ToolCall], Sequence[Outcome]], ToolResult]
+Plan = Callable[[ToolCall[C]], Sequence[ToolCall[C]] | None]
+Merge = Callable[[ToolCall[C], Sequence[ToolCall[C]], Sequence[Outcome]], ToolResult]
 
 
-class FanOut:
+class FanOut(Generic[C]):
     """Stage: route a call to one upstream, or fan it out to several and merge."""
 
     def __init__(
-        self, plan: Plan, merge: Merge, *, merge_single: Callable[[ToolCall], bool] | None = None
+        self, plan: Plan[C], merge: Merge[C], *, merge_single: Callable[[ToolCall[C]], bool] | None = None
     ) -> None:
         self._plan = plan
         self._merge = merge
         self._merge_single = merge_single
 
-    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
+    async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
         sub_calls = self._plan(call)
         if sub_calls is None:
             return await next_(call)
@@ -49,7 +50,7 @@ class FanOut:
         return self._merge(call, sub_calls, outcomes)
 
 
-async def _attempt(next_: Next, call: ToolCall) -> Outcome:
+async def _attempt(next_: Next[C], call: ToolCall[C]) -> Outcome:
     try:
         return await next_(call)
     except ToolError as error:

@@ -7,8 +7,10 @@ Contract:
   times (fan-out) or not at all, and post-process what comes back.
 - ``compose(stages, terminal)`` builds the chain once (at start-up); the first stage
   is the outermost. Calling the result runs one tool call.
-- ``ToolCall.context`` is opaque here: the gateway hands each stage whatever it needs
-  (an upstream client, the caller's identity). This package never imports the gateway.
+- ``ToolCall[C].context`` is whatever the gateway hands each stage (an upstream client,
+  the caller's identity), typed by ``C``: a pipeline of ``Middleware[C]`` stages is
+  checked by mypy end to end, and the stock stages here work for any ``C``. This package
+  never imports the gateway.
 - A ``ToolResult`` carries ``structured`` (the JSON object for ``structuredContent``)
   and ``text`` (the model-visible ``content[]`` text). A stage that renders text fills
   ``text``; a result that reaches the transport with ``text`` unset is a defect.
@@ -18,22 +20,23 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 JSONObject = dict[str, Any]
 In = TypeVar("In")
 Out = TypeVar("Out")
+C = TypeVar("C")
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool invocation as it travels down the pipeline."""
+class ToolCall(Generic[C]):
+    """One tool invocation as it travels down the pipeline, with the caller's context."""
 
     name: str
     arguments: Mapping[str, Any]
-    context: Any = None
+    context: C
 
-    def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
+    def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall[C]:
         return replace(self, arguments=arguments)
 
 
@@ -49,16 +52,16 @@ class ToolResult:
     annotations: dict[str, Any] = field(default_factory=dict)
 
 
-Next = Callable[[ToolCall], Awaitable[ToolResult]]
+Next = Callable[[ToolCall[C]], Awaitable[ToolResult]]
 
 
-class Middleware(Protocol):
+class Middleware(Protocol[C]):
     """One stage of the pipeline."""
 
-    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult: ...
+    async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult: ...
 
 
-def compose(stages: Sequence[Middleware], terminal: Next) -> Next:
+def compose(stages: Sequence[Middleware[C]], terminal: Next[C]) -> Next[C]:
     """Chain ``stages`` around ``terminal``; ``stages[0]`` runs first."""
     return chain(stages, terminal)
 

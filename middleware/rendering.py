@@ -13,26 +13,27 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Generic
 
-from middleware.pipeline import Next, ToolCall, ToolResult
+from middleware.pipeline import C, Next, ToolCall, ToolResult
 
-Renderer = Callable[[ToolCall, ToolResult], str]
+Renderer = Callable[[ToolCall[C], ToolResult], str]
 
 
-class RenderContent:
+class RenderContent(Generic[C]):
     """Stage: fill ``ToolResult.text`` from ``structured``."""
 
-    def __init__(self, renderers: Mapping[str, Renderer], error_renderer: Renderer) -> None:
+    def __init__(self, renderers: Mapping[str, Renderer[C]], error_renderer: Renderer[C]) -> None:
         self._renderers = dict(renderers)
         self._error_renderer = error_renderer
 
-    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
+    async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
         result = await next_(call)
         if result.text is None:
             result.text = self.render(call, result)
         return result
 
-    def render(self, call: ToolCall, result: ToolResult) -> str:
+    def render(self, call: ToolCall[C], result: ToolResult) -> str:
         if result.is_error:
             return self._error_renderer(call, result)
         renderer = self._renderers.get(call.name)

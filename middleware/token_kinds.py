@@ -9,17 +9,18 @@ kind, before any stage below runs. An unknown kind (``None``) is refused too whe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Generic
 
 from middleware.errors import ToolError
-from middleware.pipeline import Next, ToolCall, ToolResult
+from middleware.pipeline import C, Next, ToolCall, ToolResult
 
 
-class RefuseTokenKinds:
+class RefuseTokenKinds(Generic[C]):
     """Stage: stop calls made with a refused credential kind."""
 
     def __init__(
         self,
-        kind_of: Callable[[ToolCall], str | None],
+        kind_of: Callable[[ToolCall[C]], str | None],
         refused: Iterable[str],
         error: Callable[[str | None], ToolError],
         *,
@@ -30,7 +31,7 @@ class RefuseTokenKinds:
         self._error = error
         self._refuse_unknown = refuse_unknown
 
-    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
+    async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
         kind = self._kind_of(call)
         if kind in self._refused or (kind is None and self._refuse_unknown):
             raise self._error(kind)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from middleware.errors import ToolError, gateway_error
-from middleware.pipeline import JSONObject, Next, ToolCall, ToolResult
+from middleware.pipeline import C, JSONObject, Next, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -102,7 +102,7 @@ class ValidateArguments:
             return None
         return _schema_error(tool, failures[0], validator.schema)
 
-    async def __call__(self, call: ToolCall, next_: Next) -> ToolResult:
+    async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
         known = call.name in self._validators or call.name in self._checks
         if known and depth_exceeds(call.arguments):
             raise gateway_error(

@@ -1,7 +1,9 @@
 """What a tool call needs to reach the RS on the caller's behalf.
 
 Contract: a ``GatewayContext`` is built per caller (once for stdio, per HTTP request
-for the hosted door) and travels in ``ToolCall.context``. ``rs`` is already bound to
+for the hosted door) and travels in ``ToolCall.context``; ``Call`` (``ToolCall[GatewayContext]``),
+``CallNext`` and ``Stage`` are the pipeline's types with it, so mypy checks every stage's
+use of the context (there is no runtime look-up). ``rs`` is already bound to
 the caller's own grant token, so tool code cannot pick, swap or broaden a credential.
 ``provider_url`` is the RS's public origin, used for citation URLs in results (it may
 differ from the internal base URL the client talks to).
@@ -27,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from middleware import ToolCall, ToolError
+from middleware import Middleware, Next, ToolCall, ToolError
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 
 MAX_LISTED_CONNECTIONS: Final = 12
@@ -114,9 +116,8 @@ class GatewayContext:
         return cls(rs=UnroutedRs(frozen), provider_url=provider_url, token_kind="mcp_package", package=frozen)
 
 
-def context_of(call: ToolCall) -> GatewayContext:
-    """The gateway context a call carries (a missing one is a wiring defect)."""
-    context = call.context
-    if not isinstance(context, GatewayContext):
-        raise TypeError(f"tool call {call.name!r} has no GatewayContext")
-    return context
+# A tool call as the gateway's stages see it: its context is always a ``GatewayContext``
+# (mypy checks every stage against it; no runtime look-up).
+Call = ToolCall[GatewayContext]
+CallNext = Next[GatewayContext]
+Stage = Middleware[GatewayContext]

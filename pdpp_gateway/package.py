@@ -29,8 +29,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from middleware import FanOut, Outcome, ToolCall, ToolError, ToolResult
-from pdpp_gateway.context import MAX_LISTED_CONNECTIONS, PackageMember, context_of
+from middleware import FanOut, Outcome, ToolError, ToolResult
+from pdpp_gateway.context import MAX_LISTED_CONNECTIONS, Call, GatewayContext, PackageMember
 from pdpp_gateway.ids import parse_handle
 from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
 from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
@@ -38,13 +38,13 @@ from pdpp_gateway.package_search import is_continuation, merge_search, search_ca
 _ROUTED_BY_HANDLE: Final = frozenset({"fetch", "read_record_field"})
 
 
-def fan_out_stage() -> FanOut:
+def fan_out_stage() -> FanOut[GatewayContext]:
     """The pipeline stage that applies this module's routing and merging."""
     return FanOut(plan, merge, merge_single=is_continuation)
 
 
-def plan(call: ToolCall) -> Sequence[ToolCall] | None:
-    context = context_of(call)
+def plan(call: Call) -> Sequence[Call] | None:
+    context = call.context
     members = context.package
     if not members:
         return None
@@ -70,8 +70,8 @@ def plan(call: ToolCall) -> Sequence[ToolCall] | None:
     return None
 
 
-def merge(call: ToolCall, sub_calls: Sequence[ToolCall], outcomes: Sequence[Outcome]) -> ToolResult:
-    members = context_of(call).package
+def merge(call: Call, sub_calls: Sequence[Call], outcomes: Sequence[Outcome]) -> ToolResult:
+    members = call.context.package
     sources = [_source_of(sub) for sub in sub_calls]
     ok = [(m, o) for m, o in zip(sources, outcomes, strict=True) if isinstance(o, ToolResult)]
     failed = [(m, o) for m, o in zip(sources, outcomes, strict=True) if isinstance(o, ToolError)]
@@ -85,7 +85,7 @@ def merge(call: ToolCall, sub_calls: Sequence[ToolCall], outcomes: Sequence[Outc
 # --- routing -----------------------------------------------------------------------
 
 
-def _stream_of(call: ToolCall) -> str | None:
+def _stream_of(call: Call) -> str | None:
     args = call.arguments
     if call.name in _ROUTED_BY_HANDLE and "id" in args:
         return parse_handle(args["id"]).stream
@@ -93,7 +93,7 @@ def _stream_of(call: ToolCall) -> str | None:
     return stream if isinstance(stream, str) else None
 
 
-def _target_connection(call: ToolCall) -> str | None:
+def _target_connection(call: Call) -> str | None:
     args = call.arguments
     explicit = args.get("connection_id")
     if isinstance(explicit, str):
@@ -128,8 +128,8 @@ def _member_for(members: Sequence[PackageMember], connection_id: str, stream: st
     return holders[0]
 
 
-def _routed(call: ToolCall, member: PackageMember) -> ToolCall:
-    parent = context_of(call)
+def _routed(call: Call, member: PackageMember) -> Call:
+    parent = call.context
     context = dataclasses.replace(
         parent,
         rs=member.rs,
@@ -141,8 +141,8 @@ def _routed(call: ToolCall, member: PackageMember) -> ToolCall:
     return dataclasses.replace(call, context=context)
 
 
-def _source_of(call: ToolCall) -> PackageMember:
-    source = context_of(call).source
+def _source_of(call: Call) -> PackageMember:
+    source = call.context.source
     assert source is not None, "package sub-calls are always routed"
     return source
 

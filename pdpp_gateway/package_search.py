@@ -33,8 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from middleware import Outcome, ToolCall, ToolError, ToolResult
-from pdpp_gateway.context import PackageMember, context_of
+from middleware import Outcome, ToolError, ToolResult
+from pdpp_gateway.context import Call, PackageMember
 from pdpp_gateway.package_cursor import (
     ChildPosition,
     PackageCursor,
@@ -51,15 +51,15 @@ DEFAULT_SEARCH_LIMIT: Final = 25
 ORDER: Final = "round_robin_by_child_rank"
 _CURSOR_FAILURES: Final = frozenset({"invalid_cursor", "cursor_expired"})
 
-Route = Callable[[ToolCall, PackageMember], ToolCall]
+Route = Callable[[Call, PackageMember], Call]
 
 
-def is_continuation(call: ToolCall) -> bool:
+def is_continuation(call: Call) -> bool:
     """A search continuing a merged page: merged even when one child is left."""
     return call.name == "search" and is_package_cursor(call.arguments.get("cursor"))
 
 
-def search_calls(call: ToolCall, members: Sequence[PackageMember], route: Route) -> list[ToolCall]:
+def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> list[Call]:
     """One routed search per child that may hold the requested streams (and the cursor's position)."""
     args = call.arguments
     eligible = _eligible(args, members)
@@ -84,7 +84,7 @@ def search_calls(call: ToolCall, members: Sequence[PackageMember], route: Route)
     # Each child's turns on a full page, rounded up; hybrid search cannot page, so its one
     # page asks every child for the whole limit.
     share = _limit(args) if args.get("mode") == "hybrid" else -(-_limit(args) // max(1, len(asked)))
-    calls: list[ToolCall] = []
+    calls: list[Call] = []
     for member, narrowed, position in asked:
         sub_args = {k: v for k, v in narrowed.items() if k != "cursor"}
         sub_args["limit"] = min(MAX_PAGE_LIMIT, position.skip + share)
@@ -129,7 +129,7 @@ class _Lane:
 
 
 def merge_search(
-    call: ToolCall,
+    call: Call,
     members: Sequence[PackageMember],
     sources: Sequence[PackageMember],
     outcomes: Sequence[Outcome],
@@ -189,7 +189,7 @@ def merge_search(
     structured = {
         "data": base,
         "results": returned,
-        "provider_url": context_of(call).provider_url,
+        "provider_url": call.context.provider_url,
         "request_id": None,
     }
     return ToolResult(structured=structured)
@@ -219,7 +219,7 @@ def _eligible(
     return eligible
 
 
-def _decode(call: ToolCall, known_keys: Sequence[str]) -> PackageCursor:
+def _decode(call: Call, known_keys: Sequence[str]) -> PackageCursor:
     return decode(
         str(call.arguments["cursor"]), expected_fingerprint=fingerprint(call.arguments), known_keys=known_keys
     )
@@ -233,7 +233,7 @@ def _limit(args: Mapping[str, Any]) -> int:
 
 
 def _lanes(
-    call: ToolCall, keys: Sequence[str], sources: Sequence[PackageMember], outcomes: Sequence[Outcome]
+    call: Call, keys: Sequence[str], sources: Sequence[PackageMember], outcomes: Sequence[Outcome]
 ) -> tuple[int, list[_Lane]]:
     if is_package_cursor(call.arguments.get("cursor")):
         decoded = _decode(call, keys)

@@ -21,9 +21,9 @@ import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from middleware import Next, ToolCall
+from middleware import ToolCall
 from pdpp_gateway import __version__, resources
-from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.instructions import INSTRUCTIONS
 from pdpp_gateway.tools.pipeline import build_pipeline
 from pdpp_gateway.tools.specs import TOOL_NAMES, TOOLS
@@ -40,7 +40,7 @@ def build_server(
     *,
     name: str = DEFAULT_SERVER_NAME,
     icons: list[types.Icon] | None = None,
-    pipeline: Next | None = None,
+    pipeline: CallNext | None = None,
 ) -> Server:
     """One MCP server: tools, resources, instructions. Pass the process's ``pipeline`` when
     it serves several servers (the hosted door has one per public origin)."""

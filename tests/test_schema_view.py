@@ -38,7 +38,7 @@ def test_structured_index_degrades_with_explicit_metadata(connectors: int, level
 def test_text_names_every_stream_at_every_level(connectors: int) -> None:
     index = index_view(broad_schema(connectors, 15))
     result = ToolResult(structured={"data": bound_index(index)}, annotations={INDEX_ANNOTATION: index})
-    text = render_schema(ToolCall("schema", {}), result)
+    text = render_schema(ToolCall("schema", {}, None), result)
     assert len(text) <= INDEX_TEXT_BUDGET
     for connector in range(connectors):
         for name in broad_stream_names(connector, 15):

@@ -48,8 +48,8 @@ import orjson
 from aiohttp import web
 from mcp.server import Server, ServerRequestContext
 
-from middleware import Next, chain
-from pdpp_gateway.context import GatewayContext
+from middleware import chain
+from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
 from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_authorization, mcp_resource_metadata
@@ -102,7 +102,7 @@ class Gateway:
     shared: SharedRefusals | None = None
     endpoint_chain: Handler | None = None
     endpoints: OrderedDict[str, McpEndpoint] = field(default_factory=OrderedDict)
-    pipeline: Next = field(default_factory=build_pipeline)  # one per process, shared by every origin
+    pipeline: CallNext = field(default_factory=build_pipeline)  # one per process, shared by every origin
 
     def endpoint_for(self, origin: str) -> McpEndpoint:
         endpoint = self.endpoints.get(origin)

@@ -6,6 +6,7 @@ handles a model needs for the next call, so a model that reads only the text can
 """
 
 from middleware import Renderer
+from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.render.aggregate import render_aggregate
 from pdpp_gateway.render.errors import render_error
 from pdpp_gateway.render.fetch import render_fetch
@@ -14,7 +15,7 @@ from pdpp_gateway.render.records import render_records
 from pdpp_gateway.render.schema import render_schema
 from pdpp_gateway.render.search import render_search
 
-RENDERERS: dict[str, Renderer] = {
+RENDERERS: dict[str, Renderer[GatewayContext]] = {
     "schema": render_schema,
     "query_records": render_records,
     "aggregate": render_aggregate,

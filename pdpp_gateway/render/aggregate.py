@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from middleware import ToolCall, ToolResult
+from middleware import ToolResult
+from pdpp_gateway.context import Call
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, kv, merged_note
 
 MAX_GROUPS: Final = 12
 
 
-def render_aggregate(call: ToolCall, result: ToolResult) -> str:
+def render_aggregate(call: Call, result: ToolResult) -> str:
     data = result.structured.get("data") or {}
     metric = data.get("metric") or call.arguments.get("metric")
     stream = data.get("stream") or call.arguments.get("stream")
@@ -56,7 +57,7 @@ def render_aggregate(call: ToolCall, result: ToolResult) -> str:
     return "\n".join(lines)
 
 
-def _merged(call: ToolCall, result: ToolResult, data: Mapping[str, Any]) -> list[str]:
+def _merged(call: Call, result: ToolResult, data: Mapping[str, Any]) -> list[str]:
     """The merged-sources line when no connection_id narrowed a name several connections hold."""
     connections = result.structured.get(MERGED_CONNECTIONS)
     if not isinstance(connections, list):

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from middleware import ToolCall, ToolError, ToolResult
+from middleware import ToolError, ToolResult
+from pdpp_gateway.context import Call
 from pdpp_gateway.ids import parse_handle
 from pdpp_gateway.render.common import clip, dumps
 
@@ -69,7 +70,7 @@ _ARGUMENT_HINTS: Final = {
 }
 
 
-def render_error(call: ToolCall, result: ToolResult) -> str:
+def render_error(call: Call, result: ToolResult) -> str:
     error: Mapping[str, Any] = result.structured.get("error") or {}
     code = str(error.get("code", "error"))
     status = result.structured.get("http_status")
@@ -102,7 +103,7 @@ def render_error(call: ToolCall, result: ToolResult) -> str:
     return "\n".join(lines)
 
 
-def _meaning(code: str, call: ToolCall, message: object) -> str | None:
+def _meaning(code: str, call: Call, message: object) -> str | None:
     """What the RS means by ``code``, naming the call's stream; its own words kept after it."""
     template = _MEANINGS.get(code)
     if template is None:

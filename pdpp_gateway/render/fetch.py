@@ -6,9 +6,10 @@ text with an explicit marker), so the mirror is both exact and bounded.
 
 from __future__ import annotations
 
-from middleware import ToolCall, ToolResult
+from middleware import ToolResult
+from pdpp_gateway.context import Call
 from pdpp_gateway.render.common import dumps
 
 
-def render_fetch(call: ToolCall, result: ToolResult) -> str:
+def render_fetch(call: Call, result: ToolResult) -> str:
     return dumps(result.structured)

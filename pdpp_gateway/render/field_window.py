@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from middleware import ToolCall, ToolResult
+from middleware import ToolResult
+from pdpp_gateway.context import Call
 from pdpp_gateway.ids import handle_arguments
 from pdpp_gateway.render.common import as_mapping, call_text
 
 
-def render_field_window(call: ToolCall, result: ToolResult) -> str:
+def render_field_window(call: Call, result: ToolResult) -> str:
     record = as_mapping(result.structured.get("record"))
     field = as_mapping(result.structured.get("field")).get("path")
     window = as_mapping(result.structured.get("window"))

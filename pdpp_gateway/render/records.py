@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from middleware import ToolCall, ToolResult
+from middleware import ToolResult
+from pdpp_gateway.context import Call
 from pdpp_gateway.documents import authored_time, record_title
 from pdpp_gateway.ids import handle_arguments
 from pdpp_gateway.render.common import (
@@ -43,7 +44,7 @@ MAX_LABEL: Final = 60
 _EXPANDED_SHOWN: Final = 3
 
 
-def render_records(call: ToolCall, result: ToolResult) -> str:
+def render_records(call: Call, result: ToolResult) -> str:
     page = as_mapping(result.structured.get("data"))
     records = [r for r in page.get("data") or () if isinstance(r, Mapping)]
     stream = call.arguments.get("stream")
@@ -108,7 +109,7 @@ def render_records(call: ToolCall, result: ToolResult) -> str:
     return "\n".join(lines)
 
 
-def _id_only_note(call: ToolCall, shown: int, listed: int) -> str:
+def _id_only_note(call: Call, shown: int, listed: int) -> str:
     fields = call.arguments.get("fields")
     how = "repeat with a smaller limit" if fields else "narrow with fields, or repeat with a smaller limit"
     return (
@@ -117,7 +118,7 @@ def _id_only_note(call: ToolCall, shown: int, listed: int) -> str:
     )
 
 
-def _not_listed(call: ToolCall, listed: int, total: int, fan_in: bool) -> str:
+def _not_listed(call: Call, listed: int, total: int, fan_in: bool) -> str:
     where = f"Records {listed + 1}–{total} ({total - listed}) are not listed in this text (their handles are in structured output data.data)"
     if fan_in:
         return f"{where}; to list them, call again per connection_id with limit={max(1, listed)}."

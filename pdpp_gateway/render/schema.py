@@ -22,7 +22,8 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from middleware import ToolCall, ToolResult
+from middleware import ToolResult
+from pdpp_gateway.context import Call
 from pdpp_gateway.render.common import clip
 from pdpp_gateway.schema_view import INDEX_ANNOTATION, INDEX_STRUCTURED_BUDGET, field_flags
 
@@ -38,7 +39,7 @@ LEGEND_LINE: Final = (
 assert INDEX_TEXT_BUDGET + INDEX_STRUCTURED_BUDGET < GLOBAL_RESULT_BUDGET - 1_000
 
 
-def render_schema(call: ToolCall, result: ToolResult) -> str:
+def render_schema(call: Call, result: ToolResult) -> str:
     document = result.structured.get("data") or {}
     if call.arguments.get("detail") == "full":
         return _full(document, call.arguments)

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from middleware import ToolCall, ToolResult
+from middleware import ToolResult
+from pdpp_gateway.context import Call
 from pdpp_gateway.documents import parse_marks, preview_around_mark
 from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
@@ -37,7 +38,7 @@ SNIPPET_CHARS: Final = 200
 ROW_EXCERPT_CHARS: Final = 60
 
 
-def render_search(call: ToolCall, result: ToolResult) -> str:
+def render_search(call: Call, result: ToolResult) -> str:
     envelope = as_mapping(result.structured.get("data"))
     hits = [h for h in result.structured.get("results") or () if isinstance(h, Mapping)]
     mode = call.arguments.get("mode", "lexical")
@@ -103,7 +104,7 @@ def _package_order(package: Mapping[str, Any]) -> str:
     )
 
 
-def _hybrid_more(call: ToolCall) -> str:
+def _hybrid_more(call: Call) -> str:
     """What to do when hybrid says more hits exist: it has no cursor (the RS refuses one)."""
     limit = call.arguments.get("limit")
     raise_limit = "" if limit == MAX_PAGE_LIMIT else f"raise limit (up to {MAX_PAGE_LIMIT}), "
@@ -122,7 +123,7 @@ def _id_only_note(detailed: int, listed: int) -> str:
     )
 
 
-def _not_listed(call: ToolCall, listed: int, total: int) -> str:
+def _not_listed(call: Call, listed: int, total: int) -> str:
     where = f"Hits {listed + 1}–{total} ({total - listed}) are not listed in this text (their ids are in structured output results)"
     if call.arguments.get("mode") == "hybrid":
         return f"{where}; hybrid search does not page: narrow the query or streams to list them."

@@ -27,9 +27,9 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from middleware import ToolCall, ToolResult, gateway_error
+from middleware import ToolResult, gateway_error
 from pdpp_gateway import documents, schema_view
-from pdpp_gateway.context import GatewayContext, context_of
+from pdpp_gateway.context import Call, GatewayContext
 from pdpp_gateway.ids import RecordRef, check_segment, parse_handle, resolve_connection
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
@@ -37,7 +37,7 @@ from pdpp_gateway.rs.errors import RsError, RsStatusError
 from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
 from pdpp_gateway.tools.expand_gate import check_expand
 
-Handler = Callable[[ToolCall], Awaitable[ToolResult]]
+Handler = Callable[[Call], Awaitable[ToolResult]]
 
 _RECORDS_PARAMS: Final = (
     "limit",
@@ -73,8 +73,8 @@ def _envelope(context: GatewayContext, response: RsResponse, data: Mapping[str, 
     return {"data": dict(data), "provider_url": context.provider_url, "request_id": response.request_id}
 
 
-async def schema(call: ToolCall) -> ToolResult:
-    context, args = context_of(call), call.arguments
+async def schema(call: Call) -> ToolResult:
+    context, args = call.context, call.arguments
     stream, connection_id = args.get("stream"), args.get("connection_id")
     scope: QueryPairs = forward(args, ("stream", "connection_id"))
     if args.get("detail") == "full":
@@ -95,8 +95,8 @@ async def schema(call: ToolCall) -> ToolResult:
     return ToolResult(structured=_envelope(context, response, view))
 
 
-async def query_records(call: ToolCall) -> ToolResult:
-    context, args = context_of(call), call.arguments
+async def query_records(call: Call) -> ToolResult:
+    context, args = call.context, call.arguments
     stream = args["stream"]
     await check_expand(context.rs, stream, args.get("expand") or (), args.get("connection_id"))
     query = [
@@ -111,8 +111,8 @@ async def query_records(call: ToolCall) -> ToolResult:
     return ToolResult(structured=structured)
 
 
-async def aggregate(call: ToolCall) -> ToolResult:
-    context, args = context_of(call), call.arguments
+async def aggregate(call: Call) -> ToolResult:
+    context, args = call.context, call.arguments
     query = [*forward(args, _AGGREGATE_PARAMS), *filter_pairs(args.get("filter"))]
     path = rs_path("v1", "streams", args["stream"], "aggregate")
     if args.get("connection_id"):
@@ -161,8 +161,8 @@ async def _stream_connections(context: GatewayContext, stream: str) -> list[dict
     return schema_view.stream_connections(schema_view.unwrap_schema(response.body), stream)
 
 
-async def search(call: ToolCall) -> ToolResult:
-    context, args = context_of(call), call.arguments
+async def search(call: Call) -> ToolResult:
+    context, args = call.context, call.arguments
     query = [
         *forward(args, ("query",), rename={"query": "q"}),
         *forward(args, ("streams", "limit", "cursor", "connection_id")),
@@ -175,8 +175,8 @@ async def search(call: ToolCall) -> ToolResult:
     return ToolResult(structured=structured)
 
 
-async def fetch(call: ToolCall) -> ToolResult:
-    context, args = context_of(call), call.arguments
+async def fetch(call: Call) -> ToolResult:
+    context, args = call.context, call.arguments
     ref = parse_handle(args["id"])
     connection_id = resolve_connection(ref, args.get("connection_id"))
     await check_expand(context.rs, ref.stream, args.get("expand") or (), connection_id)
@@ -194,8 +194,8 @@ async def fetch(call: ToolCall) -> ToolResult:
     return ToolResult(structured=document)
 
 
-async def read_record_field(call: ToolCall) -> ToolResult:
-    context, args = context_of(call), call.arguments
+async def read_record_field(call: Call) -> ToolResult:
+    context, args = call.context, call.arguments
     ref = _field_window_record(args)
     query = [
         *([("connection_id", ref.connection_id)] if ref.connection_id else []),
@@ -303,6 +303,6 @@ HANDLERS: Final[dict[str, Handler]] = {
 }
 
 
-async def dispatch(call: ToolCall) -> ToolResult:
+async def dispatch(call: Call) -> ToolResult:
     """The pipeline's terminal: run the named tool's handler."""
     return await HANDLERS[call.name](call)

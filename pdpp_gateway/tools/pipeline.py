@@ -22,19 +22,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from middleware import (
-    Middleware,
-    Next,
     PreserveErrors,
     RefuseTokenKinds,
     RenderContent,
-    ToolCall,
     ToolError,
     ToolResult,
     ValidateArguments,
     compose,
 )
 from pdpp_gateway import schema_view
-from pdpp_gateway.context import context_of
+from pdpp_gateway.context import Call, CallNext, Stage
 from pdpp_gateway.package import fan_out_stage
 from pdpp_gateway.render import RENDERERS, render_error
 from pdpp_gateway.tools.checks import CHECKS
@@ -44,8 +41,8 @@ from pdpp_gateway.tools.specs import INPUT_SCHEMAS
 REFUSED_TOKEN_KINDS = frozenset({"owner"})
 
 
-def _token_kind(call: ToolCall) -> str | None:
-    return context_of(call).token_kind
+def _token_kind(call: Call) -> str | None:
+    return call.context.token_kind
 
 
 def _owner_refusal(kind: str | None) -> ToolError:
@@ -59,7 +56,7 @@ def _owner_refusal(kind: str | None) -> ToolError:
     )
 
 
-async def shape_schema(call: ToolCall, next_: Next) -> ToolResult:
+async def shape_schema(call: Call, next_: CallNext) -> ToolResult:
     """Stage: bound the global schema index; put the flag legend beside a compact stream view."""
     result = await next_(call)
     if call.name != "schema" or result.is_error or call.arguments.get("detail") == "full":
@@ -75,9 +72,9 @@ async def shape_schema(call: ToolCall, next_: Next) -> ToolResult:
     return result
 
 
-def build_pipeline(extra_stages: Sequence[Middleware] = ()) -> Next:
+def build_pipeline(extra_stages: Sequence[Stage] = ()) -> CallNext:
     """The full chain around the RS-calling handlers."""
-    stages: list[Middleware] = [
+    stages: list[Stage] = [
         RenderContent(RENDERERS, render_error),
         PreserveErrors(),
         RefuseTokenKinds(_token_kind, REFUSED_TOKEN_KINDS, _owner_refusal),

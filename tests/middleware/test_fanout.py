@@ -70,7 +70,7 @@ async def test_a_call_the_plan_declines_reaches_the_next_stage_untouched() -> No
 
 async def test_one_sub_call_is_routing_its_answer_returned_as_is() -> None:
     upstreams, merges = Upstreams(), Merges()
-    result = await compose([FanOut(fan_to("a"), merges)], upstreams)(ToolCall("t", {}))
+    result = await compose([FanOut(fan_to("a"), merges)], upstreams)(ToolCall("t", {}, None))
     assert result.structured == {"from": "a"}
     assert merges.seen == []
 
@@ -78,7 +78,7 @@ async def test_one_sub_call_is_routing_its_answer_returned_as_is() -> None:
 async def test_one_failing_sub_call_raises_its_own_error_when_routing() -> None:
     pipeline = compose([FanOut(fan_to("a"), Merges())], Upstreams(fail=frozenset({"a"})))
     with pytest.raises(ToolError) as raised:
-        await pipeline(ToolCall("t", {}))
+        await pipeline(ToolCall("t", {}, None))
     assert raised.value.code == "a_down"
 
 
@@ -86,10 +86,10 @@ async def test_merge_single_sends_one_answer_or_error_through_merge() -> None:
     merges = Merges()
     stage = FanOut(fan_to("a"), merges, merge_single=lambda call: call.arguments.get("cursor") is not None)
     pipeline = compose([stage], Upstreams(fail=frozenset({"a"})))
-    result = await pipeline(ToolCall("t", {"cursor": "c"}))
+    result = await pipeline(ToolCall("t", {"cursor": "c"}, None))
     assert result.structured == {"merged": ["a_down"]}
     with pytest.raises(ToolError):
-        await pipeline(ToolCall("t", {}))
+        await pipeline(ToolCall("t", {}, None))
 
 
 async def test_sub_calls_run_concurrently_and_outcomes_keep_sub_call_order() -> None:
@@ -100,7 +100,7 @@ async def test_sub_calls_run_concurrently_and_outcomes_keep_sub_call_order() -> 
     )
     merges = Merges()
     pipeline = compose([FanOut(fan_to("a", "b", "c"), merges)], upstreams)
-    result = await pipeline(ToolCall("t", {}))
+    result = await pipeline(ToolCall("t", {}, None))
     assert result.structured == {"merged": ["a", "b_down", "c"]}
     assert [call.context for call in upstreams.calls] == ["a", "b", "c"]
 
@@ -113,12 +113,12 @@ async def test_a_defect_in_one_branch_propagates_instead_of_becoming_a_partial_r
 
     merges = Merges()
     with pytest.raises(KeyError):
-        await compose([FanOut(fan_to("a", "b"), merges)], terminal)(ToolCall("t", {}))
+        await compose([FanOut(fan_to("a", "b"), merges)], terminal)(ToolCall("t", {}, None))
     assert merges.seen == []
 
 
 async def test_an_empty_plan_calls_nothing_and_merges_no_outcomes() -> None:
     upstreams, merges = Upstreams(), Merges()
-    result = await compose([FanOut(fan_to(), merges)], upstreams)(ToolCall("t", {}))
+    result = await compose([FanOut(fan_to(), merges)], upstreams)(ToolCall("t", {}, None))
     assert upstreams.calls == []
     assert result.structured == {"merged": []}

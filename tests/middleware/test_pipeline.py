@@ -23,7 +23,7 @@ async def test_first_stage_is_outermost() -> None:
         return ToolResult(structured={"ok": True})
 
     chain = compose([_recording_stage("a", log), _recording_stage("b", log)], terminal)
-    result = await chain(ToolCall("t", {}))
+    result = await chain(ToolCall("t", {}, None))
     assert result.structured == {"ok": True}
     assert log == ["a:in", "b:in", "terminal", "b:out", "a:out"]
 
@@ -38,7 +38,7 @@ async def test_stage_can_short_circuit_and_terminal_never_runs() -> None:
     async def refuse(call: ToolCall, next_: Next) -> ToolResult:
         return ToolResult(structured={"error": {"code": "no"}}, is_error=True)
 
-    result = await compose([refuse], terminal)(ToolCall("t", {}))
+    result = await compose([refuse], terminal)(ToolCall("t", {}, None))
     assert result.is_error
     assert calls == []
 
@@ -51,5 +51,5 @@ async def test_stage_can_fan_out_and_merge() -> None:
         parts = [await next_(call.with_arguments({"source": s})) for s in ("work", "personal")]
         return ToolResult(structured={"merged": [p.structured["source"] for p in parts]})
 
-    result = await compose([fan_out], terminal)(ToolCall("t", {}))
+    result = await compose([fan_out], terminal)(ToolCall("t", {}, None))
     assert result.structured == {"merged": ["work", "personal"]}

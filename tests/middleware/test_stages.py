@@ -54,7 +54,7 @@ def terminal() -> Terminal:
 
 async def _run(terminal: Terminal, arguments: dict[str, Any]) -> ToolResult:
     chain = compose([PreserveErrors(), ValidateArguments({"read": SCHEMA}, {"read": [_no_tables]})], terminal)
-    return await chain(ToolCall("read", arguments))
+    return await chain(ToolCall("read", arguments, None))
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ async def test_tool_error_envelope_is_kept_whole() -> None:
     async def upstream(call: ToolCall) -> ToolResult:
         raise ToolError(envelope, http_status=409)
 
-    result = await compose([PreserveErrors()], upstream)(ToolCall("t", {}))
+    result = await compose([PreserveErrors()], upstream)(ToolCall("t", {}, None))
     assert result.is_error
     assert result.structured == {"error": envelope, "http_status": 409}
 
@@ -114,7 +114,7 @@ async def test_unexpected_exception_is_contained_without_internals(caplog: pytes
         raise KeyError("secret internal detail")
 
     with caplog.at_level(logging.ERROR):
-        result = await compose([PreserveErrors()], broken)(ToolCall("t", {}))
+        result = await compose([PreserveErrors()], broken)(ToolCall("t", {}, None))
     assert result.is_error
     assert result.structured["error"]["code"] == "internal_error"
     assert "secret internal detail" not in str(result.structured)
@@ -134,9 +134,9 @@ async def test_render_content_fills_text_for_results_and_errors() -> None:
         return ToolResult(structured={"n": 3})
 
     chain = compose([RenderContent({"count": ok}, failed), PreserveErrors()], terminal)
-    assert (await chain(ToolCall("count", {}))).text == "count ok 3"
-    assert (await chain(ToolCall("count", {"fail": True}))).text == "Error nope"
-    fallback = await chain(ToolCall("unrendered", {}))
+    assert (await chain(ToolCall("count", {}, None))).text == "count ok 3"
+    assert (await chain(ToolCall("count", {"fail": True}, None))).text == "Error nope"
+    fallback = await chain(ToolCall("unrendered", {}, None))
     assert fallback.text is not None
     assert "unrendered" in fallback.text
 
@@ -165,7 +165,7 @@ async def test_arguments_nested_too_deep_are_refused_before_any_recursion() -> N
         raise AssertionError("a refused call must not go on")
 
     with pytest.raises(ToolError) as caught:
-        await stage(ToolCall("t", {"filter": deep}), never)
+        await stage(ToolCall("t", {"filter": deep}, None), never)
     assert caught.value.envelope["code"] == "invalid_arguments"
     assert "32 levels" in caught.value.envelope["message"]
     shallow = {"filter": {"a": {"b": [1, 2.0]}}}
@@ -173,5 +173,5 @@ async def test_arguments_nested_too_deep_are_refused_before_any_recursion() -> N
     async def passes(call: ToolCall) -> ToolResult:
         return ToolResult(structured={"seen": call.arguments})
 
-    result = await stage(ToolCall("t", shallow), passes)
+    result = await stage(ToolCall("t", shallow, None), passes)
     assert result.structured["seen"] == {"filter": {"a": {"b": [1, 2]}}}

@@ -160,7 +160,7 @@ def test_search_continuations_carry_an_unembeddable_connection() -> None:
     assert results[0]["id"] == "message_bodies:body_1"
     assert results[0]["evidence"][0]["read"]["arguments"]["connection_id"] == COLON
     text = render_search(
-        ToolCall("search", {"query": "deposit"}), ToolResult({"data": {}, "results": results})
+        ToolCall("search", {"query": "deposit"}, None), ToolResult({"data": {}, "results": results})
     )
     assert f'"connection_id":"{COLON}"' in text.split("read more:")[1].splitlines()[0]
     fetch_line = next(line for line in text.splitlines() if "no text evidence" in line)
@@ -202,12 +202,12 @@ def test_fetch_marker_and_field_window_and_records_carry_an_unembeddable_connect
             "previous_offset_chars": 0,
         },
     }
-    text = render_field_window(ToolCall("read_record_field", {}), ToolResult(window))
+    text = render_field_window(ToolCall("read_record_field", {}, None), ToolResult(window))
     for line in text.splitlines():
         if line.startswith(("next:", "previous:")):
             assert f'"connection_id":"{COLON}"' in line
     page = {"data": {"data": [{**record, "data": {"body_text": "y" * 500}}], "has_more": False}}
-    text = render_records(ToolCall("query_records", {"stream": "message_bodies"}), ToolResult(page))
+    text = render_records(ToolCall("query_records", {"stream": "message_bodies"}, None), ToolResult(page))
     assert f"message_bodies:body_1 connection_id={COLON}" in text
     hint = next(line for line in text.splitlines() if "read_record_field" in line)
     assert f'"connection_id":"{COLON}"' in hint

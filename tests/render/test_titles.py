@@ -70,7 +70,9 @@ def test_record_rows_show_a_title_like_field_and_an_authored_time_only() -> None
         for n in range(12)
     ]
     page = {"object": "list", "data": records, "has_more": False}
-    text = render_records(ToolCall("query_records", {"stream": "repositories"}), ToolResult({"data": page}))
+    text = render_records(
+        ToolCall("query_records", {"stream": "repositories"}, None), ToolResult({"data": page})
+    )
     rows = [line for line in text.splitlines() if re.match(r"^\[\d+\] \S+ \"", line)]
     assert rows, text  # some records are in one-line form for the budget
     for row in rows:

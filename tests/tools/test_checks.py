@@ -235,7 +235,7 @@ async def test_whole_number_floats_are_integers_to_every_stage_below(
         seen.append(call.arguments)
         return ToolResult(structured={})
 
-    await VALIDATE(ToolCall(tool, arguments), terminal)
+    await VALIDATE(ToolCall(tool, arguments, None), terminal)
     (passed,) = seen
     numbers = [v for v in passed.values() if isinstance(v, int | float) and not isinstance(v, bool)]
     numbers += list((passed.get("expand_limit") or {}).values())
