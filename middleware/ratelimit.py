@@ -145,13 +145,16 @@ Refuse = Callable[[web.Request, Decision], Awaitable[web.StreamResponse] | web.S
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+Stage = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+
+
 def rate_limit(
     limiter: Limiter,
     caller_of: Callable[[web.Request], str | None],
     refuse: Refuse,
     *,
     on_decision: Callable[[Decision], None] | None = None,
-) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+) -> Stage:
     """An aiohttp middleware applying ``limiter`` to each request's caller."""
 
     @web.middleware

@@ -259,7 +259,7 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
                 [
                     header_checks(settings.max_body_bytes),
                     bearer.middleware(),
-                    limits.stage(gateway.policy.origin_of),
+                    *limits.stages(gateway.policy.origin_of),
                     body_checks(settings.max_body_bytes, settings.body_timeout_seconds),
                 ],
                 dispatch,

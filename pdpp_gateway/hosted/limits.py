@@ -19,12 +19,13 @@ Contract:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from aiohttp import web
 
-from middleware.ratelimit import Decision, FailoverLimiter, Limiter, LocalLimiter, Rate, rate_limit
+from middleware.ratelimit import Decision, FailoverLimiter, Limiter, LocalLimiter, Rate, Stage, rate_limit
 from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.hosted.tokens import Verdict
 from pdpp_gateway.settings import HostedSettings
@@ -51,14 +52,10 @@ class RateLimits:
     def degraded(self) -> str | None:
         return self.limiter.degraded if isinstance(self.limiter, FailoverLimiter) else None
 
-    def stage(self, policy_origin: Any) -> Any:
-        """The aiohttp stage for the ``/mcp`` chain (a pass-through without limits)."""
+    def stages(self, origin_of: Callable[[web.Request], str]) -> list[Stage]:
+        """The aiohttp stage for the ``/mcp`` chain, or none when no limit is configured."""
         if self.limiter is None:
-
-            async def unlimited(request: web.Request, handler: Any) -> web.StreamResponse:
-                return await handler(request)  # type: ignore[no-any-return]
-
-            return unlimited
+            return []
 
         def refuse(request: web.Request, decision: Decision) -> web.Response:
             wait = decision.retry_after_seconds
@@ -67,13 +64,13 @@ class RateLimits:
                 "rate_limited",
                 f"Too many calls from this grant: wait {wait} s before the next call, then pace the calls "
                 "(prefer aggregate over paging and counting, and narrower searches).",
-                policy_origin(request),
+                origin_of(request),
                 rpc_code=RATE_LIMITED,
                 headers={"Retry-After": str(wait)},
                 retry_after_seconds=wait,
             )
 
-        return rate_limit(self.limiter, lambda request: request.get(CALLER), refuse)
+        return [rate_limit(self.limiter, lambda request: request.get(CALLER), refuse)]
 
 
 def rate_limits(settings: HostedSettings, redis: Any | None) -> RateLimits:
