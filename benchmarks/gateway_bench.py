@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import re
 import socket
 import statistics
@@ -53,7 +54,8 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def process(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
+async def process(*args: str, tree: Path = ROOT) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``python -m pdpp_gateway ARGS`` run from ``tree`` (another checkout, for before/after)."""
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -61,13 +63,23 @@ async def process(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
         *args,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
-        cwd=ROOT,
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
     )
     try:
         yield child
     finally:
         child.terminate()
         await child.wait()
+
+
+def serve_args(rs_url: str, port: int, *extra: str) -> list[str]:
+    """``serve`` on ``port`` in front of the sandbox at ``rs_url``, bearers checked by introspection."""
+    return [
+        "serve", "--provider-url", rs_url, "--port", str(port), "--log-level", "WARNING",
+        "--introspection-url", f"{rs_url}/introspect", "--introspection-client-id", "pdpp-gateway",
+        "--introspection-client-secret", "sandbox-introspection-secret", *extra,
+    ]  # fmt: skip
 
 
 async def wait_up(url: str) -> None:
@@ -120,12 +132,8 @@ def rss_mib(pid: int) -> float:
 async def main(calls: int, seconds: float) -> None:
     rs_port, gw_port = free_port(), free_port()
     rs_url, gw_url = f"http://127.0.0.1:{rs_port}", f"http://127.0.0.1:{gw_port}/mcp"
-    serve_args = [
-        "serve", "--provider-url", rs_url, "--port", str(gw_port), "--log-level", "WARNING",
-        "--introspection-url", f"{rs_url}/introspect", "--introspection-client-id", "pdpp-gateway",
-        "--introspection-client-secret", "sandbox-introspection-secret", "--rate-limit", "0",
-    ]  # fmt: skip
-    async with process("sandbox", "--port", str(rs_port)), process(*serve_args) as gateway:
+    gateway_args = serve_args(rs_url, gw_port, "--rate-limit", "0")
+    async with process("sandbox", "--port", str(rs_port)), process(*gateway_args) as gateway:
         await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
         await wait_up(gw_url.replace("/mcp", "/healthz"))
         connector = aiohttp.TCPConnector(limit=128)

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
-from gateway_bench import CALL, HEADERS, free_port, percentile, process, timed, wait_up
+from gateway_bench import CALL, HEADERS, free_port, percentile, process, serve_args, timed, wait_up
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.redis_server import RedisServer
@@ -28,12 +28,7 @@ from tests.redis_server import RedisServer
 async def measure(rs_url: str, calls: int, extra: list[str]) -> list[float]:
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    args = [
-        "serve", "--provider-url", rs_url, "--port", str(port), "--log-level", "WARNING",
-        "--introspection-url", f"{rs_url}/introspect", "--introspection-client-id", "pdpp-gateway",
-        "--introspection-client-secret", "sandbox-introspection-secret", *extra,
-    ]  # fmt: skip
-    async with process(*args), aiohttp.ClientSession() as http:
+    async with process(*serve_args(rs_url, port, *extra)), aiohttp.ClientSession() as http:
         await wait_up(url.replace("/mcp", "/healthz"))
 
         async def once() -> None:

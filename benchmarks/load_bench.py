@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 import aiohttp
-from gateway_bench import HEADERS, QUERY, free_port, percentile, process, rss_mib, wait_up
+from gateway_bench import HEADERS, QUERY, free_port, percentile, process, rss_mib, serve_args, wait_up
 
 TOKENS = ("sbx_client_narrow_7c1e94b2",)
 MIX = [
@@ -70,12 +70,8 @@ async def run_for(
 async def main(client_counts: list[int], seconds: float) -> None:
     rs_port, gw_port = free_port(), free_port()
     rs_url, gw_url = f"http://127.0.0.1:{rs_port}", f"http://127.0.0.1:{gw_port}/mcp"
-    serve_args = [
-        "serve", "--provider-url", rs_url, "--port", str(gw_port), "--log-level", "WARNING",
-        "--introspection-url", f"{rs_url}/introspect", "--introspection-client-id", "pdpp-gateway",
-        "--introspection-client-secret", "sandbox-introspection-secret", "--rate-limit", "0",
-    ]  # fmt: skip
-    async with process("sandbox", "--port", str(rs_port)), process(*serve_args) as gateway:
+    gateway_args = serve_args(rs_url, gw_port, "--rate-limit", "0")
+    async with process("sandbox", "--port", str(rs_port)), process(*gateway_args) as gateway:
         await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
         await wait_up(gw_url.replace("/mcp", "/healthz"))
         sessions = [

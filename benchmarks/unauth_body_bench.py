@@ -22,16 +22,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gzip
-import os
-import sys
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
-from gateway_bench import free_port, rss_mib, wait_up
+from gateway_bench import free_port, process, rss_mib, serve_args, wait_up
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "sbx_client_broad_7c1e94b2"  # sandbox fixture material
@@ -39,25 +35,6 @@ PAD = 2_300_000
 BODY = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * PAD + b'"}}'
 BOMB = gzip.compress(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"y" * 3_900_000 + b'"}}')
 BASE = {"Accept": "application/json", "Content-Type": "application/json"}
-
-
-@contextlib.asynccontextmanager
-async def process(tree: Path, *args: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "pdpp_gateway",
-        *args,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-        cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
-    )
-    try:
-        yield child
-    finally:
-        child.terminate()
-        await child.wait()
 
 
 async def scenario(
@@ -93,12 +70,8 @@ async def scenario(
 async def main(tree: Path) -> None:
     rs_port, gw_port = free_port(), free_port()
     rs_url, gw_url = f"http://127.0.0.1:{rs_port}", f"http://127.0.0.1:{gw_port}/mcp"
-    serve_args = [
-        "serve", "--provider-url", rs_url, "--port", str(gw_port), "--log-level", "WARNING",
-        "--introspection-url", f"{rs_url}/introspect", "--introspection-client-id", "pdpp-gateway",
-        "--introspection-client-secret", "sandbox-introspection-secret",
-    ]  # fmt: skip
-    async with process(ROOT, "sandbox", "--port", str(rs_port)), process(tree, *serve_args) as gateway:
+    gateway_args = serve_args(rs_url, gw_port)  # no newer flags: --tree may be an older checkout
+    async with process("sandbox", "--port", str(rs_port)), process(*gateway_args, tree=tree) as gateway:
         await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
         await wait_up(gw_url.replace("/mcp", "/healthz"))
         print(f"gateway from {tree}; RSS after start {rss_mib(gateway.pid):.1f} MiB")
