@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from middleware import FanOut, Outcome, ToolError, ToolResult
+from pdpp_gateway.caller import Caller, TokenKind
 from pdpp_gateway.context import MAX_LISTED_CONNECTIONS, Call, GatewayContext, PackageMember
 from pdpp_gateway.ids import parse_handle
 from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
@@ -134,8 +135,7 @@ def _routed(call: Call, member: PackageMember) -> Call:
         parent,
         rs=member.rs,
         provider_url=member.provider_url or parent.provider_url,
-        package=(),
-        token_kind="client",
+        caller=Caller(TokenKind.CLIENT, grant_id=member.grant_id),
         source=member,
     )
     return dataclasses.replace(call, context=context)

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
 async def _read(members: Sequence[MemberStart], uri: str, output: str | None) -> int:
     from mcp.shared.exceptions import MCPError
 
+    from pdpp_gateway.caller import TokenKind
     from pdpp_gateway.context import GatewayContext
     from pdpp_gateway.local_package import facts_from_cache
     from pdpp_gateway.resources import read
@@ -64,7 +65,7 @@ async def _read(members: Sequence[MemberStart], uri: str, output: str | None) ->
         ]
         if len(readers) == 1:
             member, reader = readers[0]
-            context = GatewayContext(rs=reader, provider_url=member.provider_url, token_kind="client")
+            context = GatewayContext.for_client(reader, member.provider_url)
         else:
             package = [
                 (m.facts or facts_from_cache(m.cache_file)).member(r, m.provider_url) for m, r in readers
@@ -72,9 +73,11 @@ async def _read(members: Sequence[MemberStart], uri: str, output: str | None) ->
             connection = _connection_of(uri)
             holder = next((p for p in package if connection in p.connection_ids), None)
             context = (
-                GatewayContext.for_package(package, members[0].provider_url)  # refuses: ambiguous_connection
+                GatewayContext.for_package(
+                    package, members[0].provider_url, TokenKind.CLIENT
+                )  # refuses: ambiguous_connection
                 if holder is None or holder.provider_url is None
-                else GatewayContext(rs=holder.rs, provider_url=holder.provider_url, token_kind="client")
+                else GatewayContext.for_client(holder.rs, holder.provider_url)
             )
         try:
             result = await read(context, uri)

@@ -16,8 +16,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from pdpp_gateway.refusals import ExitCode
+
 HELP = "Serve the read tools over Streamable HTTP at /mcp (the hosted gateway)."
-EXIT_USAGE = 64
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -109,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
         settings = load_settings(flags, config_path=args.config)
     except SettingsError as error:
         print(f"pdpp-gateway serve: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     try:
         return serve_workers(settings)
     except BindError as error:
         print(f"pdpp-gateway serve: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE

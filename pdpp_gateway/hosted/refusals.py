@@ -11,8 +11,8 @@ body is one JSON-RPC 2.0 error object that MCP clients can read::
   a refusal decided on headers alone (the bearer check included) never reads the body,
   so its id is ``null`` (JSON-RPC 2.0 §5).
 - ``error.message`` stands on its own: a client that shows only the message still tells
-  the user what to do (a 401 or a bearer 403 names the metadata URL to follow for a
-  scoped grant, and says owner tokens are never accepted).
+  the user what to do (a refused credential's names the metadata URL to follow for a
+  scoped grant).
 - ``error.data`` carries the typed members: ``type`` (derived from the status as the RS
   does), ``code`` (a string such as ``permission_error`` or ``context.active_false``),
   the HTTP ``request_id``, and on a 401 ``resource_metadata`` and ``next_step``.
@@ -38,6 +38,10 @@ Integer codes (``RPC_CODES``, by HTTP status unless a caller names one):
 =========  ==========================================================================
 
 2026-era ladder rejections keep the SDK's own codes (``-32020`` header mismatch, ...).
+
+A refused credential is rendered by ``rejected`` from the one refusal table
+(``pdpp_gateway.refusals``): its status, JSON-RPC code, ``Retry-After``, message and
+next step all come from there; only the way to a grant (``grant_route``) is this door's.
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 
+from pdpp_gateway.caller import Rejection
 from pdpp_gateway.logs import REQUEST_ID
+from pdpp_gateway.refusals import REFUSALS, explain
 from pdpp_gateway.rs.errors import error_type_for
 
 MCP_METADATA_PATH: Final = "/.well-known/oauth-protected-resource/mcp"
@@ -67,12 +73,27 @@ RPC_CODES: Final = {
 _TYPES: Final = {421: "invalid_request_error", 503: "api_error"}
 
 
-def next_step(origin: str) -> str:
-    """How a caller gets a credential this door accepts."""
+def grant_route(origin: str) -> str:
+    """How a hosted caller gets a grant: the ``{connect}`` of the refusal table's text."""
     return (
-        f"To connect, fetch {metadata_url(origin)} and complete the authorization flow it names to get "
-        "a scoped, read-only client grant (or run `pdpp-gateway connect <provider-url>`); owner bearer tokens "
-        "are never accepted."
+        f"fetch {metadata_url(origin)} and complete the authorization flow it names "
+        "(or run `pdpp-gateway connect <provider-url>`)"
+    )
+
+
+def rejected(rejection: Rejection, origin: str) -> web.Response:
+    """A refused credential's answer, all of it from the refusal table."""
+    entry = REFUSALS[rejection.code]
+    message, step = explain(rejection, grant_route(origin))
+    headers = {"Retry-After": str(entry.retry_after)} if entry.retry_after is not None else None
+    return refusal(
+        entry.http_status,
+        rejection.code,
+        f"{message} {step}",
+        origin,
+        rpc_code=entry.rpc_code,
+        headers=headers,
+        next_step=step,
     )
 
 
@@ -109,20 +130,15 @@ def refusal(
     rpc_code: int | None = None,
     request_id: Any = None,
     headers: dict[str, str] | None = None,
-    guide: bool = False,
     **data: Any,
 ) -> web.Response:
-    """A refusal response. ``origin`` (the public origin) adds the ``Link`` header and, on a
-    401 or with ``guide=True``, the way to a scoped grant, in the message and in ``data``."""
+    """A refusal response. ``origin`` (the public origin) adds the ``Link`` header and, on
+    a 401, the challenge naming the metadata URL (header and ``data``)."""
     sent = {"Link": icon_link(origin)} if origin else {}
     sent.update(headers or {})
-    if origin and (status == 401 or guide):
-        step = next_step(origin)
-        message = f"{message} {step}"
-        data["next_step"] = step
-        if status == 401:
-            url = metadata_url(origin)
-            sent["WWW-Authenticate"] = f'Bearer resource_metadata="{url}"'
-            data["resource_metadata"] = url
+    if origin and status == 401:
+        url = metadata_url(origin)
+        sent["WWW-Authenticate"] = f'Bearer resource_metadata="{url}"'
+        data["resource_metadata"] = url
     body = rpc_error_body(status, code, message, rpc_code=rpc_code, request_id=request_id, **data)
     return web.Response(status=status, body=body, content_type="application/json", headers=sent)

@@ -59,8 +59,8 @@ def assert_rpc_error(headers: Any, body: Any, rpc_code: int, code: str) -> None:
 
 
 CASES = [
-    ("POST", {}, None, 401, -32001, "authentication_error"),
-    ("POST", {}, "owner", 403, -32001, "permission_error"),
+    ("POST", {}, None, 401, -32001, "missing_token"),
+    ("POST", {}, "owner", 403, -32001, "owner_token_refused"),
     ("POST", {}, "not-a-real-token", 401, -32001, "context.active_false"),
     ("GET", {}, "client_narrow", 405, -32600, "method_not_allowed"),
     ("PUT", {}, "client_narrow", 405, -32600, "method_not_allowed"),

@@ -77,9 +77,7 @@ async def test_an_upstream_fault_is_a_bounded_typed_error(
 ) -> None:
     expected = CASES[case]
     async with RsClient(board.url, timeouts=TIMEOUTS, max_body_bytes=MAX_BODY) as rs:
-        context = GatewayContext(
-            rs=rs.bind(shared_sandbox.tokens["client_broad"]), provider_url=board.url, token_kind="client"
-        )
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_broad"]), board.url)
         async with Client(build_server(lambda _ctx: context), mode=era) as client:  # type: ignore[arg-type]
             board.fault = expected.fault
             caplog.set_level(logging.INFO)
