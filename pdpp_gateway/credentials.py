@@ -71,6 +71,13 @@ class CredentialRejected(CredentialError):
         self.status = status
 
 
+def problem(code: str, detail: str, provider_url: str = "<provider-url>") -> CredentialError:
+    """A problem of the cache itself (or of the command line): the table's words for
+    ``code`` with ``detail`` (which file, which value) in parentheses."""
+    message, step = explain(Rejection(code), local_connect(provider_url))
+    return CredentialError(code, f"{message.removesuffix('.')} ({detail}). {step}")
+
+
 def refused(rejection: Rejection, provider_url: str, *, status: int | None = None) -> CredentialError:
     """The local doors' form of a rejection: one line saying what and what to do."""
     message, step = explain(rejection, local_connect(provider_url))
@@ -107,10 +114,7 @@ def normalize_provider_url(raw: str) -> str:
         text = "https://" + text
     parts = urlsplit(text)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise CredentialError(
-            "invalid_provider_url",
-            f"Invalid provider URL {raw!r}: use the RS origin, e.g. https://pdpp.example.com",
-        )
+        raise problem("invalid_provider_url", repr(raw))
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
@@ -125,59 +129,44 @@ def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None
     """The cached scoped credential for ``provider_url``, or a ``CredentialError``."""
     url = normalize_provider_url(provider_url)
     path = cache_file_for(url, cache_root)
-    connect = f"Run `pdpp-gateway connect {url}`"
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise CredentialError(
-            "not_connected",
-            f"No scoped PDPP credential cached for {url} (looked in {path}). {connect} first.",
-        ) from None
+        raise problem("not_connected", f"looked for {url} in {path}", url) from None
     except OSError as error:
-        raise CredentialError(
-            "credential_invalid",
-            f"Cannot read {path} ({error.strerror}). {connect} again.",
-        ) from None
+        raise problem("credential_invalid", f"cannot read {path}: {error.strerror}", url) from None
     _warn_if_readable_by_others(path)
     try:
         payload = json.loads(raw)
     except json.JSONDecodeError:
         payload = None
     if not isinstance(payload, dict) or not isinstance(payload.get("credential"), dict):
-        raise CredentialError(
-            "credential_invalid",
-            f"The cached credential in {path} is malformed. {connect} again.",
-        )
+        raise problem("credential_invalid", f"{path} is malformed", url)
     credential: dict[str, Any] = payload["credential"]
     label = _refused_kind(payload) or _refused_kind(credential)
     if label is not None:  # a label can only refuse; the RS decides what the token is
         judge(BearerFacts(kind=label), url)
     cached_url = payload.get("provider_url")
     if isinstance(cached_url, str) and cached_url and _same_origin(cached_url, url) is False:
-        raise CredentialError(
+        raise problem(
             "credential_invalid",
-            f"{path} holds a credential for another provider; refusing to send it to {url}. {connect}.",
+            f"{path} holds a credential for another provider; it is never sent to {url}",
+            url,
         )
     token = credential.get("access_token")
     token_type = credential.get("token_type") or "Bearer"
     if not isinstance(token, str) or not token.strip() or str(token_type).lower() != "bearer":
-        raise CredentialError(
-            "credential_invalid",
-            f"The cached credential in {path} has no usable bearer token. {connect} again.",
-        )
+        raise problem("credential_invalid", f"{path} has no usable bearer token", url)
     try:
         expires_at = _parse_time(credential.get("expires_at"))
     except ValueError:
-        raise CredentialError(
+        raise problem(
             "credential_invalid",
-            f"The cached credential in {path} has an unreadable expires_at (not an ISO 8601 time or epoch "
-            f"seconds). {connect} again.",
+            f"{path} has an unreadable expires_at: not an ISO 8601 time or epoch seconds",
+            url,
         ) from None
     if expires_at is not None and expires_at <= (now or datetime.now(UTC)):
-        raise CredentialError(
-            "credential_expired",
-            f"The credential cached for {url} expired at {expires_at.isoformat()}. {connect} again.",
-        )
+        raise problem("credential_expired", f"the one for {url} expired at {expires_at.isoformat()}", url)
     return Credential(
         provider_url=url,
         access_token=token.strip(),

@@ -7,7 +7,8 @@ Contract (standard library only: the stdio door reads it before the SDK has load
   JSON-RPC error code of the hosted door, the exit code of the local doors and terminal
   commands, what happened (``message``) and the one thing to do next (``next_step``).
   A code absent from the table is a defect (``refusal_for`` raises ``KeyError``).
-- Text is written here only. ``explain(rejection, connect)`` fills the templates:
+- Text is written here only (a cache or command-line problem adds which file or value
+  in parentheses: ``credentials.problem``). ``explain(rejection, connect)`` fills the templates:
   ``{kind}`` the refused token kind, ``{reason}`` the upstream reason of a catch-all,
   ``{connect}`` how this door's caller gets a scoped grant (the hosted door: the
   metadata URL to follow; a local door: ``pdpp-gateway connect <provider-url>``).
@@ -139,7 +140,7 @@ REFUSALS: Final[Mapping[str, Refusal]] = {
         400,
         ExitCode.USAGE,
         "The package cannot be read.",
-        "Fix the package as the message says.",
+        "Name its providers with --provider-url, or fix the package file.",
     ),
 }
 
