@@ -13,6 +13,7 @@ import aiohttp
 import orjson
 import pytest
 
+from pdpp_gateway.error_types import error_type_for
 from pdpp_gateway.sandbox.data import EMITTED_AT
 
 Q = "/v1/streams/messages/records"
@@ -232,6 +233,7 @@ async def test_refusals_use_the_reference_status_and_code(
 ) -> None:
     got, body, headers = await _get(shared_sandbox, path, token)
     assert (got, body["error"]["code"]) == (status, code), body
+    assert body["error"]["type"] == error_type_for(status)  # the table the gateway reads with
     assert body["error"]["request_id"] == headers["Request-Id"]
     assert body["error"]["message"]
 
