@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from pdpp_gateway.error_types import error_type_for
-from pdpp_gateway.sandbox.data import EMITTED_AT
+from pdpp_gateway.sandbox.dataset import EMITTED_AT
 
 Q = "/v1/streams/messages/records"
 WORK = "connection_id=cin_mail_work"
