@@ -14,7 +14,8 @@ body is one JSON-RPC 2.0 error object that MCP clients can read::
   the user what to do (a refused credential's names the metadata URL to follow for a
   scoped grant).
 - ``error.data`` carries the typed members: ``type`` (derived from the status as the RS
-  does), ``code`` (a string such as ``permission_error`` or ``context.active_false``),
+  does, ``pdpp_gateway.error_types``, unless the refusing stage names another with
+  ``error_type``: the Host check types its 421 ``invalid_request_error``), ``code`` (a string such as ``permission_error`` or ``context.active_false``),
   the HTTP ``request_id``, and on a 401 ``resource_metadata`` and ``next_step``.
 - A 401 is a challenge: ``WWW-Authenticate: Bearer resource_metadata="<origin>/.well-known/
   oauth-protected-resource/mcp"``. Every refusal names the public ``/icon.svg`` in ``Link``.
@@ -52,9 +53,9 @@ import orjson
 from aiohttp import web
 
 from pdpp_gateway.caller import Rejection
+from pdpp_gateway.error_types import error_type_for
 from pdpp_gateway.logs import REQUEST_ID
 from pdpp_gateway.refusals import REFUSALS, explain
-from pdpp_gateway.rs.errors import error_type_for
 
 MCP_METADATA_PATH: Final = "/.well-known/oauth-protected-resource/mcp"
 PARSE_ERROR: Final = -32700
@@ -70,7 +71,6 @@ RPC_CODES: Final = {
     503: UNAVAILABLE,
     504: UNAVAILABLE,
 }
-_TYPES: Final = {421: "invalid_request_error", 503: "api_error"}
 
 
 def grant_route(origin: str) -> str:
@@ -106,10 +106,17 @@ def metadata_url(origin: str) -> str:
 
 
 def rpc_error_body(
-    status: int, code: str, message: str, *, rpc_code: int | None = None, request_id: Any = None, **data: Any
+    status: int,
+    code: str,
+    message: str,
+    *,
+    rpc_code: int | None = None,
+    request_id: Any = None,
+    error_type: str | None = None,
+    **data: Any,
 ) -> bytes:
     """The JSON-RPC error object of a refusal (see the module contract)."""
-    members: dict[str, Any] = {"type": _TYPES.get(status) or error_type_for(status), "code": code, **data}
+    members: dict[str, Any] = {"type": error_type or error_type_for(status), "code": code, **data}
     http_request_id = REQUEST_ID.get()
     if http_request_id:
         members["request_id"] = http_request_id
@@ -130,6 +137,7 @@ def refusal(
     rpc_code: int | None = None,
     request_id: Any = None,
     headers: dict[str, str] | None = None,
+    error_type: str | None = None,
     **data: Any,
 ) -> web.Response:
     """A refusal response. ``origin`` (the public origin) adds the ``Link`` header and, on
@@ -140,5 +148,7 @@ def refusal(
         url = metadata_url(origin)
         sent["WWW-Authenticate"] = f'Bearer resource_metadata="{url}"'
         data["resource_metadata"] = url
-    body = rpc_error_body(status, code, message, rpc_code=rpc_code, request_id=request_id, **data)
+    body = rpc_error_body(
+        status, code, message, rpc_code=rpc_code, request_id=request_id, error_type=error_type, **data
+    )
     return web.Response(status=status, body=body, content_type="application/json", headers=sent)

@@ -27,7 +27,6 @@ PUBLIC = {
     "ToolError",
     "ToolResult",
     "ValidateArguments",
-    "chain",
     "compose",
     "echo",
     "gateway_error",
