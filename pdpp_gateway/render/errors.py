@@ -8,6 +8,11 @@ chosen by code (for ambiguity errors it lists up to 12 connections to retry with
 the tool argument the caller can actually change (``q`` → ``query`` for search,
 ``filter[x]`` → ``filter``), keeping the REST name beside it. The envelope in
 structured output stays the RS's, untouched. Bounded; never a traceback or a token.
+
+``next_step(envelope, status)`` is line 2 on its own, the only advice any error gets:
+resource reads end their JSON-RPC error message with it too, and upstream errors are
+worded without advice (``render.upstream``). An envelope with ``retry_after_seconds``
+(the circuit breaker holding calls back) says when: ``Retry in N s``.
 """
 
 from __future__ import annotations
