@@ -13,7 +13,12 @@ Order, outermost first:
                          above the fan-out, so merged package schemas get the same;
 5. ``FanOut``            package callers: route to one child grant or fan out and merge
                          (a pass-through for single-grant callers);
-6. extra stages, then the handler that calls the RS.
+6. extra stages;
+7. ``upstream_errors``   an RS failure (the plain ``rs.errors`` tree) becomes its
+                         ``ToolError`` (``render.upstream.tool_error``, the one place it is
+                         worded); below ``FanOut``, so a failed package member is a
+                         ``ToolError`` outcome when the fan-out merges;
+8. the handler that calls the RS.
 
 Whether the caller may read at all is not a stage: a context exists only for a caller
 ``caller.authenticate`` accepted at the door (an owner token never gets this far).
@@ -34,6 +39,8 @@ from pdpp_gateway import schema_view
 from pdpp_gateway.context import Call, CallNext, Stage
 from pdpp_gateway.package import fan_out_stage
 from pdpp_gateway.render import RENDERERS, render_error
+from pdpp_gateway.render.upstream import tool_error
+from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.tools.checks import CHECKS
 from pdpp_gateway.tools.handlers import dispatch
 from pdpp_gateway.tools.specs import INPUT_SCHEMAS
@@ -55,6 +62,14 @@ async def shape_schema(call: Call, next_: CallNext) -> ToolResult:
     return result
 
 
+async def upstream_errors(call: Call, next_: CallNext) -> ToolResult:
+    """Stage: raise an RS failure as the ``ToolError`` it becomes on the wire."""
+    try:
+        return await next_(call)
+    except RsError as error:
+        raise tool_error(error) from None
+
+
 def build_pipeline(extra_stages: Sequence[Stage] = ()) -> CallNext:
     """The full chain around the RS-calling handlers."""
     stages: list[Stage] = [
@@ -64,5 +79,6 @@ def build_pipeline(extra_stages: Sequence[Stage] = ()) -> CallNext:
         shape_schema,
         fan_out_stage(),
         *extra_stages,
+        upstream_errors,
     ]
     return compose(stages, dispatch)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pdpp_gateway.context import PackageMember
-from pdpp_gateway.rs.errors import RsTimeoutError, RsUnavailableError
+from pdpp_gateway.rs.errors import RsTimeoutError, RsUnavailableError, TimeoutPhase
 from tests.fake_rs import FakeCall, FakeRs
 from tests.package.helpers import call, child, error_code, hit_ids, ids, interleave, package
 
@@ -144,7 +144,7 @@ async def test_a_failed_member_is_a_warning_and_the_others_answer() -> None:
 
 async def test_when_every_member_fails_the_first_members_error_is_the_answer() -> None:
     mail, chat = child("mail", 2), child("chat", 2)
-    mail.fail_with(RsTimeoutError("read", 20))
+    mail.fail_with(RsTimeoutError(TimeoutPhase.READ, 20))
     chat.fail_with(RsUnavailableError("connection refused"))
     result = await call(package(mail, chat), "search", {"query": "invoice"})
     assert error_code(result) == "upstream_timeout"
