@@ -35,6 +35,7 @@ from pdpp_gateway.context import MAX_LISTED_CONNECTIONS, Call, GatewayContext, P
 from pdpp_gateway.ids import parse_handle
 from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
 from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
+from pdpp_gateway.render.errors import next_step
 
 _ROUTED_BY_HANDLE: Final = frozenset({"fetch", "read_record_field"})
 
@@ -175,7 +176,8 @@ def _unavailable(failed: Sequence[tuple[PackageMember, ToolError]]) -> list[dict
         {
             **source_tag(member),
             "error_code": error.code,
-            "next_step": "Ask the person to re-approve this source, or choose another connection.",
+            "next_step": next_step(error.envelope, error.extra.get("http_status"))
+            or "Choose another connection, or retry later.",
         }
         for member, error in failed
     ]
