@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 from middleware import ToolError
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RECORD_URI_PREFIX, check_segment, parse_handle
+from pdpp_gateway.package import for_member, member_context, members_granting
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.rs.client import rs_path
@@ -78,14 +79,20 @@ TEMPLATES: Final = (
 
 async def list_stream_resources(context: GatewayContext) -> list[types.Resource]:
     """One resource per granted stream name, with its sources in the description."""
-    try:
-        response = await _forward(context, "/v1/streams", [])
-    except (ToolError, RsError) as error:
-        refusal = protocol_error(error)
-        _log.warning("resources/list failed: %s", refusal.error.message)
-        raise refusal from None
+    rows: list[Any] = []
+    failures: list[ToolError | RsError] = []
+    for reader in _every_member(context, None):
+        try:
+            rows.extend((await _forward(reader, "/v1/streams", [])).get("data") or ())
+        except (ToolError, RsError) as error:
+            failures.append(error)
+    if failures:
+        refusal = protocol_error(failures[0])
+        _log.warning("resources/list failed for %d source(s): %s", len(failures), refusal.error.message)
+        if not rows:
+            raise refusal from None
     sources: dict[str, list[str]] = {}
-    for row in response.get("data") or ():
+    for row in rows:
         if isinstance(row, Mapping) and isinstance(row.get("name"), str):
             label = row.get("display_name") or row.get("connection_id") or "default"
             sources.setdefault(row["name"], []).append(str(label))
@@ -105,12 +112,14 @@ async def read(context: GatewayContext, uri: str) -> types.ReadResourceResult:
     try:
         if uri.startswith(STREAM_PREFIX):
             name = check_segment(unquote(uri[len(STREAM_PREFIX) :]), "stream name", param="uri")
-            return _json(uri, await _forward(context, rs_path("v1", "streams", name), []))
+            path = rs_path("v1", "streams", name)
+            return _json(uri, *[await _forward(reader, path, []) for reader in _every_member(context, name)])
         if uri.startswith(RECORD_URI_PREFIX):
             ref = parse_handle(uri, param="uri")
             query = [("connection_id", ref.connection_id)] if ref.connection_id else []
+            reader = member_context(context, ref.connection_id, ref.stream)
             body = await _forward(
-                context, rs_path("v1", "streams", ref.stream, "records", ref.record_id), query
+                reader, rs_path("v1", "streams", ref.stream, "records", ref.record_id), query
             )
             return _json(uri, body)
         if uri.startswith(BLOB_PREFIX):
@@ -162,8 +171,11 @@ async def _read_blob(context: GatewayContext, uri: str) -> types.ReadResourceRes
         raise MCPError(types.INVALID_PARAMS, "Blob URI must be pdpp://blob/{connection_id}/{blob_id}.")
     segments = [check_segment(unquote(part), "blob URI segment", param="uri") for part in parts]
     blob_id = segments[-1]
-    query = [("connection_id", segments[0])] if len(segments) == 2 else []
-    blob = await context.rs.get_bytes(rs_path("v1", "blobs", blob_id), query, max_bytes=MAX_BLOB_BYTES)
+    connection_id = segments[0] if len(segments) == 2 else None
+    query = [("connection_id", connection_id)] if connection_id else []
+    blob = await member_context(context, connection_id, None).rs.get_bytes(
+        rs_path("v1", "blobs", blob_id), query, max_bytes=MAX_BLOB_BYTES
+    )
     if blob.truncated:
         size = f"{blob.total_bytes} bytes" if blob.total_bytes is not None else "too large"
         raise MCPError(
@@ -182,8 +194,22 @@ async def _forward(context: GatewayContext, path: str, query: list[tuple[str, st
     return response.body
 
 
-def _json(uri: str, body: Mapping[str, Any]) -> types.ReadResourceResult:
-    text = orjson.dumps(body, option=orjson.OPT_INDENT_2).decode()
+def _every_member(context: GatewayContext, stream: str | None) -> list[GatewayContext]:
+    """The contexts a stream-wide read asks: the caller's own, or each package member
+    granting ``stream`` (all of them when none does, so the RS words the refusal)."""
+    if not context.package:
+        return [context]
+    return [for_member(context, member) for member in members_granting(context, stream) or context.package]
+
+
+def _json(uri: str, *bodies: Mapping[str, Any]) -> types.ReadResourceResult:
     return types.ReadResourceResult(
-        contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+        contents=[
+            types.TextResourceContents(
+                uri=uri,
+                mime_type="application/json",
+                text=orjson.dumps(body, option=orjson.OPT_INDENT_2).decode(),
+            )
+            for body in bodies
+        ]
     )

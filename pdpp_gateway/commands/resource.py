@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from pdpp_gateway.commands import local_credential
 
@@ -66,19 +65,11 @@ async def _read(members: Sequence[MemberStart], uri: str, output: str | None) ->
         if len(readers) == 1:
             member, reader = readers[0]
             context = GatewayContext.for_client(reader, member.provider_url)
-        else:
+        else:  # routed to the member the URI names, as at the other doors
             package = [
                 (m.facts or facts_from_cache(m.cache_file)).member(r, m.provider_url) for m, r in readers
             ]
-            connection = _connection_of(uri)
-            holder = next((p for p in package if connection in p.connection_ids), None)
-            context = (
-                GatewayContext.for_package(
-                    package, members[0].provider_url, TokenKind.CLIENT
-                )  # refuses: ambiguous_connection
-                if holder is None or holder.provider_url is None
-                else GatewayContext.for_client(holder.rs, holder.provider_url)
-            )
+            context = GatewayContext.for_package(package, members[0].provider_url, TokenKind.CLIENT)
         try:
             result = await read(context, uri)
         except MCPError as error:
@@ -86,21 +77,6 @@ async def _read(members: Sequence[MemberStart], uri: str, output: str | None) ->
             return 1
     _print(uri, result.contents, output)
     return 0
-
-
-def _connection_of(uri: str) -> str | None:
-    """The connection a record or blob URI names, which picks the package member to read it."""
-    from middleware import ToolError
-    from pdpp_gateway.ids import RECORD_URI_PREFIX, parse_handle
-    from pdpp_gateway.resources import BLOB_PREFIX
-
-    if uri.startswith(RECORD_URI_PREFIX):
-        try:
-            return parse_handle(uri, param="uri").connection_id
-        except ToolError:
-            return None  # read() refuses the URI itself
-    parts = uri.removeprefix(BLOB_PREFIX).split("/") if uri.startswith(BLOB_PREFIX) else []
-    return unquote(parts[0]) if len(parts) == 2 else None
 
 
 def _print(uri: str, contents: list[Any], output: str | None) -> None:
