@@ -6,7 +6,7 @@ Contract (standard library only: the stdio door reads it before the SDK has load
 - ``REFUSALS[code]`` is a ``Refusal``: the RS-style error ``type``, the HTTP status and
   JSON-RPC error code of the hosted door, the exit code of the local doors and terminal
   commands, what happened (``message``) and the one thing to do next (``next_step``).
-  A code absent from the table is a defect (``refusal_for`` raises ``KeyError``).
+  A code absent from the table is a defect (a ``KeyError``).
 - Text is written here only (a cache or command-line problem adds which file or value
   in parentheses: ``credentials.problem``). ``explain(rejection, connect)`` fills the templates:
   ``{kind}`` the refused token kind, ``{reason}`` the upstream reason of a catch-all,
@@ -143,10 +143,6 @@ REFUSALS: Final[Mapping[str, Refusal]] = {
         "Name its providers with --provider-url, or fix the package file.",
     ),
 }
-
-
-def refusal_for(code: str) -> Refusal:
-    return REFUSALS[code]
 
 
 def explain(rejection: Rejection, connect: str) -> tuple[str, str]:

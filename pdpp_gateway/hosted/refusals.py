@@ -55,14 +55,14 @@ from aiohttp import web
 from pdpp_gateway.caller import Rejection
 from pdpp_gateway.error_types import error_type_for
 from pdpp_gateway.logs import REQUEST_ID
-from pdpp_gateway.refusals import REFUSALS, explain
+from pdpp_gateway.refusals import CREDENTIAL_REFUSED_RPC, REFUSALS, UNAVAILABLE_RPC, explain
 
 MCP_METADATA_PATH: Final = "/.well-known/oauth-protected-resource/mcp"
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 INVALID_PARAMS: Final = -32602
-CREDENTIAL_REFUSED: Final = -32001
-UNAVAILABLE: Final = -32000
+CREDENTIAL_REFUSED: Final = CREDENTIAL_REFUSED_RPC
+UNAVAILABLE: Final = UNAVAILABLE_RPC
 INTERNAL_ERROR: Final = -32603
 RPC_CODES: Final = {
     401: CREDENTIAL_REFUSED,
