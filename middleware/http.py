@@ -41,13 +41,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Final, TypeVar, cast
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 __all__ = ["Handler", "Stage", "accepts", "bearer_check", "refuse_token_kinds", "shape_checks"]
 
 A = TypeVar("A")
 R = TypeVar("R")
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Stage = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+Stage = Middleware  # what web.Application(middlewares=...) takes; pipeline.chain chains it too
 
 
 def bearer_check(
