@@ -66,6 +66,9 @@ _ADMISSION: Final = web.RequestKey("pdpp_admission", Admission)
 
 @dataclass(frozen=True, slots=True)
 class BearerCheck:
+    """The ``/mcp`` bearer stage: ``middleware.http.bearer_check`` given this gateway's
+    ``authenticate`` and ``refuse``, then the admitted caller seated on the request."""
+
     validator: BearerValidator
     packages: PackageResolver | None
     rs: RsClient

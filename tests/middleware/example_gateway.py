@@ -41,6 +41,7 @@ from middleware import (
     ToolResult,
     ValidateArguments,
     compose,
+    echo,
     gateway_error,
 )
 from middleware.http import bearer_check, refuse_token_kinds, shape_checks
@@ -206,7 +207,7 @@ async def _tools(call: ToolCall[Seat]) -> ToolResult:
             )
         target.notes[call.arguments["title"]] = call.arguments["body"]
         return ToolResult({"shelf": target.name, "title": call.arguments["title"]})
-    raise gateway_error("unknown_tool", f"No tool {call.name!r}; the tools are search and add_note.")
+    raise gateway_error("unknown_tool", f"No tool {echo(call.name)}; the tools are search and add_note.")
 
 
 def _title_not_blank(arguments: Mapping[str, Any]) -> ToolError | None:

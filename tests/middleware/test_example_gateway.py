@@ -164,6 +164,13 @@ async def test_invalid_arguments_get_a_typed_error_naming_the_argument(client: A
     assert unknown["text"] == "unknown_shelf: No shelf 'attic'; choose one of home, work."
 
 
+async def test_an_unknown_tool_is_named_back_bounded(client: Any) -> None:
+    _, answer = await call(client, "x" * 300)
+    assert answer["structured"]["error"]["code"] == "unknown_tool"
+    assert len(answer["text"]) < 160
+    assert answer["text"].endswith("(302 characters); the tools are search and add_note.")
+
+
 async def test_a_caller_over_its_rate_is_told_when_to_retry(client: Any) -> None:
     statuses = [(await call(client, "search", query="bread"))[0] for _ in range(6)]
     assert statuses == [200] * 5 + [429]
