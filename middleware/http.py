@@ -47,7 +47,7 @@ __all__ = ["Handler", "Stage", "accepts", "bearer_check", "refuse_token_kinds", 
 
 A = TypeVar("A")
 R = TypeVar("R")
-Stage = Middleware  # what web.Application(middlewares=...) takes; pipeline.chain chains it too
+Stage = Middleware  # what web.Application(middlewares=...) takes; middleware.compose chains it too
 
 
 def bearer_check(

@@ -145,7 +145,7 @@ class FailoverLimiter:
 Refuse = Callable[[web.Request, Decision], Awaitable[web.StreamResponse] | web.StreamResponse]
 
 
-Stage = Middleware  # what web.Application(middlewares=...) takes; pipeline.chain chains it too
+Stage = Middleware  # what web.Application(middlewares=...) takes; middleware.compose chains it too
 
 
 def rate_limit(
