@@ -1,8 +1,10 @@
 """The bearer check of ``/mcp``: who the caller is, decided before any read.
 
-Contract (an aiohttp middleware over the ``/mcp`` handler). It gathers facts and lets
-the one ladder decide (``caller.read_bearer``, then ``caller.authenticate``); every
-refusal is rendered from the one table by ``refusals.rejected``:
+Contract (an aiohttp middleware over the ``/mcp`` handler: the generic
+``middleware.http.bearer_check`` given this gateway's ``authenticate`` and ``refuse``).
+``authenticate`` gathers facts and lets the one ladder decide (``caller.read_bearer``,
+then ``caller.authenticate``); ``refuse`` renders every refusal from the one table
+(``refusals.rejected``):
 
 - the header alone: no ``Authorization: Bearer <token>`` (scheme case-insensitive) →
   ``missing_token``; a token outside RFC 6750's ``b64token`` characters (for instance
@@ -23,8 +25,9 @@ Refusals are JSON-RPC error objects (``refusals``) with ``id: null``.
 
 On success the request carries a ``GatewayContext`` under ``GATEWAY_CONTEXT``, whose
 RS client is bound to the caller's own token, and its rate-limit key under
-``limits.CALLER`` (a grant or package id, or a token hash), and nothing else in the gateway ever sees
-the raw ``Authorization`` header.
+``limits.CALLER`` (a grant or package id, or a token hash); a package caller's answer
+names its member count (``X-Pdpp-Grant-Package-Member-Count``). Nothing past
+``authenticate`` ever sees the raw ``Authorization`` header.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Final
 
 from aiohttp import web
 
+from middleware.http import bearer_check
 from pdpp_gateway.caller import BearerFacts, Rejection, TokenKind, authenticate, read_bearer
 from pdpp_gateway.context import GatewayContext, PackageMember
 from pdpp_gateway.hosted.limits import CALLER, caller_key
@@ -50,7 +54,21 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True, slots=True)
+class Admission:
+    """An accepted bearer, as the generic stage stores it: its context and rate-limit key."""
+
+    context: GatewayContext
+    caller_key: str
+
+
+_ADMISSION: Final = web.RequestKey("pdpp_admission", Admission)
+
+
+@dataclass(frozen=True, slots=True)
 class BearerCheck:
+    """The ``/mcp`` bearer stage: ``middleware.http.bearer_check`` given this gateway's
+    ``authenticate`` and ``refuse``, then the admitted caller seated on the request."""
+
     validator: BearerValidator
     packages: PackageResolver | None
     rs: RsClient
@@ -58,33 +76,46 @@ class BearerCheck:
     policy: OriginPolicy
 
     def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-        async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-            origin = self.policy.origin_of(request)
-            token = read_bearer(request.headers.get("Authorization"))
-            if isinstance(token, Rejection):
-                return rejected(token, origin)
-            try:
-                facts = await self.validator.validate(token)
-            except AuthServerUnavailable:
-                return rejected(Rejection("authorization_unavailable"), origin)
-            members = await self._members(facts)
-            caller = authenticate(facts, serves_packages=True, package_members=members)
-            if isinstance(caller, Rejection):
-                return rejected(caller, origin)
-            context = GatewayContext.for_caller(
-                caller,
-                self.provider_url,
-                rs=None if caller.members else self.rs.bind(token),
-                labels={"request_id": REQUEST_ID.get() or ""},
-            )
-            request[GATEWAY_CONTEXT] = context
-            request[CALLER] = caller_key(facts, token)
+        admit = bearer_check(self.authenticate, self.refuse, _ADMISSION, rejection=Rejection)
+
+        async def seat(request: web.Request, handler: Handler) -> web.StreamResponse:
+            admission = request[_ADMISSION]
+            request[GATEWAY_CONTEXT] = admission.context
+            request[CALLER] = admission.caller_key
             response = await handler(request)
-            if caller.members:
-                response.headers["X-Pdpp-Grant-Package-Member-Count"] = str(len(caller.members))
+            members = admission.context.caller.members
+            if members:
+                response.headers["X-Pdpp-Grant-Package-Member-Count"] = str(len(members))
             return response
 
+        async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+            return await admit(request, lambda admitted: seat(admitted, handler))
+
         return check
+
+    async def authenticate(self, header: str | None) -> Admission | Rejection:
+        """The one ladder over what the header, the validator and the package resolver say."""
+        token = read_bearer(header)
+        if isinstance(token, Rejection):
+            return token
+        try:
+            facts = await self.validator.validate(token)
+        except AuthServerUnavailable:
+            return Rejection("authorization_unavailable")
+        members = await self._members(facts)
+        caller = authenticate(facts, serves_packages=True, package_members=members)
+        if isinstance(caller, Rejection):
+            return caller
+        context = GatewayContext.for_caller(
+            caller,
+            self.provider_url,
+            rs=None if caller.members else self.rs.bind(token),
+            labels={"request_id": REQUEST_ID.get() or ""},
+        )
+        return Admission(context, caller_key(facts, token))
+
+    def refuse(self, request: web.Request, rejection: Rejection) -> web.Response:
+        return rejected(rejection, self.policy.origin_of(request))
 
     async def _members(self, facts: BearerFacts) -> tuple[PackageMember, ...] | None:
         """An active package bearer's usable members, or ``None`` when unknown here."""
