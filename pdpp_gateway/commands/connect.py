@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.oauth_flow import ConnectError
     from pdpp_gateway.refusals import ExitCode
 
-    cache_root = Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
+    cache_root = Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp").absolute()
     if args.list:
         return _list(cache_root)
     if not args.provider_url:
@@ -136,8 +136,8 @@ async def _connect(args: argparse.Namespace, provider_url: str, cache_root: Path
     await _refuse_owner(provider_url, answer)
     path = _cache(cache_root, provider, client, answer)
     print(_summary(provider_url, answer, path))
-    root = "" if cache_root == Path(".pdpp") else f" --cache-root {cache_root}"
-    print(f"Next: pdpp-gateway stdio --provider-url {provider_url}{root}")
+    # An MCP client spawns stdio from a directory of its own: name the cache absolutely.
+    print(f"Next: pdpp-gateway stdio --provider-url {provider_url} --cache-root {cache_root}")
     return 0
 
 
