@@ -8,8 +8,9 @@ path spends and this one skips: the request's surface validation, the params mod
 ``CallToolResult`` model, its dump, the per-version result sieve (a validate and a dump
 of the whole ``structuredContent``), the per-request runner, session and context objects.
 
-``FastToolCall.match(inbound)`` takes only a plain call it fully understands and answers
-``None`` for everything else, which then goes to the SDK exactly as before:
+``FastToolCall.match(decoded, version)`` (a shape-checked body and the protocol version it
+is served at) takes only a plain call it fully understands and answers ``None`` for
+everything else, which then goes to the SDK exactly as before:
 
 - method ``tools/call`` with ``params`` of only ``name`` (one of the gateway's tools; an
   unknown name is the SDK's ``-32602``) and ``arguments`` (an object, ``null`` or left out);
@@ -21,8 +22,8 @@ of the whole ``structuredContent``), the per-request runner, session and context
   one on every call). Task parameters, log levels, progress tokens: the SDK.
 
 ``await run(request, call)`` runs the pipeline with the caller's ``GatewayContext`` (the
-bearer check's) and returns the JSON-RPC ``result`` (and the pipeline's result); it raises what the SDK handler
-would raise, and the endpoint maps that as it maps the SDK's. The result is built in the
+bearer check's) and returns the JSON-RPC ``result`` (and the pipeline's result); it raises
+what the SDK handler would raise, and the endpoint maps that as it maps the SDK's. The result is built in the
 SDK's wire order (the per-version result models: ``_meta``, ``content``, ``isError``,
 ``resultType`` in 2026, ``structuredContent``; the 2026 ``serverInfo`` stamp added last
 to ``_meta``). ``encode(reply, source, call)`` writes it with orjson refusing anything orjson
