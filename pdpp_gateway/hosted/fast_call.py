@@ -26,10 +26,11 @@ bearer check's) and returns the JSON-RPC ``result`` (and the pipeline's result);
 what the SDK handler would raise, and the endpoint maps that as it maps the SDK's. The result is built in the
 SDK's wire order (the per-version result models: ``_meta``, ``content``, ``isError``,
 ``resultType`` in 2026, ``structuredContent``; the 2026 ``serverInfo`` stamp added last
-to ``_meta``). ``encode(reply, source, call)`` writes it with orjson refusing anything orjson
-would write differently from pydantic (datetimes, dataclasses, subclasses of JSON types);
-such a result, and any result whose parts are not the plain types the pipeline promises,
-is shaped by the SDK's own serializer instead, so it still answers what the SDK answers.
+to ``_meta``). ``encode(reply)`` writes it with orjson refusing anything orjson would write
+differently from pydantic (datetimes, dataclasses, subclasses of JSON types, non-string
+keys, integers beyond 64 bits); such a result, and any result whose parts are not the
+plain types the pipeline promises, is shaped by the SDK's own serializer instead
+(``sdk_shaped``), so it still answers, or fails, as the SDK path does.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ class FastToolCall:
         result = await self._pipeline(ToolCall(call.name, call.arguments, self._context_of(request)))
         text = result.text or ""
         if type(text) is not str or type(result.is_error) is not bool:
-            return self._sdk_shaped(result, call.version), result
+            return self.sdk_shaped(result, call.version), result
         modern = call.version in _MODERN
         content = [{"text": text, "type": "text"}]
         if result.is_error:
@@ -160,7 +161,7 @@ class FastToolCall:
         else:
             structured = result.structured
             if type(structured) is not dict:
-                return self._sdk_shaped(result, call.version), result
+                return self.sdk_shaped(result, call.version), result
             wire = {"content": content, "isError": False}
             if modern:
                 wire["resultType"] = "complete"
@@ -171,14 +172,16 @@ class FastToolCall:
             wire["_meta"] = stamp if meta is None else {**meta, **stamp}
         return wire, result
 
-    def encode(self, reply: dict[str, Any], source: ToolResult, call: PlainCall) -> bytes:
-        """``reply`` (carrying ``run``'s result) as the SDK path would write it."""
+    def encode(self, reply: dict[str, Any]) -> bytes | None:
+        """``reply`` (carrying ``run``'s result) as the SDK path would write it, or ``None``
+        when it holds a value orjson would write differently from pydantic (then answer
+        with ``sdk_shaped``'s result instead)."""
         try:
             return orjson.dumps(reply, option=_STRICT)
         except TypeError:
-            return orjson.dumps({**reply, "result": self._sdk_shaped(source, call.version)})
+            return None
 
-    def _sdk_shaped(self, result: ToolResult, version: str) -> dict[str, Any]:
+    def sdk_shaped(self, result: ToolResult, version: str) -> dict[str, Any]:
         """The result shaped by the SDK's own serializer (for results the fast path does
         not write itself); raises as the SDK would for a result it cannot send."""
         runner = ServerRunner(self._server, Connection.from_envelope(version, None, None), None)

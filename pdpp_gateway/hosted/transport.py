@@ -365,17 +365,21 @@ class McpEndpoint:
     async def _fast_answer(
         self, request: web.Request, request_id: Any, call: PlainCall, modern: bool
     ) -> tuple[int, dict[str, Any], bytes]:
-        """A plain ``tools/call`` without the SDK's round trip (``fast_call``): same answer."""
+        """A plain ``tools/call`` without the SDK's round trip (``fast_call``): same answer,
+        errors mapped as the SDK path maps them (and the final encoding outside, as there)."""
         assert self._fast is not None
         try:
             result, source = await self._fast.run(request, call)
+            reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            body = self._fast.encode(reply)
+            if body is None:
+                reply["result"] = self._fast.sdk_shaped(source, call.version)
         except Exception as error:
             status, reply = (
                 self._modern_failure(request_id, error) if modern else self._failure(request_id, error)
             )
             return status, reply, orjson.dumps(reply)
-        reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
-        return 200, reply, self._fast.encode(reply, source, call)
+        return 200, reply, orjson.dumps(reply) if body is None else body
 
     async def _handshake(
         self, request: web.Request, message: Request, version: str | None
