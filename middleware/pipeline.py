@@ -6,7 +6,9 @@ Contract:
   rewrite the call, short-circuit with its own result, call ``next_`` once, several
   times (fan-out) or not at all, and post-process what comes back.
 - ``compose(stages, terminal)`` builds the chain once (at start-up); the first stage
-  is the outermost. Calling the result runs one tool call.
+  is the outermost. Calling the result runs one tool call. It is generic in the request
+  and response types, so the same function chains any ``(request, next_) -> response``
+  stages (a hosted door's aiohttp stages, say).
 - ``ToolCall[C].context`` is whatever the gateway hands each stage (an upstream client,
   the caller's identity), typed by ``C``: a pipeline of ``Middleware[C]`` stages is
   checked by mypy end to end, and the stock stages here work for any ``C``. This package
@@ -53,6 +55,9 @@ class ToolResult:
 
 
 Next = Callable[[ToolCall[C]], Awaitable[ToolResult]]
+# compose() works on any (request, next_) -> response shape, of which a tool stage is one.
+Handler = Callable[[In], Awaitable[Out]]
+Stage = Callable[[In, Handler[In, Out]], Awaitable[Out]]
 
 
 class Middleware(Protocol[C]):
@@ -61,27 +66,20 @@ class Middleware(Protocol[C]):
     async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult: ...
 
 
-def compose(stages: Sequence[Middleware[C]], terminal: Next[C]) -> Next[C]:
-    """Chain ``stages`` around ``terminal``; ``stages[0]`` runs first."""
-    return chain(stages, terminal)
+def compose(stages: Sequence[Stage[In, Out]], terminal: Handler[In, Out]) -> Handler[In, Out]:
+    """Chain ``stages`` around ``terminal``; ``stages[0]`` runs first.
 
-
-def chain(
-    stages: Sequence[Callable[[In, Callable[[In], Awaitable[Out]]], Awaitable[Out]]],
-    terminal: Callable[[In], Awaitable[Out]],
-) -> Callable[[In], Awaitable[Out]]:
-    """The same composition for any ``(request, next_) -> response`` stage shape
-    (the hosted door chains its aiohttp stages with it)."""
+    Generic in the request and response types: a tool pipeline (``Middleware[C]``
+    stages around a ``Next[C]``) and an HTTP chain (aiohttp ``(request, handler)``
+    stages around a handler) are both built with it, and mypy checks either.
+    """
     handler = terminal
     for stage in reversed(stages):
         handler = _bind(stage, handler)
     return handler
 
 
-def _bind(
-    stage: Callable[[In, Callable[[In], Awaitable[Out]]], Awaitable[Out]],
-    next_: Callable[[In], Awaitable[Out]],
-) -> Callable[[In], Awaitable[Out]]:
+def _bind(stage: Stage[In, Out], next_: Handler[In, Out]) -> Handler[In, Out]:
     async def run(request: In) -> Out:
         return await stage(request, next_)
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 _log = logging.getLogger(__name__)
 GLOBAL: Final = "*global*"
@@ -142,10 +143,9 @@ class FailoverLimiter:
 
 
 Refuse = Callable[[web.Request, Decision], Awaitable[web.StreamResponse] | web.StreamResponse]
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-Stage = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+Stage = Middleware  # what web.Application(middlewares=...) takes; middleware.compose chains it too
 
 
 def rate_limit(

@@ -8,19 +8,18 @@ the caller's own grant token, so tool code cannot pick, swap or broaden a creden
 ``provider_url`` is the RS's public origin, used for citation URLs in results (it may
 differ from the internal base URL the client talks to).
 
-``token_kind`` is only as good as the door that set it, so each door establishes it from
-the RS side before any data read: the hosted door by introspection (or the RS's
-``bearer.token_kind``) before building the context; the stdio door and the local
-commands by asking the RS at start-up, and stdio's ``rs`` is a
-``rs.token_kind.KindCheckedRs`` that re-checks before the first read when the RS could
-not be asked then. A cache-file label never decides it.
+``caller`` is what ``caller.authenticate`` accepted, and a context is only ever built
+for an accepted caller: whether a bearer may read is decided there, at the door, before
+any read (the hosted door per request; the local doors at start-up, or, when the RS
+could not be asked then, by ``rs.token_kind.KindCheckedRs`` before the first read).
 
 A package caller (an ``mcp_package`` token at the hosted door, or several cached local
-grants served as one by ``pdpp-gateway stdio``) has no single grant: its ``package``
-lists the child grants, each with a client bound to that child's OWN token (and, for a
-local package, its own provider URL), and its ``rs`` is unrouted. The fan-out stage routes or fans
-a call out to members; a call that reaches the RS without being routed fails with a
-typed ``ambiguous_connection`` listing the members, never with a guessed grant.
+grants served as one by ``pdpp-gateway stdio``) has no single grant: its
+``caller.members`` are the child grants, each with a client bound to that child's OWN
+token (and, for a local package, its own provider URL), and its ``rs`` is unrouted. The
+fan-out stage routes or fans a call out to members; a call that reaches the RS without
+being routed fails with a typed ``ambiguous_connection`` listing the members, never
+with a guessed grant.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from middleware import Middleware, Next, ToolCall, ToolError
+from pdpp_gateway.caller import Caller, TokenKind
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 
 MAX_LISTED_CONNECTIONS: Final = 12
@@ -103,17 +103,46 @@ class UnroutedRs:
 class GatewayContext:
     rs: RsReader
     provider_url: str
-    token_kind: str | None  # required: the door states what it established (see above)
-    package: tuple[PackageMember, ...] = field(default=())
+    caller: Caller[PackageMember]
     # Set when a package call was routed to one member: the member this context reads from.
     source: PackageMember | None = None
     # Free-form facts for observability (e.g. request id); never sent upstream.
     labels: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def package(self) -> tuple[PackageMember, ...]:
+        """The members of a package caller (empty for a single grant)."""
+        return self.caller.members
+
     @classmethod
-    def for_package(cls, members: Sequence[PackageMember], provider_url: str) -> GatewayContext:
-        frozen = tuple(members)
-        return cls(rs=UnroutedRs(frozen), provider_url=provider_url, token_kind="mcp_package", package=frozen)
+    def for_caller(
+        cls,
+        caller: Caller[PackageMember],
+        provider_url: str,
+        *,
+        rs: RsReader | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> GatewayContext:
+        """The context of an accepted caller: a single grant reads through ``rs`` (bound to
+        its token); a package's ``rs`` refuses every read until a member is chosen."""
+        if caller.members:
+            rs = UnroutedRs(caller.members)
+        elif rs is None:
+            raise ValueError("a single-grant caller needs its bound reader")
+        return cls(rs=rs, provider_url=provider_url, caller=caller, labels=labels or {})
+
+    @classmethod
+    def for_client(cls, rs: RsReader, provider_url: str) -> GatewayContext:
+        """A single client grant read through ``rs``."""
+        return cls.for_caller(Caller(TokenKind.CLIENT), provider_url, rs=rs)
+
+    @classmethod
+    def for_package(
+        cls, members: Sequence[PackageMember], provider_url: str, kind: TokenKind = TokenKind.PACKAGE
+    ) -> GatewayContext:
+        """A package of ``members``: ``kind`` is ``mcp_package`` for a package token,
+        ``client`` for a local package of cached client grants."""
+        return cls.for_caller(Caller(kind, members=tuple(members)), provider_url)
 
 
 # A tool call as the gateway's stages see it: its context is always a ``GatewayContext``

@@ -8,11 +8,14 @@ Contract:
   ``{provider_url, authorization_server, scope, client, credential{access_token,
   token_type, expires_at?, grant_id?, scope?}, created_at}``.
 - ``load_credential`` fails closed with a ``CredentialError`` whose message names the
-  fix (``pdpp-gateway connect <provider-url>``) and whose exit code the CLI returns: 78 for a
-  missing, expired or malformed credential, 77 for one labelled ``owner`` or
-  ``mcp_package`` (package tokens are only valid at a hosted ``/mcp``), 64 for a bad
-  provider URL. A file whose ``provider_url`` names another origin is refused, so a
-  copied file cannot send a token elsewhere.
+  fix (``pdpp-gateway connect <provider-url>``) and whose exit code the CLI returns, both
+  from the one table (``refusals.REFUSALS``): 78 for a missing, expired or malformed
+  credential, 77 for one labelled ``owner`` or ``mcp_package`` (package tokens are only
+  valid at a hosted ``/mcp``), 64 for a bad provider URL. A file whose ``provider_url``
+  names another origin is refused, so a copied file cannot send a token elsewhere.
+- ``judge(facts, provider_url)`` is a local door's use of ``caller.authenticate``: the
+  accepted kind, or the ``CredentialError`` of the rejection (``CredentialRejected``,
+  with the RS's status, when the RS itself answered 401/403).
 - ``expires_at`` is an ISO 8601 timestamp or a number of epoch seconds; anything else
   (``"garbage"``, a boolean, an out-of-range number) makes the credential malformed
   rather than never-expiring.
@@ -39,24 +42,58 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate
+from pdpp_gateway.refusals import REFUSALS, explain, local_connect
+
 _log = logging.getLogger(__name__)
 
-EXIT_USAGE: Final = 64
-EXIT_OWNER_REFUSED: Final = 77
-EXIT_NO_CREDENTIAL: Final = 78
 OWNER_ENV_VARS: Final = ("PDPP_OWNER_TOKEN", "PDPP_OWNER_SESSION_COOKIE")
 _KIND_FLAGS: Final = ("pdpp_token_kind", "token_kind", "kind", "role")
-REFUSED_KINDS: Final = frozenset({"owner", "mcp_package"})
+REFUSED_KINDS: Final = frozenset({TokenKind.OWNER, TokenKind.PACKAGE})
 
 
 class CredentialError(Exception):
-    """No usable scoped credential; ``message`` is one stderr-ready line."""
+    """No usable scoped credential; ``message`` is one stderr-ready line; the exit code
+    is the table's for ``code`` (``refusals.REFUSALS``)."""
 
-    def __init__(self, code: str, message: str, exit_code: int) -> None:
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-        self.exit_code = exit_code
+        self.exit_code = int(REFUSALS[code].exit_code)
+
+
+class CredentialRejected(CredentialError):
+    """The RS itself refused the token; ``status`` is its 401 or 403 (a 401 may be renewable)."""
+
+    def __init__(self, code: str, message: str, status: int) -> None:
+        super().__init__(code, message)
+        self.status = status
+
+
+def problem(code: str, detail: str, provider_url: str = "<provider-url>") -> CredentialError:
+    """A problem of the cache itself (or of the command line): the table's words for
+    ``code`` with ``detail`` (which file, which value) in parentheses."""
+    message, step = explain(Rejection(code), local_connect(provider_url))
+    return CredentialError(code, f"{message.removesuffix('.')} ({detail}). {step}")
+
+
+def refused(rejection: Rejection, provider_url: str, *, status: int | None = None) -> CredentialError:
+    """The local doors' form of a rejection: one line saying what and what to do."""
+    message, step = explain(rejection, local_connect(provider_url))
+    line = f"{provider_url}: {message} {step}"
+    if status is not None:
+        return CredentialRejected(rejection.code, line, status)
+    return CredentialError(rejection.code, line)
+
+
+def judge(facts: BearerFacts, provider_url: str, *, status: int | None = None) -> TokenKind:
+    """The kind a local door may read with (``client``), or the rejection's error.
+    Local doors read ``/v1`` with the token itself, so a package token is refused."""
+    outcome: Caller[object] | Rejection = authenticate(facts)
+    if isinstance(outcome, Rejection):
+        raise refused(outcome, provider_url, status=status)
+    return outcome.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +114,7 @@ def normalize_provider_url(raw: str) -> str:
         text = "https://" + text
     parts = urlsplit(text)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise CredentialError(
-            "invalid_provider_url",
-            f"Invalid provider URL {raw!r}: use the RS origin, e.g. https://pdpp.example.com",
-            EXIT_USAGE,
-        )
+        raise problem("invalid_provider_url", repr(raw))
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
@@ -96,66 +129,44 @@ def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None
     """The cached scoped credential for ``provider_url``, or a ``CredentialError``."""
     url = normalize_provider_url(provider_url)
     path = cache_file_for(url, cache_root)
-    connect = f"Run `pdpp-gateway connect {url}`"
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise CredentialError(
-            "not_connected",
-            f"No scoped PDPP credential cached for {url} (looked in {path}). {connect} first.",
-            EXIT_NO_CREDENTIAL,
-        ) from None
+        raise problem("not_connected", f"looked for {url} in {path}", url) from None
     except OSError as error:
-        raise CredentialError(
-            "credential_invalid",
-            f"Cannot read {path} ({error.strerror}). {connect} again.",
-            EXIT_NO_CREDENTIAL,
-        ) from None
+        raise problem("credential_invalid", f"cannot read {path}: {error.strerror}", url) from None
     _warn_if_readable_by_others(path)
     try:
         payload = json.loads(raw)
     except json.JSONDecodeError:
         payload = None
     if not isinstance(payload, dict) or not isinstance(payload.get("credential"), dict):
-        raise CredentialError(
-            "credential_invalid",
-            f"The cached credential in {path} is malformed. {connect} again.",
-            EXIT_NO_CREDENTIAL,
-        )
+        raise problem("credential_invalid", f"{path} is malformed", url)
     credential: dict[str, Any] = payload["credential"]
-    refused = _refused_kind(payload) or _refused_kind(credential)
-    if refused is not None:
-        raise refused_kind_error(url, refused)
+    label = _refused_kind(payload) or _refused_kind(credential)
+    if label is not None:  # a label can only refuse; the RS decides what the token is
+        judge(BearerFacts(kind=label), url)
     cached_url = payload.get("provider_url")
     if isinstance(cached_url, str) and cached_url and _same_origin(cached_url, url) is False:
-        raise CredentialError(
+        raise problem(
             "credential_invalid",
-            f"{path} holds a credential for another provider; refusing to send it to {url}. {connect}.",
-            EXIT_NO_CREDENTIAL,
+            f"{path} holds a credential for another provider; it is never sent to {url}",
+            url,
         )
     token = credential.get("access_token")
     token_type = credential.get("token_type") or "Bearer"
     if not isinstance(token, str) or not token.strip() or str(token_type).lower() != "bearer":
-        raise CredentialError(
-            "credential_invalid",
-            f"The cached credential in {path} has no usable bearer token. {connect} again.",
-            EXIT_NO_CREDENTIAL,
-        )
+        raise problem("credential_invalid", f"{path} has no usable bearer token", url)
     try:
         expires_at = _parse_time(credential.get("expires_at"))
     except ValueError:
-        raise CredentialError(
+        raise problem(
             "credential_invalid",
-            f"The cached credential in {path} has an unreadable expires_at (not an ISO 8601 time or epoch "
-            f"seconds). {connect} again.",
-            EXIT_NO_CREDENTIAL,
+            f"{path} has an unreadable expires_at: not an ISO 8601 time or epoch seconds",
+            url,
         ) from None
     if expires_at is not None and expires_at <= (now or datetime.now(UTC)):
-        raise CredentialError(
-            "credential_expired",
-            f"The credential cached for {url} expired at {expires_at.isoformat()}. {connect} again.",
-            EXIT_NO_CREDENTIAL,
-        )
+        raise problem("credential_expired", f"the one for {url} expired at {expires_at.isoformat()}", url)
     return Credential(
         provider_url=url,
         access_token=token.strip(),
@@ -164,21 +175,6 @@ def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None
         scope=_text(credential.get("scope")) or _text(payload.get("scope")),
         expires_at=expires_at,
         cache_file=path,
-    )
-
-
-def refused_kind_error(provider_url: str, kind: str) -> CredentialError:
-    """The refusal for a credential of a kind the local gateway never uses (owner, mcp_package)."""
-    connect = f"Run `pdpp-gateway connect {provider_url}`"
-    if kind == "mcp_package":
-        what = "an mcp_package token (valid only at a hosted /mcp endpoint, never on /v1)"
-    else:
-        what = f"an {kind} credential" if kind[:1] in "aeiou" else f"a {kind} credential"
-    return CredentialError(
-        f"{kind}_token_refused" if kind in REFUSED_KINDS else "token_kind_refused",
-        f"The credential cached for {provider_url} is {what}; the gateway only uses grant-scoped client "
-        f"tokens. {connect} to approve a scoped grant.",
-        EXIT_OWNER_REFUSED,
     )
 
 

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from pdpp_gateway.credentials import EXIT_USAGE, CredentialError, normalize_provider_url
+from pdpp_gateway.credentials import CredentialError, CredentialRejected, normalize_provider_url
+from pdpp_gateway.refusals import ExitCode
 
 if TYPE_CHECKING:
     from pdpp_gateway.context import PackageMember, RsReader
@@ -49,7 +50,7 @@ class PackageError(CredentialError):
     """A package that cannot be read; ``message`` is one stderr-ready line (exit 64)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("invalid_package", message, EXIT_USAGE)
+        super().__init__("invalid_package", message)
 
 
 def package_file(cache_root: Path, name: str) -> Path:
@@ -205,9 +206,7 @@ def check_members(members: Sequence[MemberStart], check: Check, say: Say, warn: 
     rechecks a 401 with renewal). Without it (a one-shot command) both stop the command:
     78 for the 401, 69 for an RS that cannot be asked.
     """
-    from pdpp_gateway.commands.local_credential import EXIT_UNAVAILABLE
     from pdpp_gateway.rs.bearer_report import KindUnknown
-    from pdpp_gateway.rs.start_probe import RejectedAtStart
 
     outcomes: list[tuple[str, dict[str, Any]] | Exception | None] = [None] * len(members)
 
@@ -227,7 +226,7 @@ def check_members(members: Sequence[MemberStart], check: Check, say: Say, warn: 
         for thread in threads:
             thread.join()
     for member, outcome in zip(members, outcomes, strict=True):
-        if isinstance(outcome, RejectedAtStart) and outcome.status == 401 and warn is not None:
+        if isinstance(outcome, CredentialRejected) and outcome.status == 401 and warn is not None:
             member.recheck = True  # maybe renewable with the cached refresh token
         elif isinstance(outcome, CredentialError):
             say(outcome.message)
@@ -238,7 +237,7 @@ def check_members(members: Sequence[MemberStart], check: Check, say: Say, warn: 
                     f"cannot verify the cached credential with {member.provider_url} ({outcome.reason}); "
                     "nothing was read. Retry when the resource server is reachable."
                 )
-                return EXIT_UNAVAILABLE
+                return ExitCode.UNAVAILABLE
             warn(f"{outcome.reason} ({member.provider_url})" if len(members) > 1 else outcome.reason)
         elif isinstance(outcome, tuple):
             member.verified, document = outcome

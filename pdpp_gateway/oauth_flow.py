@@ -35,15 +35,7 @@ from urllib.parse import urlencode, urlsplit
 import aiohttp
 from aiohttp import web
 
-EXIT_USAGE: Final = 64
-EXIT_REGISTRATION_REFUSED: Final = 65
-EXIT_DENIED: Final = 66
-EXIT_TIMEOUT: Final = 67
-EXIT_STATE_MISMATCH: Final = 68
-EXIT_UNREACHABLE: Final = 69
-EXIT_TOKEN_REFUSED: Final = 70
-EXIT_OWNER_REFUSED: Final = 77
-EXIT_NOT_CONNECTED: Final = 78
+from pdpp_gateway.refusals import ExitCode
 
 DATA_ACCESS: Final = "https://pdpp.dev/data-access"
 SCOPE: Final = "pdpp:read"
@@ -86,7 +78,7 @@ async def _get_json(session: aiohttp.ClientSession, url: str, what: str) -> dict
     except (aiohttp.ClientError, TimeoutError) as error:
         raise ConnectError(
             f"cannot reach {what} at {url} ({type(error).__name__}). Check the URL and your network, then retry.",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         ) from None
     if status in (404, 405) or len(raw) > MAX_DOCUMENT_BYTES:
         return None
@@ -97,7 +89,7 @@ async def _get_json(session: aiohttp.ClientSession, url: str, what: str) -> dict
     if not isinstance(document, dict):
         raise ConnectError(
             f"{what} at {url} answered HTTP {status} without a JSON document. Is this a PDPP provider?",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         )
     return document
 
@@ -108,20 +100,20 @@ async def discover(session: aiohttp.ClientSession, provider_url: str) -> Provide
     if resource is None:
         raise ConnectError(
             f"{provider_url} publishes no protected-resource metadata ({prm_url}). Check the provider URL.",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         )
     named = resource.get("resource")
     if isinstance(named, str) and named.rstrip("/") != provider_url:
         raise ConnectError(
             f"{prm_url} describes {named}, not {provider_url}; use the provider URL it names.",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         )
     servers = resource.get("authorization_servers")
     issuer = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], str) else None
     if not issuer:
         raise ConnectError(
             f"{provider_url} names no authorization server in {prm_url}; it cannot issue grants to apps yet.",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         )
     issuer = issuer.rstrip("/")
     metadata = None
@@ -136,12 +128,12 @@ async def discover(session: aiohttp.ClientSession, provider_url: str) -> Provide
     if metadata is None:
         raise ConnectError(
             f"the authorization server {issuer} publishes no RFC 8414 or OpenID metadata; it cannot be used.",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         )
     if str(metadata.get("issuer", "")).rstrip("/") != issuer:
         raise ConnectError(
             f"the authorization server metadata names issuer {metadata.get('issuer')!r}, not {issuer}; refusing it.",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         )
     authorize, token = metadata.get("authorization_endpoint"), metadata.get("token_endpoint")
     methods = metadata.get("code_challenge_methods_supported")
@@ -149,10 +141,12 @@ async def discover(session: aiohttp.ClientSession, provider_url: str) -> Provide
         raise ConnectError(
             f"the authorization server {issuer} offers no authorization-code flow (no authorization or token "
             "endpoint).",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         )
     if isinstance(methods, list) and "S256" not in methods:
-        raise ConnectError(f"the authorization server {issuer} does not support PKCE S256.", EXIT_UNREACHABLE)
+        raise ConnectError(
+            f"the authorization server {issuer} does not support PKCE S256.", ExitCode.UNAVAILABLE
+        )
     registration = metadata.get("registration_endpoint")
     scopes = metadata.get("scopes_supported")
     return Provider(
@@ -186,7 +180,7 @@ async def register(session: aiohttp.ClientSession, provider: Provider, redirect_
         raise ConnectError(
             f"the authorization server {provider.issuer} offers no dynamic client registration (RFC 7591); "
             "ask the provider to enable it.",
-            EXIT_REGISTRATION_REFUSED,
+            ExitCode.REGISTRATION_REFUSED,
         )
     metadata = {
         "client_name": CLIENT_NAME,
@@ -201,12 +195,12 @@ async def register(session: aiohttp.ClientSession, provider: Provider, redirect_
     except (aiohttp.ClientError, TimeoutError) as error:
         raise ConnectError(
             f"cannot reach {provider.registration_endpoint} ({type(error).__name__}); retry later.",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         ) from None
     if status not in (200, 201):
         raise ConnectError(
             f"the authorization server refused to register this app ({_refusal(status, raw)}).",
-            EXIT_REGISTRATION_REFUSED,
+            ExitCode.REGISTRATION_REFUSED,
         )
     try:
         client = json.loads(raw)
@@ -215,7 +209,7 @@ async def register(session: aiohttp.ClientSession, provider: Provider, redirect_
     if not isinstance(client, dict) or not isinstance(client.get("client_id"), str):
         raise ConnectError(
             "the registration answer carried no client_id; the authorization server is not RFC 7591 conformant.",
-            EXIT_REGISTRATION_REFUSED,
+            ExitCode.REGISTRATION_REFUSED,
         )
     return {
         "client_id": client["client_id"],
@@ -321,20 +315,22 @@ class LoopbackReceiver:
                 ConnectError(
                     "the browser came back with a state that does not match this sign-in (a stale tab or a "
                     "forged redirect); nothing was cached. Run `pdpp-gateway connect` again.",
-                    EXIT_STATE_MISMATCH,
+                    ExitCode.STATE_MISMATCH,
                 )
             )
             return _page("Sign-in refused", "This answer does not belong to the running sign-in.", 400)
         error = query.get("error")
         if error == "access_denied":
             self._finish(
-                ConnectError("access was denied on the consent page; nothing was cached.", EXIT_DENIED)
+                ConnectError("access was denied on the consent page; nothing was cached.", ExitCode.DENIED)
             )
             return _page("Access denied", "Nothing was shared. You can close this tab.")
         if error or not query.get("code"):
             detail = ": ".join(p for p in (error or "no code", query.get("error_description", "")[:200]) if p)
             self._finish(
-                ConnectError(f"the authorization server refused the request ({detail}).", EXIT_TOKEN_REFUSED)
+                ConnectError(
+                    f"the authorization server refused the request ({detail}).", ExitCode.TOKEN_REFUSED
+                )
             )
             return _page("Sign-in failed", "The provider refused the request. See the terminal.", 400)
         self._finish(query["code"])
@@ -360,13 +356,13 @@ async def _token_request(
             raw, status = await response.content.read(MAX_DOCUMENT_BYTES), response.status
     except (aiohttp.ClientError, TimeoutError) as error:
         raise ConnectError(
-            f"cannot reach {endpoint} ({type(error).__name__}); retry later.", EXIT_UNREACHABLE
+            f"cannot reach {endpoint} ({type(error).__name__}); retry later.", ExitCode.UNAVAILABLE
         ) from None
     if status != 200:
         raise ConnectError(
             f"the token endpoint refused the {form['grant_type']} exchange ({_refusal(status, raw)}). "
             "Run `pdpp-gateway connect` again.",
-            EXIT_TOKEN_REFUSED,
+            ExitCode.TOKEN_REFUSED,
         )
     try:
         answer = json.loads(raw)
@@ -377,7 +373,9 @@ async def _token_request(
         or not isinstance(answer.get("access_token"), str)
         or str(answer.get("token_type", "")).lower() != "bearer"
     ):
-        raise ConnectError("the token endpoint answered without a bearer access_token.", EXIT_TOKEN_REFUSED)
+        raise ConnectError(
+            "the token endpoint answered without a bearer access_token.", ExitCode.TOKEN_REFUSED
+        )
     return answer
 
 

@@ -16,6 +16,10 @@ Routing (``plan``), for a context whose ``package`` is non-empty:
 - anything else stays unrouted: the context's ``UnroutedRs`` answers a typed
   ``ambiguous_connection`` built from membership alone (no health probes).
 
+Resource reads route by the same rules (``member_context``): the connection a record or
+blob URI names, else the one member granting the stream; stream metadata and the
+resource list ask every member granting the stream (``members_granting``).
+
 Merging (``merge``): search pages are merged by ``package_search`` (round-robin by each
 member's own rank in member order, de-duplicated by id, at most the caller's ``limit``,
 ``meta.package.order`` and ``source_mix``). Schemas concatenate connectors. A failed member
@@ -30,10 +34,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from middleware import FanOut, Outcome, ToolError, ToolResult
+from pdpp_gateway.caller import Caller, TokenKind
 from pdpp_gateway.context import MAX_LISTED_CONNECTIONS, Call, GatewayContext, PackageMember
 from pdpp_gateway.ids import parse_handle
 from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
 from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
+from pdpp_gateway.render.errors import next_step
 
 _ROUTED_BY_HANDLE: Final = frozenset({"fetch", "read_record_field"})
 
@@ -128,17 +134,37 @@ def _member_for(members: Sequence[PackageMember], connection_id: str, stream: st
     return holders[0]
 
 
+def member_context(context: GatewayContext, connection_id: str | None, stream: str | None) -> GatewayContext:
+    """The context of the member a read names (a resource URI's connection, else the one
+    member granting ``stream``); unchanged, so its read is refused as ambiguous, when
+    that does not pick one. ``connection_not_found`` when the connection is not granted."""
+    members = context.package
+    if not members:
+        return context
+    if connection_id is not None:
+        return for_member(context, _member_for(members, connection_id, stream))
+    holders = members_granting(context, stream)
+    return for_member(context, holders[0]) if len(holders) == 1 else context
+
+
+def members_granting(context: GatewayContext, stream: str | None) -> list[PackageMember]:
+    """The package members whose grant may hold ``stream`` (every member for ``None``)."""
+    return [m for m in context.package if stream is None or _grants_stream(m, stream)]
+
+
 def _routed(call: Call, member: PackageMember) -> Call:
-    parent = call.context
-    context = dataclasses.replace(
+    return dataclasses.replace(call, context=for_member(call.context, member))
+
+
+def for_member(parent: GatewayContext, member: PackageMember) -> GatewayContext:
+    """The context that reads from ``member`` alone, with its own token and origin."""
+    return dataclasses.replace(
         parent,
         rs=member.rs,
         provider_url=member.provider_url or parent.provider_url,
-        package=(),
-        token_kind="client",
+        caller=Caller(TokenKind.CLIENT, grant_id=member.grant_id),
         source=member,
     )
-    return dataclasses.replace(call, context=context)
 
 
 def _source_of(call: Call) -> PackageMember:
@@ -175,7 +201,8 @@ def _unavailable(failed: Sequence[tuple[PackageMember, ToolError]]) -> list[dict
         {
             **source_tag(member),
             "error_code": error.code,
-            "next_step": "Ask the person to re-approve this source, or choose another connection.",
+            "next_step": next_step(error.envelope, error.extra.get("http_status"))
+            or "Choose another connection, or retry later.",
         }
         for member, error in failed
     ]

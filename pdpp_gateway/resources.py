@@ -11,12 +11,15 @@ Contract:
 - ``resources/list`` lists one ``pdpp://stream/`` resource per granted stream name
   (``GET /v1/streams``), so stream listing stays reachable without a tool.
 
-Every read uses the caller's bound client (same grant token as the tools). Error codes
-say whose fault it is: only a caller mistake (a malformed or unknown URI, a bad
+Every read uses the caller's bound client (same grant token as the tools). An RS
+failure becomes the same ``ToolError`` a tool call gets (``render.upstream.tool_error``),
+and the JSON-RPC error says it the same way: its ``data`` is that typed envelope, its
+message (at most ``MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the
+next step a tool result would give (``render.errors.next_step``). The JSON-RPC code
+says whose fault it is: only a caller mistake (a malformed or unknown URI, a bad
 segment) is ``-32602`` (invalid params); an RS 404 is ``-32002`` (resource not found);
 everything upstream (the RS unreachable, timing out, answering garbage, any other RS
-error, a refused credential) is ``-32603`` (internal error) with a bounded message and
-the typed envelope in the JSON-RPC error ``data``. (An RS 400/409/422, e.g. an
+error, a refused credential) is ``-32603`` (internal error). (An RS 400/409/422, e.g. an
 ambiguous record handle, is the caller's to fix: ``-32602``.) Segments are checked for traversal
 before any RS call. ``resources/list`` failing upstream logs one line (no traceback)
 and answers ``-32603`` the same way.
@@ -37,6 +40,9 @@ from mcp.shared.exceptions import MCPError
 from middleware import ToolError
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RECORD_URI_PREFIX, check_segment, parse_handle
+from pdpp_gateway.package import for_member, member_context, members_granting
+from pdpp_gateway.render.errors import next_step
+from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.rs.errors import RsError, RsStatusError
 
@@ -45,6 +51,7 @@ BLOB_PREFIX: Final = "pdpp://blob/"
 MAX_BLOB_BYTES: Final = 8 * 1024 * 1024
 RESOURCE_NOT_FOUND: Final = -32002
 MAX_ERROR_MESSAGE: Final = 300
+MAX_STEP_CHARS: Final = 160  # of MAX_ERROR_MESSAGE, kept for the next step
 _CALLER_STATUSES: Final = frozenset({400, 409, 422})
 _log = logging.getLogger(__name__)
 
@@ -72,13 +79,20 @@ TEMPLATES: Final = (
 
 async def list_stream_resources(context: GatewayContext) -> list[types.Resource]:
     """One resource per granted stream name, with its sources in the description."""
-    try:
-        response = await _forward(context, "/v1/streams", [])
-    except ToolError as error:
-        _log.warning("resources/list failed: %s", _bounded(str(error)))
-        raise protocol_error(error) from None
+    rows: list[Any] = []
+    failures: list[ToolError | RsError] = []
+    for reader in _every_member(context, None):
+        try:
+            rows.extend((await _forward(reader, "/v1/streams", [])).get("data") or ())
+        except (ToolError, RsError) as error:
+            failures.append(error)
+    if failures:
+        refusal = protocol_error(failures[0])
+        _log.warning("resources/list failed for %d source(s): %s", len(failures), refusal.error.message)
+        if not rows:
+            raise refusal from None
     sources: dict[str, list[str]] = {}
-    for row in response.get("data") or ():
+    for row in rows:
         if isinstance(row, Mapping) and isinstance(row.get("name"), str):
             label = row.get("display_name") or row.get("connection_id") or "default"
             sources.setdefault(row["name"], []).append(str(label))
@@ -98,17 +112,19 @@ async def read(context: GatewayContext, uri: str) -> types.ReadResourceResult:
     try:
         if uri.startswith(STREAM_PREFIX):
             name = check_segment(unquote(uri[len(STREAM_PREFIX) :]), "stream name", param="uri")
-            return _json(uri, await _forward(context, rs_path("v1", "streams", name), []))
+            path = rs_path("v1", "streams", name)
+            return _json(uri, *[await _forward(reader, path, []) for reader in _every_member(context, name)])
         if uri.startswith(RECORD_URI_PREFIX):
             ref = parse_handle(uri, param="uri")
             query = [("connection_id", ref.connection_id)] if ref.connection_id else []
+            reader = member_context(context, ref.connection_id, ref.stream)
             body = await _forward(
-                context, rs_path("v1", "streams", ref.stream, "records", ref.record_id), query
+                reader, rs_path("v1", "streams", ref.stream, "records", ref.record_id), query
             )
             return _json(uri, body)
         if uri.startswith(BLOB_PREFIX):
             return await _read_blob(context, uri)
-    except ToolError as error:
+    except (ToolError, RsError) as error:
         raise protocol_error(error) from None
     raise MCPError(
         types.INVALID_PARAMS,
@@ -117,28 +133,36 @@ async def read(context: GatewayContext, uri: str) -> types.ReadResourceResult:
     )
 
 
-def protocol_error(error: ToolError) -> MCPError:
+def protocol_error(error: ToolError | RsError) -> MCPError:
     """The JSON-RPC error for a failed resource operation: caller mistakes only are -32602."""
+    code = _json_rpc_code(error)
+    typed = tool_error(error) if isinstance(error, RsError) else error
+    param = typed.envelope.get("param")
+    step = next_step(
+        typed.envelope, typed.extra.get("http_status"), param if isinstance(param, str) else None
+    )
+    step = _bounded(step, MAX_STEP_CHARS) if step else ""
+    said = _bounded(f"{typed.code}: {typed.envelope.get('message', '')}", MAX_ERROR_MESSAGE - len(step) - 1)
+    return MCPError(code, f"{said} {step}" if step else said, data=typed.envelope)
+
+
+def _json_rpc_code(error: ToolError | RsError) -> int:
     if isinstance(error, RsStatusError):
         if error.status == 404:
-            code = RESOURCE_NOT_FOUND
-        elif error.status in _CALLER_STATUSES:
-            code = types.INVALID_PARAMS  # the RS says the URI asked for something wrong or ambiguous
-        else:
-            code = types.INTERNAL_ERROR
-    elif isinstance(error, RsError):
-        code = types.INTERNAL_ERROR  # timeout, unreachable, unusable answer
-    elif error.envelope.get("type") == "invalid_request_error" or error.code == "ambiguous_connection":
-        code = types.INVALID_PARAMS  # refused before any RS call: fix the URI
-    else:
-        code = types.INTERNAL_ERROR
-    message = _bounded(f"{error.code}: {error.envelope.get('message', '')}")
-    return MCPError(code, message, data=error.envelope)
+            return RESOURCE_NOT_FOUND
+        if error.status in _CALLER_STATUSES:
+            return types.INVALID_PARAMS  # the RS says the URI asked for something wrong or ambiguous
+        return types.INTERNAL_ERROR
+    if isinstance(error, RsError):
+        return types.INTERNAL_ERROR  # timeout, unreachable, unusable answer
+    if error.envelope.get("type") == "invalid_request_error" or error.code == "ambiguous_connection":
+        return types.INVALID_PARAMS  # refused before any RS call: fix the URI
+    return types.INTERNAL_ERROR
 
 
-def _bounded(text: str) -> str:
+def _bounded(text: str, limit: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= MAX_ERROR_MESSAGE else text[: MAX_ERROR_MESSAGE - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 async def _read_blob(context: GatewayContext, uri: str) -> types.ReadResourceResult:
@@ -147,8 +171,11 @@ async def _read_blob(context: GatewayContext, uri: str) -> types.ReadResourceRes
         raise MCPError(types.INVALID_PARAMS, "Blob URI must be pdpp://blob/{connection_id}/{blob_id}.")
     segments = [check_segment(unquote(part), "blob URI segment", param="uri") for part in parts]
     blob_id = segments[-1]
-    query = [("connection_id", segments[0])] if len(segments) == 2 else []
-    blob = await context.rs.get_bytes(rs_path("v1", "blobs", blob_id), query, max_bytes=MAX_BLOB_BYTES)
+    connection_id = segments[0] if len(segments) == 2 else None
+    query = [("connection_id", connection_id)] if connection_id else []
+    blob = await member_context(context, connection_id, None).rs.get_bytes(
+        rs_path("v1", "blobs", blob_id), query, max_bytes=MAX_BLOB_BYTES
+    )
     if blob.truncated:
         size = f"{blob.total_bytes} bytes" if blob.total_bytes is not None else "too large"
         raise MCPError(
@@ -167,8 +194,22 @@ async def _forward(context: GatewayContext, path: str, query: list[tuple[str, st
     return response.body
 
 
-def _json(uri: str, body: Mapping[str, Any]) -> types.ReadResourceResult:
-    text = orjson.dumps(body, option=orjson.OPT_INDENT_2).decode()
+def _every_member(context: GatewayContext, stream: str | None) -> list[GatewayContext]:
+    """The contexts a stream-wide read asks: the caller's own, or each package member
+    granting ``stream`` (all of them when none does, so the RS words the refusal)."""
+    if not context.package:
+        return [context]
+    return [for_member(context, member) for member in members_granting(context, stream) or context.package]
+
+
+def _json(uri: str, *bodies: Mapping[str, Any]) -> types.ReadResourceResult:
     return types.ReadResourceResult(
-        contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+        contents=[
+            types.TextResourceContents(
+                uri=uri,
+                mime_type="application/json",
+                text=orjson.dumps(body, option=orjson.OPT_INDENT_2).decode(),
+            )
+            for body in bodies
+        ]
     )

@@ -2,9 +2,16 @@
 
 Contract: ``load_settings(flags, env, config_path)`` merges, per setting, the first
 source that has it: command-line flags, then ``PDPP_*`` environment variables, then the
-``[gateway]`` table of ``config/gateway.toml`` (when the file exists), then the
-defaults below. Everything is validated here, at start-up, so a bad value stops the
-process with one clear line (``SettingsError``) instead of failing a request later.
+``[gateway]`` table of the settings file, then the defaults below. Everything is
+validated here, at start-up, so a bad value stops the process with one clear line
+(``SettingsError``) instead of failing a request later.
+
+The settings file never depends on the working directory (``settings_file``): the
+``--config`` path when given, else ``$PDPP_GATEWAY_CONFIG``, both of which must exist;
+else ``$XDG_CONFIG_HOME/pdpp-gateway/gateway.toml`` (``~/.config/...`` when
+``XDG_CONFIG_HOME`` is unset) when that file exists; else none. A relative
+``package_file`` inside the file is relative to the file's directory. The file read,
+as an absolute path, is ``HostedSettings.config_file`` (the serve start-up log names it).
 
 Secrets (the introspection client secret, a Redis URL that may hold a password) are kept
 out of ``repr`` so a logged settings object never shows them.
@@ -17,14 +24,15 @@ import math
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from pdpp_gateway.credentials import CredentialError, normalize_provider_url
 
-DEFAULT_CONFIG_PATH: Final = Path("config/gateway.toml")
+CONFIG_ENV: Final = "PDPP_GATEWAY_CONFIG"
+USER_CONFIG: Final = Path("pdpp-gateway", "gateway.toml")  # under the XDG config directory
 MAX_INTROSPECTION_CACHE_SECONDS: Final = 60.0
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -90,6 +98,7 @@ class HostedSettings:
     redis_url: str | None = field(default=None, repr=False)  # shares limits across processes/replicas
     log_level: str = "INFO"
     server_name: str = "pdpp-gateway"
+    config_file: str | None = None  # the settings file read (absolute), not a setting itself
 
     @property
     def upstream_url(self) -> str:
@@ -157,27 +166,51 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     config_path: Path | None = None,
 ) -> HostedSettings:
-    """Merge flags > env > config file > defaults and validate the result."""
+    """Merge flags > env > settings file > defaults and validate the result."""
     environ = os.environ if env is None else env
-    file_values = _read_config(config_path)
+    target = settings_file(config_path, environ)
+    file_values = _read_config(target) if target is not None else {}
     raw: dict[str, Any] = {}
-    for setting in fields(HostedSettings):
-        name = setting.name
+    for name, env_name in ENV_NAMES.items():
         if flags.get(name) not in (None, [], ()):
             raw[name] = flags[name]
-        elif environ.get(ENV_NAMES[name], "").strip():
-            raw[name] = environ[ENV_NAMES[name]].strip()
+        elif environ.get(env_name, "").strip():
+            raw[name] = environ[env_name].strip()
         elif name in file_values:
             raw[name] = file_values[name]
-    return _validated(raw)
+    settings = _validated(raw)
+    return replace(settings, config_file=str(target)) if target is not None else settings
 
 
-def _read_config(path: Path | None) -> dict[str, Any]:
-    target = path if path is not None else DEFAULT_CONFIG_PATH
-    if not target.is_file():
-        if path is not None:
-            raise SettingsError(f"config file {target} does not exist")
-        return {}
+def settings_file(explicit: Path | None, env: Mapping[str, str]) -> Path | None:
+    """The settings file to read, absolute, or None (see the module contract); a named
+    file that does not exist is a ``SettingsError``."""
+    named, source = (explicit, "--config") if explicit is not None else (env.get(CONFIG_ENV, ""), CONFIG_ENV)
+    if str(named).strip():
+        path = Path(str(named).strip()).expanduser().absolute()
+        if not path.is_file():
+            raise SettingsError(f"config file {path} ({source}) does not exist")
+        return path
+    user = user_config_dir(env)
+    candidate = user / USER_CONFIG if user is not None else None
+    return candidate if candidate is not None and candidate.is_file() else None
+
+
+def user_config_dir(env: Mapping[str, str]) -> Path | None:
+    """``$XDG_CONFIG_HOME`` when it is an absolute path (the XDG rule), else ``~/.config``."""
+    xdg = Path(env.get("XDG_CONFIG_HOME", ""))
+    if xdg.is_absolute():
+        return xdg
+    home = env.get("HOME", "")
+    if not home:
+        try:
+            return Path.home() / ".config"
+        except RuntimeError:  # no home directory can be found: no user settings file
+            return None
+    return Path(home) / ".config"
+
+
+def _read_config(target: Path) -> dict[str, Any]:
     try:
         document = tomllib.loads(target.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
@@ -188,6 +221,9 @@ def _read_config(path: Path | None) -> dict[str, Any]:
     unknown = sorted(set(table) - set(ENV_NAMES))
     if unknown:
         raise SettingsError(f"config file {target}: unknown setting(s) {', '.join(unknown)}")
+    package_file = table.get("package_file")
+    if isinstance(package_file, str) and package_file:
+        table["package_file"] = str(target.parent / Path(package_file).expanduser())
     return table
 
 

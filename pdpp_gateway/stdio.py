@@ -64,6 +64,7 @@ from mcp.types import (
 from pydantic import ValidationError
 
 from middleware import ToolError
+from pdpp_gateway.caller import TokenKind
 from pdpp_gateway.context import GatewayContext, PackageMember, RsReader
 from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
 from pdpp_gateway.local_package import MemberFacts, MemberStart, facts_from_cache, facts_from_schema
@@ -252,7 +253,7 @@ async def serve_stdio(
             verified_kind = await verify_credential(bound, provider_url)
             pump.open_gate()
         reader = KindCheckedRs(bound, provider_url, verified_kind=verified_kind)
-        context = GatewayContext(rs=reader, provider_url=provider_url, token_kind="client")
+        context = GatewayContext.for_client(reader, provider_url)
         await _serve(context, server_name, pump, wire)
 
 
@@ -274,7 +275,12 @@ async def serve_package_stdio(
             facts = member.facts or await read_facts(reader) or facts_from_cache(member.cache_file)
             package.append(facts.member(reader, member.provider_url))
         pump.open_gate()
-        await _serve(GatewayContext.for_package(package, members[0].provider_url), server_name, pump, wire)
+        await _serve(
+            GatewayContext.for_package(package, members[0].provider_url, TokenKind.CLIENT),
+            server_name,
+            pump,
+            wire,
+        )
 
 
 async def read_facts(reader: RsReader) -> MemberFacts | None:

@@ -172,8 +172,15 @@ class ClientHost:
 
 
 def gateway_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for a gateway subprocess: the test interpreter's paths, nothing secret."""
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    """Environment for a gateway subprocess: the test interpreter's paths, nothing secret,
+    and a settings directory with no ``pdpp-gateway/gateway.toml`` (so a settings file of
+    the person running the tests never reaches a test's gateway)."""
+    tests = Path(__file__).resolve().parent
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(tests.parent),
+        "XDG_CONFIG_HOME": str(tests / "no-user-config"),
+    }
     env.update(extra or {})
     return env
 

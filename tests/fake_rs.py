@@ -31,8 +31,9 @@ from urllib.parse import unquote
 import orjson
 
 from pdpp_gateway.context import PackageMember
+from pdpp_gateway.error_types import error_type_for
 from pdpp_gateway.rs.client import RsBlob, RsResponse
-from pdpp_gateway.rs.errors import RsError, RsStatusError, error_type_for
+from pdpp_gateway.rs.errors import RsError, RsStatusError
 
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 100

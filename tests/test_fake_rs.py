@@ -106,7 +106,7 @@ async def test_the_delay_is_per_call_and_concurrent_calls_overlap(monkeypatch: p
 async def test_handlers_run_on_it_through_the_pipeline_without_a_socket() -> None:
     rs = mail()
     reader: RsReader = rs
-    context = GatewayContext(rs=reader, provider_url="https://rs.example.test", token_kind="client")
+    context = GatewayContext.for_client(reader, "https://rs.example.test")
     pipeline = build_pipeline()
     fetched = await pipeline(ToolCall("fetch", {"id": "cin_mail/messages:m3"}, context))
     assert not fetched.is_error, fetched.text

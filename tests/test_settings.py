@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pdpp_gateway.settings import SettingsError, load_settings
+from pdpp_gateway.settings import SettingsError, load_settings, settings_file
 
 
 def write(tmp_path: Path, body: str) -> Path:
@@ -124,3 +124,56 @@ def test_body_timeout_is_positive(tmp_path: Path) -> None:
     )
     with pytest.raises(SettingsError, match="body_timeout_seconds must be at least"):
         load_settings({**flags, "body_timeout_seconds": 0}, {}, write(tmp_path, ""))
+
+
+def test_settings_file_is_named_else_the_users_never_the_working_directorys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    named, by_env = write(tmp_path, ""), tmp_path / "env.toml"
+    by_env.write_text("", encoding="utf-8")
+    user = tmp_path / "xdg" / "pdpp-gateway" / "gateway.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "gateway.toml").write_text("", encoding="utf-8")
+    env = {"PDPP_GATEWAY_CONFIG": "env.toml", "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    assert settings_file(Path("gateway.toml"), env) == named  # a relative name: from where it was typed
+    assert settings_file(None, env) == by_env
+    assert settings_file(None, {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}) == user
+    assert settings_file(None, {"HOME": str(tmp_path), "XDG_CONFIG_HOME": "relative/ignored"}) is None
+    (tmp_path / ".config").symlink_to(tmp_path / "xdg")
+    assert (
+        settings_file(None, {"HOME": str(tmp_path)}) == tmp_path / ".config" / "pdpp-gateway" / "gateway.toml"
+    )
+    assert settings_file(None, {"XDG_CONFIG_HOME": str(tmp_path / "empty")}) is None
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "source"),
+    [("nope.toml", {}, "--config"), (None, {"PDPP_GATEWAY_CONFIG": "nope.toml"}, "PDPP_GATEWAY_CONFIG")],
+)
+def test_a_named_settings_file_must_exist(
+    tmp_path: Path, explicit: str | None, env: dict[str, str], source: str
+) -> None:
+    named = Path(explicit) if explicit else None
+    with pytest.raises(SettingsError, match=rf"config file .*nope.toml \({source}\) does not exist"):
+        load_settings({"provider_url": "https://a.example"}, env, named)
+
+
+def test_the_file_read_is_recorded_and_its_package_file_is_relative_to_it(tmp_path: Path) -> None:
+    (tmp_path / "packages.json").write_text("{}", encoding="utf-8")
+    config = write(
+        tmp_path,
+        '[gateway]\nprovider_url = "https://a.example"\npackage_file = "packages.json"\n'
+        'introspection_url = "https://a.example/introspect"\nintrospection_client_id = "gw"\n',
+    )
+    settings = load_settings({}, {"PDPP_INTROSPECTION_CLIENT_SECRET": "s"}, config)
+    assert settings.config_file == str(config)
+    assert settings.package_file == str(tmp_path / "packages.json")
+    assert (
+        load_settings(
+            {"provider_url": "https://a.example"}, {"XDG_CONFIG_HOME": str(tmp_path / "none")}
+        ).config_file
+        is None
+    )

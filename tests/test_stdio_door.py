@@ -204,12 +204,12 @@ async def test_rs_down_at_start_then_an_unlabelled_owner_token_never_reads(
             result = await client.call_tool("query_records", {"stream": "messages", "limit": 1})
             assert result.is_error
             assert result.structured_content is None  # strict clients validate error results too
-            assert error_of(result)["code"] == "token_kind_refused"
+            assert error_of(result)["code"] == "owner_token_refused"
             assert f"pdpp-gateway connect {url}" in result.content[0].text  # type: ignore[union-attr]
             with pytest.raises(MCPError) as caught:
                 await client.read_resource("pdpp://stream/messages")
             assert caught.value.code == -32603
-            assert caught.value.error.data["code"] == "token_kind_refused"
+            assert caught.value.error.data["code"] == "owner_token_refused"
             probes = board.paths().count("/v1/schema")
             again = await client.call_tool("search", {"query": "invoice"})
             assert again.is_error

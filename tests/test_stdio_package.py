@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from mcp import Client
 
@@ -267,3 +267,26 @@ async def test_a_member_unreachable_at_start_is_served_from_its_recorded_grant(
     assert (
         "upstream_unavailable" in routed.content[0].text
     )  # routed to the down member, not connection_not_found
+
+
+async def test_resources_read_from_the_member_their_uri_names(sandbox_factory: Any, tmp_path: Path) -> None:
+    async with package_gateway(sandbox_factory, tmp_path / ".pdpp") as (client, mail, chat):
+        listed = await client.list_resources()
+        page = await client.call_tool(
+            "query_records", {"stream": "messages", "connection_id": CHAT, "limit": 1}
+        )
+        record_id = page.structured_content["data"]["data"][0]["id"]  # type: ignore[index]
+        handle = f"{CHAT}/messages:{record_id}"
+        mail.reset_calls()
+        chat.reset_calls()
+        record = await client.read_resource(f"pdpp://record/{quote(handle, safe='')}")
+        stream = await client.read_resource("pdpp://stream/threads")
+    names = {resource.name for resource in listed.resources}
+    assert {"messages", "threads"} <= names  # Slack's messages and the Work mail threads, one list
+    assert json.loads(record.contents[0].text)["id"] == record_id  # type: ignore[union-attr]
+    assert [call.path for call in chat.calls] == [f"/v1/streams/messages/records/{record_id}"]
+    assert tokens_seen(chat) == {"client_chat"}
+    assert len(stream.contents) == 1  # only the mail grant holds threads
+    assert json.loads(stream.contents[0].text)["name"] == "threads"  # type: ignore[union-attr]
+    assert [call.path for call in mail.calls] == ["/v1/streams/threads"]
+    assert tokens_seen(mail) == {"client_work_mail"}

@@ -13,6 +13,7 @@ import argparse
 import orjson
 
 from pdpp_gateway.commands import local_call, local_credential
+from pdpp_gateway.refusals import ExitCode
 
 HELP = "Run one read tool with a JSON arguments object (as shown in results), e.g. call fetch '{\"id\":...}'."
 
@@ -29,10 +30,10 @@ def run(args: argparse.Namespace) -> int:
         arguments = orjson.loads(args.arguments)
     except orjson.JSONDecodeError as error:
         local_credential.say(f'ARGUMENTS is not JSON ({error}); pass one object, e.g. \'{{"id": "..."}}\'.')
-        return local_credential.EXIT_USAGE
+        return ExitCode.USAGE
     if not isinstance(arguments, dict):
         local_credential.say('ARGUMENTS must be a JSON object, e.g. \'{"id": "..."}\'.')
-        return local_credential.EXIT_USAGE
+        return ExitCode.USAGE
     members = local_credential.resolve_members(args, "call", verify=True)
     if isinstance(members, int):
         return members

@@ -73,22 +73,23 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from pdpp_gateway.credentials import CredentialError, normalize_provider_url
-    from pdpp_gateway.oauth_flow import EXIT_USAGE, ConnectError
+    from pdpp_gateway.oauth_flow import ConnectError
+    from pdpp_gateway.refusals import ExitCode
 
-    cache_root = Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
+    cache_root = Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp").absolute()
     if args.list:
         return _list(cache_root)
     if not args.provider_url:
         say("missing PROVIDER_URL. Example: pdpp-gateway connect https://pdpp.example.com")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     if args.stream and not args.connector:
         say(
             "--stream needs --connector (the connector whose stream it is); see `pdpp-gateway connect --help`."
         )
-        return EXIT_USAGE
+        return ExitCode.USAGE
     if not 1 <= args.timeout <= 3600:
         say("--timeout must be between 1 and 3600 seconds.")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     try:
         provider_url = normalize_provider_url(args.provider_url)
         if args.forget:
@@ -135,8 +136,8 @@ async def _connect(args: argparse.Namespace, provider_url: str, cache_root: Path
     await _refuse_owner(provider_url, answer)
     path = _cache(cache_root, provider, client, answer)
     print(_summary(provider_url, answer, path))
-    root = "" if cache_root == Path(".pdpp") else f" --cache-root {cache_root}"
-    print(f"Next: pdpp-gateway stdio --provider-url {provider_url}{root}")
+    # An MCP client spawns stdio from a directory of its own: name the cache absolutely.
+    print(f"Next: pdpp-gateway stdio --provider-url {provider_url} --cache-root {cache_root}")
     return 0
 
 
@@ -145,7 +146,8 @@ async def _wait(receiver: Any, seconds: float) -> str:
     import asyncio
     import time
 
-    from pdpp_gateway.oauth_flow import EXIT_TIMEOUT, ConnectError
+    from pdpp_gateway.oauth_flow import ConnectError
+    from pdpp_gateway.refusals import ExitCode
 
     deadline = time.monotonic() + seconds
     tty = sys.stderr.isatty()
@@ -158,7 +160,7 @@ async def _wait(receiver: Any, seconds: float) -> str:
                 raise ConnectError(
                     f"no approval arrived within {seconds:.0f} s; nothing was cached. Run the command again "
                     "(--timeout gives more time).",
-                    EXIT_TIMEOUT,
+                    ExitCode.TIMEOUT,
                 )
             minutes, seconds = divmod(int(left + 0.999), 60)
             line = f"Waiting for approval in the browser: {minutes}:{seconds:02d} left (Ctrl-C to stop)"
@@ -178,8 +180,10 @@ async def _wait(receiver: Any, seconds: float) -> str:
 
 async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> None:
     """No owner (or package) token reaches the cache: by the AS's label, then by the RS's answer."""
-    from pdpp_gateway.credentials import REFUSED_KINDS, CredentialError, refused_kind_error
-    from pdpp_gateway.oauth_flow import EXIT_OWNER_REFUSED, EXIT_TOKEN_REFUSED, EXIT_UNREACHABLE, ConnectError
+    from pdpp_gateway.caller import BearerFacts
+    from pdpp_gateway.credentials import REFUSED_KINDS, CredentialRejected, judge
+    from pdpp_gateway.oauth_flow import ConnectError
+    from pdpp_gateway.refusals import ExitCode
     from pdpp_gateway.rs.client import RsClient
     from pdpp_gateway.rs.token_kind import KindUnknown, verify_at_start
 
@@ -188,26 +192,24 @@ async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> None:
         raise ConnectError(
             "the provider issued a multi-source package token, which only its hosted /mcp accepts; nothing was "
             f"cached. Ask for one connector's grant: pdpp-gateway connect {provider_url} --connector ID",
-            EXIT_OWNER_REFUSED,
+            ExitCode.REFUSED_KIND,
         )
     if kind in REFUSED_KINDS:
-        raise refused_kind_error(provider_url, kind)
+        judge(BearerFacts(kind=kind), provider_url)  # raises the table's refusal
     try:
         async with RsClient(provider_url) as rs:
             await verify_at_start(rs.bind(answer["access_token"]), provider_url)
-    except CredentialError as error:
-        if error.code != "credential_rejected":
-            raise
+    except CredentialRejected:
         raise ConnectError(
             f"{provider_url} refused the token its authorization server just issued; nothing was cached. "
             "Run the command again, or ask the provider.",
-            EXIT_TOKEN_REFUSED,
+            ExitCode.TOKEN_REFUSED,
         ) from None
     except KindUnknown as unknown:
         raise ConnectError(
             f"the new grant could not be checked with {provider_url} ({unknown.reason}); nothing was cached. "
             "Retry when the resource server is reachable.",
-            EXIT_UNREACHABLE,
+            ExitCode.UNAVAILABLE,
         ) from None
 
 
@@ -248,6 +250,7 @@ async def refresh_cached(provider_url: str, cache_root: Path) -> Path:
 
     from pdpp_gateway import oauth_flow as flow
     from pdpp_gateway.credentials import cache_file_for
+    from pdpp_gateway.refusals import ExitCode
 
     path = cache_file_for(provider_url, cache_root)
     try:
@@ -259,7 +262,7 @@ async def refresh_cached(provider_url: str, cache_root: Path) -> Path:
     if not isinstance(credential, dict) or not isinstance(client, dict):
         raise flow.ConnectError(
             f"no grant cached for {provider_url} in {path}. Run `pdpp-gateway connect {provider_url}`.",
-            flow.EXIT_NOT_CONNECTED,
+            ExitCode.NO_CREDENTIAL,
         )
     refresh_token, endpoint = credential.get("refresh_token"), credential.get("token_endpoint")
     client_id = client.get("client_id")
@@ -267,7 +270,7 @@ async def refresh_cached(provider_url: str, cache_root: Path) -> Path:
         raise flow.ConnectError(
             f"the grant cached for {provider_url} has no refresh token. Run `pdpp-gateway connect {provider_url}` "
             "to approve a new one.",
-            flow.EXIT_NOT_CONNECTED,
+            ExitCode.NO_CREDENTIAL,
         )
     async with aiohttp.ClientSession() as session:
         answer = await flow.refresh(session, endpoint, client_id, refresh_token, provider_url)
@@ -337,14 +340,14 @@ def _list(cache_root: Path) -> int:
 
 def _forget(provider_url: str, cache_root: Path) -> int:
     from pdpp_gateway.credentials import cache_file_for
-    from pdpp_gateway.oauth_flow import EXIT_NOT_CONNECTED
+    from pdpp_gateway.refusals import ExitCode
 
     path = cache_file_for(provider_url, cache_root)
     try:
         path.unlink()
     except FileNotFoundError:
         say(f"nothing cached for {provider_url} in {cache_root}; nothing to forget.")
-        return EXIT_NOT_CONNECTED
+        return ExitCode.NO_CREDENTIAL
     print(
         f"Forgot the grant for {provider_url} ({path}). Revoke it at the provider too if you no longer trust it."
     )

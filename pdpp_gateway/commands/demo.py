@@ -23,9 +23,10 @@ import errno
 import sys
 from pathlib import Path
 
+from pdpp_gateway.refusals import ExitCode
+
 HELP = "Run the hosted gateway on the embedded sandbox RS and print how to connect an MCP client."
 DEMO_TOKEN_NAME = "client_broad"
-EXIT_USAGE = 64
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             return asyncio.run(_demo(args, Path(args.cache_root).resolve()))
     except BindError as error:
         print(f"pdpp-gateway demo: {error} (choose another with --gateway-port)", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except OSError as error:
         if error.errno != errno.EADDRINUSE:
             raise
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             "(choose another with --port)",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return ExitCode.USAGE
     return 0
 
 

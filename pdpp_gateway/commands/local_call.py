@@ -101,6 +101,7 @@ async def _call_package(
     from contextlib import AsyncExitStack
 
     from middleware import ToolCall
+    from pdpp_gateway.caller import TokenKind
     from pdpp_gateway.context import GatewayContext
     from pdpp_gateway.local_package import facts_from_cache
     from pdpp_gateway.rs.client import RsClient
@@ -112,7 +113,7 @@ async def _call_package(
             rs = await stack.enter_async_context(RsClient(member.provider_url))
             facts = member.facts or facts_from_cache(member.cache_file)
             package.append(facts.member(rs.bind(member.token), member.provider_url))
-        context = GatewayContext.for_package(package, members[0].provider_url)
+        context = GatewayContext.for_package(package, members[0].provider_url, TokenKind.CLIENT)
         result = await build_pipeline()(ToolCall(tool, arguments, context))
     return _print_result(result, tool, as_json=as_json, flags=flags)
 
@@ -146,7 +147,7 @@ async def _call(
     from pdpp_gateway.tools.pipeline import build_pipeline
 
     async with RsClient(provider_url) as rs:
-        context = GatewayContext(rs=rs.bind(token), provider_url=provider_url, token_kind="client")
+        context = GatewayContext.for_client(rs.bind(token), provider_url)
         result = await build_pipeline()(ToolCall(tool, arguments, context))
     return _print_result(result, tool, as_json=as_json, flags=flags)
 

@@ -25,11 +25,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pdpp_gateway.refusals import ExitCode
+
 if TYPE_CHECKING:
     from pdpp_gateway.local_package import MemberStart
-
-EXIT_USAGE = 64
-EXIT_UNAVAILABLE = 69
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, package: bool = False) -> None:
@@ -103,7 +102,7 @@ def resolve(
             f"missing --provider-url (or PDPP_PROVIDER_URL). Example: pdpp-gateway {command} "
             "--provider-url https://pdpp.example.com"
         )
-        return EXIT_USAGE
+        return ExitCode.USAGE
     notice = owner_env_warning(os.environ) if announce else None
     if notice:
         say(notice)
@@ -166,7 +165,7 @@ def _verify_with_rs(provider_url: str, token: str) -> int | None:
             f"cannot verify the cached credential with {provider_url} ({unknown.reason}); nothing was read. "
             "Retry when the resource server is reachable."
         )
-        return EXIT_UNAVAILABLE
+        return ExitCode.UNAVAILABLE
     return None
 
 

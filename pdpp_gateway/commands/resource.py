@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from pdpp_gateway.commands import local_credential
 
@@ -52,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
 async def _read(members: Sequence[MemberStart], uri: str, output: str | None) -> int:
     from mcp.shared.exceptions import MCPError
 
+    from pdpp_gateway.caller import TokenKind
     from pdpp_gateway.context import GatewayContext
     from pdpp_gateway.local_package import facts_from_cache
     from pdpp_gateway.resources import read
@@ -64,18 +64,12 @@ async def _read(members: Sequence[MemberStart], uri: str, output: str | None) ->
         ]
         if len(readers) == 1:
             member, reader = readers[0]
-            context = GatewayContext(rs=reader, provider_url=member.provider_url, token_kind="client")
-        else:
+            context = GatewayContext.for_client(reader, member.provider_url)
+        else:  # routed to the member the URI names, as at the other doors
             package = [
                 (m.facts or facts_from_cache(m.cache_file)).member(r, m.provider_url) for m, r in readers
             ]
-            connection = _connection_of(uri)
-            holder = next((p for p in package if connection in p.connection_ids), None)
-            context = (
-                GatewayContext.for_package(package, members[0].provider_url)  # refuses: ambiguous_connection
-                if holder is None or holder.provider_url is None
-                else GatewayContext(rs=holder.rs, provider_url=holder.provider_url, token_kind="client")
-            )
+            context = GatewayContext.for_package(package, members[0].provider_url, TokenKind.CLIENT)
         try:
             result = await read(context, uri)
         except MCPError as error:
@@ -83,21 +77,6 @@ async def _read(members: Sequence[MemberStart], uri: str, output: str | None) ->
             return 1
     _print(uri, result.contents, output)
     return 0
-
-
-def _connection_of(uri: str) -> str | None:
-    """The connection a record or blob URI names, which picks the package member to read it."""
-    from middleware import ToolError
-    from pdpp_gateway.ids import RECORD_URI_PREFIX, parse_handle
-    from pdpp_gateway.resources import BLOB_PREFIX
-
-    if uri.startswith(RECORD_URI_PREFIX):
-        try:
-            return parse_handle(uri, param="uri").connection_id
-        except ToolError:
-            return None  # read() refuses the URI itself
-    parts = uri.removeprefix(BLOB_PREFIX).split("/") if uri.startswith(BLOB_PREFIX) else []
-    return unquote(parts[0]) if len(parts) == 2 else None
 
 
 def _print(uri: str, contents: list[Any], output: str | None) -> None:

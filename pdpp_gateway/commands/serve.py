@@ -1,7 +1,9 @@
 """``pdpp-gateway serve``: the hosted Streamable HTTP gateway, as a PaaS web process.
 
 Contract: settings come from flags, then ``PDPP_*`` environment variables (``PORT`` for
-the port), then ``config/gateway.toml``; see ``pdpp_gateway.settings``. With only
+the port), then the settings file (``--config``, else ``$PDPP_GATEWAY_CONFIG``, else
+``~/.config/pdpp-gateway/gateway.toml`` when it exists; never a path relative to the
+working directory unless named); see ``pdpp_gateway.settings``. With only
 ``--provider-url`` it works against a real RS, validating each bearer through
 ``GET /v1/schema``; with the three introspection settings it uses RFC 7662 instead (and
 can serve MCP package tokens, resolved from ``--package-file`` or the introspection
@@ -16,8 +18,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from pdpp_gateway.refusals import ExitCode
+
 HELP = "Serve the read tools over Streamable HTTP at /mcp (the hosted gateway)."
-EXIT_USAGE = 64
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +100,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add("--log-level", help="env PDPP_LOG_LEVEL; default INFO")
     add("--server-name", help="MCP server name (env PDPP_MCP_SERVER_NAME)")
-    add("--config", type=Path, help="settings file (default config/gateway.toml when it exists)")
+    add(
+        "--config",
+        type=Path,
+        help="settings file (env PDPP_GATEWAY_CONFIG; default ~/.config/pdpp-gateway/gateway.toml, "
+        "or under $XDG_CONFIG_HOME, when it exists)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
         settings = load_settings(flags, config_path=args.config)
     except SettingsError as error:
         print(f"pdpp-gateway serve: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     try:
         return serve_workers(settings)
     except BindError as error:
         print(f"pdpp-gateway serve: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE

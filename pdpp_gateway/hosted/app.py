@@ -48,7 +48,7 @@ import orjson
 from aiohttp import web
 from mcp.server import Server, ServerRequestContext
 
-from middleware import chain
+from middleware import compose
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
@@ -261,7 +261,7 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
             async def dispatch(request: web.Request) -> web.StreamResponse:
                 return await gateway.endpoint_for(gateway.policy.origin_of(request)).post(request)
 
-            gateway.endpoint_chain = chain(
+            gateway.endpoint_chain = compose(
                 [
                     header_checks(settings.max_body_bytes),
                     bearer.middleware(),

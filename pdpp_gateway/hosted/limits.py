@@ -26,21 +26,21 @@ from typing import Any, Final
 from aiohttp import web
 
 from middleware.ratelimit import Decision, FailoverLimiter, Limiter, LocalLimiter, Rate, Stage, rate_limit
+from pdpp_gateway.caller import BearerFacts, TokenKind
 from pdpp_gateway.hosted.refusals import refusal
-from pdpp_gateway.hosted.tokens import Verdict
 from pdpp_gateway.settings import HostedSettings
 
 CALLER: Final = web.RequestKey("rate_limit_caller", str)
 RATE_LIMITED: Final = -32029  # JSON-RPC server-defined range: too many requests
 
 
-def caller_key(verdict: Verdict, token: str) -> str:
+def caller_key(facts: BearerFacts, token: str) -> str:
     """Who spends from a bucket: the grant or package, else a hash of the token."""
-    package = verdict.claims.get("grant_package_id") if verdict.kind == "mcp_package" else None
+    package = facts.claims.get("grant_package_id") if facts.kind == TokenKind.PACKAGE else None
     if isinstance(package, str) and package:
         return f"package:{package}"
-    if verdict.grant_id:
-        return f"{'package' if verdict.kind == 'mcp_package' else 'grant'}:{verdict.grant_id}"
+    if facts.grant_id:
+        return f"{'package' if facts.kind == TokenKind.PACKAGE else 'grant'}:{facts.grant_id}"
     return "token:" + hashlib.sha256(token.encode()).hexdigest()
 
 

@@ -183,6 +183,9 @@ def host_guard(policy: OriginPolicy) -> Middleware:
                 "This gateway does not serve that host name. Use the provider's public MCP URL "
                 f"({policy.configured_origin or policy.fallback_origin}/mcp).",
                 policy.fallback_origin,
+                # The RS types its own 421 api_error; here the request itself is at fault
+                # (a Host this door does not serve), as its JSON-RPC code -32600 says.
+                error_type="invalid_request_error",
             )
         origin = request.headers.get("Origin")
         if origin is not None and not policy.origin_allowed(origin):

@@ -1,12 +1,14 @@
 """Package resolution: which child grants an ``mcp_package`` bearer stands for.
 
-Contract: a ``PackageResolver`` maps an active package ``Verdict`` to its usable child
-grants, or to ``None`` when it has no knowledge of that package at all (so the caller
-hears "cannot resolve", not a false "revoked") (``ChildGrant``: the child's OWN client token, grant id, connections, streams,
-source labels). The gateway reads each child with that child's token and never with
-the package token, which the RS refuses on ``/v1``. A child that is not active is left
-out, so it is never offered as a usable connection. An empty answer means the package
-has no usable member (the caller gets 403 ``package_revoked``).
+Contract: a ``PackageResolver`` maps the facts of an active package bearer to its
+usable members (``context.PackageMember``: a reader bound, by the ``bind`` it is given,
+to the child's OWN client token, with its grant id, connections, streams and source
+labels), or to ``None`` when it has no knowledge of that package at all (so the caller
+hears "cannot resolve", not a false "revoked"). The gateway reads each child with that
+child's token and never with the package token, which the RS refuses on ``/v1``. A
+child that is not active is left out, so it is never offered as a usable connection.
+An empty answer means the package has no usable member (``caller.authenticate`` then
+refuses it with ``package_revoked``).
 
 Implementations:
 
@@ -20,39 +22,31 @@ Implementations:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
-from pdpp_gateway.hosted.tokens import Verdict
+from pdpp_gateway.caller import BearerFacts
+from pdpp_gateway.context import PackageMember, RsReader
 
-
-@dataclass(frozen=True, slots=True)
-class ChildGrant:
-    token: str = field(repr=False)
-    grant_id: str | None
-    connection_ids: tuple[str, ...]
-    streams: tuple[str, ...]
-    connector_key: str | None = None
-    display_name: str | None = None
+Bind = Callable[[str], RsReader]  # a reader bound to one child's own token
 
 
 class PackageResolver(Protocol):
-    async def members(self, verdict: Verdict) -> Sequence[ChildGrant] | None: ...
+    async def members(self, facts: BearerFacts, bind: Bind) -> Sequence[PackageMember] | None: ...
 
 
 class IntrospectionPackageResolver:
     """Children straight from the introspection answer's ``package.members``."""
 
-    async def members(self, verdict: Verdict) -> Sequence[ChildGrant] | None:
-        package = verdict.claims.get("package")
+    async def members(self, facts: BearerFacts, bind: Bind) -> Sequence[PackageMember] | None:
+        package = facts.claims.get("package")
         listed = package.get("members") if isinstance(package, Mapping) else None
         if not isinstance(listed, list):
             return None
-        return tuple(child for entry in listed if (child := _child(entry)) is not None)
+        return tuple(child for entry in listed if (child := _child(entry, bind)) is not None)
 
 
 class FilePackageResolver:
@@ -67,8 +61,8 @@ class FilePackageResolver:
         }
         self._env = os.environ if env is None else env
 
-    async def members(self, verdict: Verdict) -> Sequence[ChildGrant] | None:
-        package_id = verdict.claims.get("grant_package_id")
+    async def members(self, facts: BearerFacts, bind: Bind) -> Sequence[PackageMember] | None:
+        package_id = facts.claims.get("grant_package_id")
         if not package_id or str(package_id) not in self._packages:
             return None
         entries = self._packages[str(package_id)]
@@ -77,13 +71,13 @@ class FilePackageResolver:
             if not isinstance(entry, dict):
                 continue
             token = self._env.get(str(entry.get("token_env", "")), "")
-            child = _child({**entry, "access_token": token})
+            child = _child({**entry, "access_token": token}, bind)
             if child is not None:
                 found.append(child)
         return tuple(found)
 
 
-def _child(entry: object) -> ChildGrant | None:
+def _child(entry: object, bind: Bind) -> PackageMember | None:
     if not isinstance(entry, Mapping):
         return None
     token = entry.get("access_token")
@@ -91,8 +85,8 @@ def _child(entry: object) -> ChildGrant | None:
         return None
     raw_source = entry.get("source")
     source: Mapping[str, Any] = raw_source if isinstance(raw_source, Mapping) else {}
-    return ChildGrant(
-        token=token,
+    return PackageMember(
+        rs=bind(token),
         grant_id=_text(entry.get("grant_id")),
         connection_ids=_strings(entry.get("connection_ids")),
         streams=_strings(entry.get("streams")) or ("*",),

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
+from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsError, RsStatusError
 
@@ -63,7 +64,7 @@ class ReadinessProbe:
                 return None
             return f"the resource server's /v1 API answered HTTP {error.status} ({error.code})"
         except RsError as error:
-            return f"the resource server's /v1 API is not usable: {error.envelope.get('message', error.code)}"
+            return f"the resource server's /v1 API is not usable: {tool_error(error).envelope['message']}"
         return None
 
 

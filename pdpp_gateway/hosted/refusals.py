@@ -11,10 +11,11 @@ body is one JSON-RPC 2.0 error object that MCP clients can read::
   a refusal decided on headers alone (the bearer check included) never reads the body,
   so its id is ``null`` (JSON-RPC 2.0 §5).
 - ``error.message`` stands on its own: a client that shows only the message still tells
-  the user what to do (a 401 or a bearer 403 names the metadata URL to follow for a
-  scoped grant, and says owner tokens are never accepted).
+  the user what to do (a refused credential's names the metadata URL to follow for a
+  scoped grant).
 - ``error.data`` carries the typed members: ``type`` (derived from the status as the RS
-  does), ``code`` (a string such as ``permission_error`` or ``context.active_false``),
+  does, ``pdpp_gateway.error_types``, unless the refusing stage names another with
+  ``error_type``: the Host check types its 421 ``invalid_request_error``), ``code`` (a string such as ``permission_error`` or ``context.active_false``),
   the HTTP ``request_id``, and on a 401 ``resource_metadata`` and ``next_step``.
 - A 401 is a challenge: ``WWW-Authenticate: Bearer resource_metadata="<origin>/.well-known/
   oauth-protected-resource/mcp"``. Every refusal names the public ``/icon.svg`` in ``Link``.
@@ -38,6 +39,10 @@ Integer codes (``RPC_CODES``, by HTTP status unless a caller names one):
 =========  ==========================================================================
 
 2026-era ladder rejections keep the SDK's own codes (``-32020`` header mismatch, ...).
+
+A refused credential is rendered by ``rejected`` from the one refusal table
+(``pdpp_gateway.refusals``): its status, JSON-RPC code, ``Retry-After``, message and
+next step all come from there; only the way to a grant (``grant_route``) is this door's.
 """
 
 from __future__ import annotations
@@ -47,15 +52,17 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 
+from pdpp_gateway.caller import Rejection
+from pdpp_gateway.error_types import error_type_for
 from pdpp_gateway.logs import REQUEST_ID
-from pdpp_gateway.rs.errors import error_type_for
+from pdpp_gateway.refusals import CREDENTIAL_REFUSED_RPC, REFUSALS, UNAVAILABLE_RPC, explain
 
 MCP_METADATA_PATH: Final = "/.well-known/oauth-protected-resource/mcp"
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 INVALID_PARAMS: Final = -32602
-CREDENTIAL_REFUSED: Final = -32001
-UNAVAILABLE: Final = -32000
+CREDENTIAL_REFUSED: Final = CREDENTIAL_REFUSED_RPC
+UNAVAILABLE: Final = UNAVAILABLE_RPC
 INTERNAL_ERROR: Final = -32603
 RPC_CODES: Final = {
     401: CREDENTIAL_REFUSED,
@@ -64,15 +71,29 @@ RPC_CODES: Final = {
     503: UNAVAILABLE,
     504: UNAVAILABLE,
 }
-_TYPES: Final = {421: "invalid_request_error", 503: "api_error"}
 
 
-def next_step(origin: str) -> str:
-    """How a caller gets a credential this door accepts."""
+def grant_route(origin: str) -> str:
+    """How a hosted caller gets a grant: the ``{connect}`` of the refusal table's text."""
     return (
-        f"To connect, fetch {metadata_url(origin)} and complete the authorization flow it names to get "
-        "a scoped, read-only client grant (or run `pdpp-gateway connect <provider-url>`); owner bearer tokens "
-        "are never accepted."
+        f"fetch {metadata_url(origin)} and complete the authorization flow it names "
+        "(or run `pdpp-gateway connect <provider-url>`)"
+    )
+
+
+def rejected(rejection: Rejection, origin: str) -> web.Response:
+    """A refused credential's answer, all of it from the refusal table."""
+    entry = REFUSALS[rejection.code]
+    message, step = explain(rejection, grant_route(origin))
+    headers = {"Retry-After": str(entry.retry_after)} if entry.retry_after is not None else None
+    return refusal(
+        entry.http_status,
+        rejection.code,
+        f"{message} {step}",
+        origin,
+        rpc_code=entry.rpc_code,
+        headers=headers,
+        next_step=step,
     )
 
 
@@ -85,10 +106,17 @@ def metadata_url(origin: str) -> str:
 
 
 def rpc_error_body(
-    status: int, code: str, message: str, *, rpc_code: int | None = None, request_id: Any = None, **data: Any
+    status: int,
+    code: str,
+    message: str,
+    *,
+    rpc_code: int | None = None,
+    request_id: Any = None,
+    error_type: str | None = None,
+    **data: Any,
 ) -> bytes:
     """The JSON-RPC error object of a refusal (see the module contract)."""
-    members: dict[str, Any] = {"type": _TYPES.get(status) or error_type_for(status), "code": code, **data}
+    members: dict[str, Any] = {"type": error_type or error_type_for(status), "code": code, **data}
     http_request_id = REQUEST_ID.get()
     if http_request_id:
         members["request_id"] = http_request_id
@@ -109,20 +137,18 @@ def refusal(
     rpc_code: int | None = None,
     request_id: Any = None,
     headers: dict[str, str] | None = None,
-    guide: bool = False,
+    error_type: str | None = None,
     **data: Any,
 ) -> web.Response:
-    """A refusal response. ``origin`` (the public origin) adds the ``Link`` header and, on a
-    401 or with ``guide=True``, the way to a scoped grant, in the message and in ``data``."""
+    """A refusal response. ``origin`` (the public origin) adds the ``Link`` header and, on
+    a 401, the challenge naming the metadata URL (header and ``data``)."""
     sent = {"Link": icon_link(origin)} if origin else {}
     sent.update(headers or {})
-    if origin and (status == 401 or guide):
-        step = next_step(origin)
-        message = f"{message} {step}"
-        data["next_step"] = step
-        if status == 401:
-            url = metadata_url(origin)
-            sent["WWW-Authenticate"] = f'Bearer resource_metadata="{url}"'
-            data["resource_metadata"] = url
-    body = rpc_error_body(status, code, message, rpc_code=rpc_code, request_id=request_id, **data)
+    if origin and status == 401:
+        url = metadata_url(origin)
+        sent["WWW-Authenticate"] = f'Bearer resource_metadata="{url}"'
+        data["resource_metadata"] = url
+    body = rpc_error_body(
+        status, code, message, rpc_code=rpc_code, request_id=request_id, error_type=error_type, **data
+    )
     return web.Response(status=status, body=body, content_type="application/json", headers=sent)

@@ -17,7 +17,10 @@ Contract:
   requests are in flight (at most half of ``shutdown_grace_seconds``, so a load
   balancer probing readiness sees the 503 and stops routing), then it closes, requests
   still running get the rest of the grace, and upstream clients close. Each worker logs
-  one ``listening`` line with the bound URL, its pid and its event loop.
+  one ``listening`` line with the bound URL, its pid, its event loop and the settings
+  file read (``config_file``, null when none). With no settings file read, a
+  ``config/gateway.toml`` in the working directory is named in one warning: it is not
+  read unless passed with ``--config`` (or ``PDPP_GATEWAY_CONFIG``).
 - Connections are served by ``http_server.GatewayRunner`` (malformed HTTP answered and
   logged without its content, no request decompression, a 408 ends its connection),
   and every log record goes through ``RedactBearers``.
@@ -43,13 +46,15 @@ import socket
 import tempfile
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 from aiohttp import web
 
 from pdpp_gateway.settings import HostedSettings
 
 _log = logging.getLogger("pdpp_gateway.serve")
+LOCAL_CONFIG: Final = "config/gateway.toml"  # the repository's sample settings file
 
 
 class BindError(Exception):
@@ -99,10 +104,19 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     url = f"http://{host}:{settings.port}/mcp"
     _log.info(
-        "listening on %s (provider %s)",
+        "listening on %s (provider %s, settings file %s)",
         url,
         settings.provider_url,
-        extra={"fields": {"event": "listening", "url": url, "pid": os.getpid(), "loop": _loop_name(loop)}},
+        settings.config_file or "none",
+        extra={
+            "fields": {
+                "event": "listening",
+                "url": url,
+                "pid": os.getpid(),
+                "loop": _loop_name(loop),
+                "config_file": settings.config_file,
+            }
+        },
     )
     try:
         await stop.wait()
@@ -180,13 +194,27 @@ def serve_workers(settings: HostedSettings) -> int:
     configure_serve_logging(settings.log_level)
     if settings.workers <= 1:
         sock = bind_socket(settings.host, settings.port)
+        _warn_unread_local_config(settings)
         run_loop(serve(settings, sock))
         return 0
     reservation = bind_socket(settings.host, settings.port, reuse_port=True, listen=False)
+    _warn_unread_local_config(settings)
     try:
         return _pool(replace(settings, port=reservation.getsockname()[1]))
     finally:
         reservation.close()
+
+
+def _warn_unread_local_config(settings: HostedSettings) -> None:
+    local = Path(LOCAL_CONFIG)
+    if settings.config_file is None and local.is_file():
+        _log.warning(
+            "%s in the working directory is not read: pass --config %s (or set PDPP_GATEWAY_CONFIG) "
+            "to use it",
+            LOCAL_CONFIG,
+            LOCAL_CONFIG,
+            extra={"fields": {"event": "config_not_read", "path": str(local.absolute())}},
+        )
 
 
 def _pool(settings: HostedSettings) -> int:

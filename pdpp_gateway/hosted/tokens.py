@@ -1,8 +1,9 @@
 """What a hosted caller's bearer is: RFC 7662 introspection, or the ``/v1/schema`` probe.
 
-Contract: a ``BearerValidator`` turns a bearer into a ``Verdict`` (active or not, its
-token kind, its grant, and for package tokens the introspection claims the package
-resolver reads). Two implementations:
+Contract: a ``BearerValidator`` turns a bearer into ``caller.BearerFacts`` (active or
+not, its token kind, its grant, and for package tokens the introspection claims the
+package resolver reads); whether those facts may read is ``caller.authenticate``'s
+call, not a validator's. Two implementations:
 
 - ``IntrospectionValidator``: ``POST`` to the authorization server's introspection
   endpoint with HTTP Basic client credentials. An active answer must carry the
@@ -28,15 +29,16 @@ import asyncio
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import aiohttp
 import orjson
 
+from pdpp_gateway.caller import BearerFacts
 from pdpp_gateway.hosted.origin import normal_resources
 from pdpp_gateway.hosted.shared_state import SharedRefusals
+from pdpp_gateway.rs.bearer_report import rejected_by_rs
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsError, RsStatusError
 from pdpp_gateway.rs.token_kind import SchemaProbe
@@ -49,23 +51,8 @@ class AuthServerUnavailable(Exception):
     """The token could not be checked (the introspection endpoint or RS did not answer)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    active: bool
-    kind: str | None = None
-    grant_id: str | None = None
-    client_id: str | None = None
-    reason: str | None = None  # why inactive: grant_revoked, audience_mismatch, ...
-    expires_at: float | None = None  # epoch seconds, when the token says
-    claims: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def inactive(cls, reason: str) -> Verdict:
-        return cls(active=False, reason=reason)
-
-
 class BearerValidator(Protocol):
-    async def validate(self, token: str) -> Verdict: ...
+    async def validate(self, token: str) -> BearerFacts: ...
 
 
 class IntrospectionValidator:
@@ -90,7 +77,7 @@ class IntrospectionValidator:
         self._issuer = issuer
         self._audiences = frozenset(normal_resources(audiences))
 
-    async def validate(self, token: str) -> Verdict:
+    async def validate(self, token: str) -> BearerFacts:
         try:
             async with self._session.post(
                 self._url,
@@ -112,20 +99,20 @@ class IntrospectionValidator:
             raise AuthServerUnavailable("introspection answered a non-object body")
         return self._judge(answer)
 
-    def _judge(self, answer: dict[str, Any]) -> Verdict:
+    def _judge(self, answer: dict[str, Any]) -> BearerFacts:
         if answer.get("active") is not True:
             reason = answer.get("inactive_reason")
-            return Verdict.inactive(reason if isinstance(reason, str) else "inactive")
+            return BearerFacts.inactive(reason if isinstance(reason, str) else "inactive")
         if self._issuer is not None and str(answer.get("iss", "")).rstrip("/") != self._issuer:
-            return Verdict.inactive("issuer_mismatch")
+            return BearerFacts.inactive("issuer_mismatch")
         audience = answer.get("aud")
         named = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
         if not normal_resources(named) & self._audiences:
-            return Verdict.inactive("audience_mismatch")
+            return BearerFacts.inactive("audience_mismatch")
         exp = answer.get("exp")
         if isinstance(exp, int | float) and exp <= time.time():
-            return Verdict.inactive("token_expired")
-        return Verdict(
+            return BearerFacts.inactive("token_expired")
+        return BearerFacts(
             active=True,
             kind=_text(answer.get("pdpp_token_kind")),
             grant_id=_text(answer.get("grant_id")),
@@ -139,8 +126,8 @@ class SchemaProbeValidator:
     """Without introspection credentials: ask the RS what the bearer is, with the shared
     ``SchemaProbe`` (compact form, plain-form fallback, remembered form). Reading it:
 
-    - a report → active, with its ``token_kind`` / ``grant_id`` / ``client_id``; no
-      ``bearer`` in the document → inactive ``kind_unknown``;
+    - a report → active, with its ``token_kind`` / ``grant_id`` / ``client_id`` (none
+      when the document names no ``bearer``, which the ladder refuses);
     - 404 ``not_found`` → an active ``mcp_package`` token, refused by the bearer check as
       a package this gateway cannot serve without introspection;
     - 401/403 → inactive, the RS's code kept as the reason without its ``context.``
@@ -155,25 +142,15 @@ class SchemaProbeValidator:
         self._rs = rs
         self._probe = SchemaProbe()
 
-    async def validate(self, token: str) -> Verdict:
+    async def validate(self, token: str) -> BearerFacts:
         try:
-            report = await self._probe.probe(self._rs.bind(token))
+            return await self._probe.probe(self._rs.bind(token))
         except RsStatusError as error:
             if error.status in {401, 403}:
-                code = str(error.envelope.get("code") or "inactive")
-                return Verdict.inactive(code.removeprefix("context."))
+                return rejected_by_rs(error.code)
             raise AuthServerUnavailable(f"the RS answered HTTP {error.status} to the bearer probe") from None
         except RsError:
             raise AuthServerUnavailable("the RS did not answer the bearer probe") from None
-        if report is None:
-            return Verdict.inactive("kind_unknown")
-        return Verdict(
-            active=True,
-            kind=report.kind,
-            grant_id=report.grant_id,
-            client_id=report.client_id,
-            claims={"recognised_by": "schema_probe"} if report.by_route else {},
-        )
 
 
 class CachedValidator:
@@ -197,10 +174,10 @@ class CachedValidator:
         self._on_lookup = on_lookup
         self._clock = clock
         self._max_entries = max_entries
-        self._entries: OrderedDict[bytes, tuple[float, Verdict]] = OrderedDict()
-        self._pending: dict[bytes, asyncio.Future[Verdict]] = {}
+        self._entries: OrderedDict[bytes, tuple[float, BearerFacts]] = OrderedDict()
+        self._pending: dict[bytes, asyncio.Future[BearerFacts]] = {}
 
-    async def validate(self, token: str) -> Verdict:
+    async def validate(self, token: str) -> BearerFacts:
         key = hashlib.sha256(token.encode()).digest()
         now = self._clock()
         cached = self._entries.get(key)
@@ -208,7 +185,7 @@ class CachedValidator:
             if cached[1].active and self._shared is not None:
                 reason = await self._shared.refused(key.hex())
                 if reason is not None:  # another replica saw it refused: so do we, from now on
-                    refused = Verdict.inactive(reason)
+                    refused = BearerFacts.inactive(reason)
                     self._entries[key] = (cached[0], refused)
                     self._on_lookup(True)
                     return refused
@@ -224,12 +201,12 @@ class CachedValidator:
         # shield: a caller that goes away does not cancel the check the others wait on
         return await asyncio.shield(pending)
 
-    def _settled(self, key: bytes, done: asyncio.Future[Verdict]) -> None:
+    def _settled(self, key: bytes, done: asyncio.Future[BearerFacts]) -> None:
         self._pending.pop(key, None)
         if not done.cancelled():
             done.exception()  # retrieved here too, in case every waiter went away
 
-    async def _check(self, key: bytes, token: str) -> Verdict:
+    async def _check(self, key: bytes, token: str) -> BearerFacts:
         verdict = await self._inner.validate(token)
         if not verdict.active and self._shared is not None:
             await self._shared.publish(key.hex(), verdict.reason or "inactive")

@@ -7,7 +7,8 @@ no ``Mcp-Session-Id``, no server-sent events):
   stream, no sessions to ``DELETE``).
 - ``header_checks`` runs BEFORE the bearer check and decides everything visible in the
   headers, so such a malformed request never costs an upstream call (no RS probe, no
-  token introspection), in this order:
+  token introspection), in this order (1-4 are the generic
+  ``middleware.http.shape_checks`` in this door's words, 5 is MCP's own):
 
   1. ``Accept`` must admit ``application/json`` with a non-zero quality (the most
      specific matching range decides: ``application/json;q=0, */*`` refuses) → 406;
@@ -98,6 +99,7 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from middleware.http import shape_checks
 from pdpp_gateway.hosted.fast_call import FastToolCall, PlainCall
 from pdpp_gateway.hosted.http_server import END_CONNECTION
 from pdpp_gateway.hosted.metrics import tool_label
@@ -141,7 +143,6 @@ class _Exchange:
         return None
 
 
-_SPECIFICITY: Final = {"application/json": 2, "application/*": 1, "*/*": 0}
 _NOT_A_REQUEST: Final = (
     "Invalid request: the body must be one JSON-RPC 2.0 request or notification object "
     '(with "jsonrpc": "2.0", a string method and a string or integer id)'
@@ -173,58 +174,33 @@ MCP_LABELS: Final = web.RequestKey("mcp_labels", tuple[str, str])  # (method, to
 MCP_OUTCOME: Final = web.RequestKey("mcp_outcome", str)
 
 
-def accepts_json(accept: str) -> bool:
-    """Whether ``Accept`` admits ``application/json`` (RFC 9110 §12.5.1: the most specific
-    matching range decides, and ``q=0`` means "not acceptable")."""
-    best: tuple[int, float] | None = None
-    for part in accept.split(","):
-        media, *parameters = part.split(";")
-        specificity = _SPECIFICITY.get(media.strip().lower())
-        if specificity is None:
-            continue
-        quality = 1.0
-        for parameter in parameters:
-            name, _, value = parameter.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    quality = float(value.strip())
-                except ValueError:
-                    quality = 0.0
-        if best is None or specificity > best[0] or (specificity == best[0] and quality > best[1]):
-            best = (specificity, quality)
-    return best is not None and best[1] > 0
-
-
 def header_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """The checks that need only the headers (run before the bearer check)."""
+    """The checks that need only the headers (run before the bearer check): the generic
+    shape stage in this door's words, then the protocol version."""
+    texts = {
+        "not_acceptable": "Not acceptable: this endpoint answers application/json only. Send "
+        "Accept: application/json, text/event-stream.",
+        "unsupported_media_type": "Unsupported media type: send one JSON-RPC message with "
+        "Content-Type: application/json.",
+        "unsupported_content_encoding": "Unsupported Content-Encoding: send the JSON body identity-encoded "
+        "(no Content-Encoding header); compressed request bodies are not accepted.",
+    }
+
+    def refuse(status: int, code: str, message: str) -> web.Response:
+        return (
+            _too_large(max_body_bytes) if status == 413 else refusal(status, code, texts.get(code, message))
+        )
+
+    shape = shape_checks(refuse, max_body_bytes=max_body_bytes)
+
+    async def version(request: web.Request, handler: Handler) -> web.StreamResponse:
+        requested = request.headers.get(VERSION_HEADER)
+        if requested is not None and requested not in _SUPPORTED:
+            return _unsupported_version(requested)
+        return await handler(request)
 
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not accepts_json(request.headers.get("Accept", "")):
-            return refusal(
-                406,
-                "not_acceptable",
-                "Not acceptable: this endpoint answers application/json only. Send "
-                "Accept: application/json, text/event-stream.",
-            )
-        if request.content_type != "application/json":
-            return refusal(
-                415,
-                "unsupported_media_type",
-                "Unsupported media type: send one JSON-RPC message with Content-Type: application/json.",
-            )
-        if request.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
-            return refusal(
-                415,
-                "unsupported_content_encoding",
-                "Unsupported Content-Encoding: send the JSON body identity-encoded (no "
-                "Content-Encoding header); compressed request bodies are not accepted.",
-            )
-        if request.content_length is not None and request.content_length > max_body_bytes:
-            return _too_large(max_body_bytes)
-        version = request.headers.get(VERSION_HEADER)
-        if version is not None and version not in _SUPPORTED:
-            return _unsupported_version(version)
-        return await handler(request)
+        return await shape(request, lambda shaped: version(shaped, handler))
 
     return check
 

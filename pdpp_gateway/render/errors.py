@@ -8,6 +8,11 @@ chosen by code (for ambiguity errors it lists up to 12 connections to retry with
 the tool argument the caller can actually change (``q`` → ``query`` for search,
 ``filter[x]`` → ``filter``), keeping the REST name beside it. The envelope in
 structured output stays the RS's, untouched. Bounded; never a traceback or a token.
+
+``next_step(envelope, status)`` is line 2 on its own, the only advice any error gets:
+resource reads end their JSON-RPC error message with it too, and upstream errors are
+worded without advice (``render.upstream``). An envelope with ``retry_after_seconds``
+(the circuit breaker holding calls back) says when: ``Retry in N s``.
 """
 
 from __future__ import annotations
@@ -39,9 +44,9 @@ _NEXT_STEPS: Final = {
     "field_not_found": "The record has no such field; call schema(stream) for the field names.",
     "query_not_found": "The text q was not found in that field; try another q or page with offset_chars.",
     "field_not_text": "That field is not text; fetch the record (or its blob resource) instead.",
-    "upstream_timeout": "Retry in a moment, or narrow the request.",
+    "upstream_timeout": "Retry in a moment; if it keeps timing out, narrow the request (smaller limit, fewer fields).",
     "upstream_unavailable": "The resource server is down or overloaded; retry later.",
-    "upstream_malformed_response": "Retry; if it persists, the provider must fix its answer.",
+    "upstream_malformed_response": "Retry; if it persists, report it to the provider.",
     "internal_error": "Retry once; if it fails again, report it to the operator.",
 }
 
@@ -77,7 +82,7 @@ def render_error(call: Call, result: ToolResult) -> str:
     message = _meaning(code, call, error.get("message")) or error.get("message", "")
     lines = [clip(f"Error {code}{f' (HTTP {status})' if status else ''}: {message}", 600)]
     argument = tool_argument(call.name, error.get("param"))
-    step = _next_step(code, status, error, argument)
+    step = next_step(error, status, argument)
     if (
         step
         and code in _PER_SOURCE_CODES
@@ -131,7 +136,13 @@ def tool_argument(tool: str, param: object) -> str | None:
     return _TOOL_ARGUMENTS.get(tool, {}).get(base, base)
 
 
-def _next_step(code: str, status: object, error: Mapping[str, Any], argument: str | None) -> str | None:
+def next_step(error: Mapping[str, Any], status: object, argument: str | None = None) -> str | None:
+    """The one thing to do next after ``error`` (an envelope; ``status`` its HTTP status),
+    or None; ``argument`` is the tool argument its ``param`` names."""
+    code = str(error.get("code", "error"))
+    wait = error.get("retry_after_seconds")
+    if isinstance(wait, int) and not isinstance(wait, bool) and wait > 0:
+        return f"Retry in {wait} s; calling sooner fails the same way."
     connections = [c for c in error.get("available_connections") or () if isinstance(c, Mapping)]
     if connections:
         listed = ", ".join(

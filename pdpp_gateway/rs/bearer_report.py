@@ -4,12 +4,16 @@ Contract: pure functions and plain types only (no HTTP client, no SDK), so the s
 door can use them before anything heavy is imported.
 
 - ``read_report(body)``: the ``bearer`` of a ``/v1/schema`` document (possibly inside a
-  ``data`` envelope) as a ``BearerReport``, or ``None`` when the RS names no bearer.
+  ``data`` envelope) as ``caller.BearerFacts`` (with no kind when the RS names none,
+  which the ladder refuses).
 - ``form_refused(status)``: whether an answer to ``/v1/schema?view=compact`` means
   "this form is not served here" (a 4xx other than 401/403/404), so the plain form is
   asked instead.
 - ``is_package_route(status, code)``: the RS answers a package token on ``/v1`` with 404
-  ``not_found`` (capture 40), a route that always exists for any other bearer.
+  ``not_found`` (capture 40), a route that always exists for any other bearer
+  (``PACKAGE_BY_ROUTE`` is what that answer says).
+- ``rejected_by_rs(code)``: the facts of a bearer the RS answered 401/403 to (inactive,
+  its code kept as the reason without the ``context.`` prefix).
 - ``KindUnknown``: the RS could not be asked right now; ``reason`` is a short code, never
   the token.
 """
@@ -17,25 +21,16 @@ door can use them before anything heavy is imported.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
-ALLOWED_KIND: Final = "client"
-PACKAGE_KIND: Final = "mcp_package"
+from pdpp_gateway.caller import BearerFacts, TokenKind
+
 SCHEMA_PATH: Final = "/v1/schema"
 COMPACT_QUERY: Final = (("view", "compact"),)
 START_PROBE_SECONDS: Final = 10.0  # the bound of a local door's start-up check
 
 
-@dataclass(frozen=True, slots=True)
-class BearerReport:
-    """What the RS says about a bearer: ``bearer.token_kind`` / ``grant_id`` / ``client_id``
-    of ``/v1/schema``, or ``mcp_package`` read from its 404 ``not_found`` (``by_route``)."""
-
-    kind: str | None
-    grant_id: str | None = None
-    client_id: str | None = None
-    by_route: bool = False
+PACKAGE_BY_ROUTE: Final = BearerFacts(kind=TokenKind.PACKAGE, by_route=True)
 
 
 class KindUnknown(Exception):
@@ -54,13 +49,18 @@ def is_package_route(status: int, code: object) -> bool:
     return status == 404 and code == "not_found"
 
 
-def read_report(body: Mapping[str, Any]) -> BearerReport | None:
+def rejected_by_rs(code: object) -> BearerFacts:
+    reason = code if isinstance(code, str) and code else "inactive"
+    return BearerFacts.inactive(reason.removeprefix("context."))
+
+
+def read_report(body: Mapping[str, Any]) -> BearerFacts:
     data = body.get("data")
     document = data if isinstance(data, Mapping) else body
     bearer = document.get("bearer")
     if not isinstance(bearer, Mapping):
-        return None
-    return BearerReport(
+        return BearerFacts()
+    return BearerFacts(
         kind=_text(bearer.get("token_kind")),
         grant_id=_text(bearer.get("grant_id")),
         client_id=_text(bearer.get("client_id")),

@@ -11,6 +11,9 @@ Contract:
   upstream sees at most ``2 * attempts`` sends.
 - Timeouts are phase-split (connect, read, total); a timeout is never retried past
   the total budget and becomes ``RsTimeoutError`` naming the bound that fired.
+- Failures raise the plain ``rs.errors`` tree (facts, no model text); only the
+  ``request_too_large`` refusal below, a caller mistake caught before sending, is a
+  ``ToolError`` already.
 - Retries draw on a ``RetryBudget`` (at most about one retry per five requests in an
   outage), and a ``CircuitBreaker`` fails calls fast after repeated upstream failures
   (``rs.resilience``); both are per client, that is per upstream.
@@ -51,6 +54,7 @@ from pdpp_gateway.rs.errors import (
     RsStatusError,
     RsTimeoutError,
     RsUnavailableError,
+    TimeoutPhase,
 )
 from pdpp_gateway.rs.resilience import CircuitBreaker, CircuitOpen, RetryBudget
 
@@ -393,10 +397,10 @@ class _Exchange:
 def _timeout_error(error: TimeoutError, timeouts: RsTimeouts) -> RsTimeoutError:
     """The bound that actually fired, so the message states the real budget."""
     if isinstance(error, aiohttp.ConnectionTimeoutError):
-        return RsTimeoutError("connecting", timeouts.connect)
+        return RsTimeoutError(TimeoutPhase.CONNECT, timeouts.connect)
     if isinstance(error, aiohttp.SocketTimeoutError):
-        return RsTimeoutError("waiting for data", timeouts.read)
-    return RsTimeoutError("whole request", timeouts.total)
+        return RsTimeoutError(TimeoutPhase.READ, timeouts.read)
+    return RsTimeoutError(TimeoutPhase.TOTAL, timeouts.total)
 
 
 _REDIRECTED: Final = (

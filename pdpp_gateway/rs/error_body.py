@@ -3,7 +3,8 @@
 Contract: ``normalise_error_body(status, body)`` returns the RS ``error`` object WHOLE
 when the body has one; an OAuth-style ``{"error": "x", "error_description": "y"}`` or a
 non-JSON body becomes ``{type, code, message}`` without echoing a large or HTML body.
-``error_type_for(status)`` is the RS's error ``type`` for a status.
+``error_type_for(status)`` (from ``pdpp_gateway.error_types``, the one status table) is
+the RS's error ``type`` for a status.
 """
 
 from __future__ import annotations
@@ -11,21 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-_STATUS_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    410: "gone_error",
-    413: "request_entity_too_large_error",
-    429: "rate_limit_error",
-}
+from pdpp_gateway.error_types import error_type_for as error_type_for  # re-exported
+
 _EXCERPT_CHARS = 200
-
-
-def error_type_for(status: int) -> str:
-    """The RS's error ``type`` for an HTTP status (derived from status, as the RS does)."""
-    return _STATUS_TYPES.get(status, "api_error")
 
 
 def normalise_error_body(status: int, body: object) -> dict[str, Any]:

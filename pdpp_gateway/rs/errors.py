@@ -1,28 +1,37 @@
-"""The upstream hop's typed errors: what can go wrong talking to the RS, kept honest.
+"""The upstream hop's errors: what went wrong talking to the RS, as facts only.
 
-Contract: every failure of an RS call is one of these ``ToolError`` subclasses, so the
-error stage turns it into an ``isError`` result in exactly one place.
+Contract: every failure of an RS call raises one of these plain exceptions (no
+``ToolError``, no model text). Each carries what happened and ``code``, the stable
+name its tool result carries on the wire; ``render.upstream.tool_error`` is the one
+place that turns it into words and an envelope, for tools and resources alike.
 
-- ``RsStatusError``: the RS answered non-2xx. Its envelope is the RS ``error`` object,
-  WHOLE (``available_connections``, ``retry_with``, ``resource_metadata``, ... survive);
-  an OAuth-style ``{"error": "x", "error_description": "y"}`` or a non-JSON body is
-  normalised to ``{type, code, message}`` without echoing a large or HTML body.
-- ``RsTimeoutError``: no answer within a phase's bound.
-- ``RsUnavailableError``: the RS could not be reached, or kept answering 502/503/504
-  after the bounded retries, or the gateway's circuit breaker is holding calls back
-  after repeated failures (``retry_after_seconds`` then says when to try again).
-- ``RsProtocolError``: a 2xx whose body is not a JSON object, or is over the size cap.
+::
 
-No message, envelope or repr ever carries the bearer token.
+    RsError                   any failure of an RS call
+    ├── RsTimeoutError        no answer within a bound: ``phase`` (connect, waiting for
+    │                         data, whole request) and its ``seconds``
+    ├── RsUnavailableError    the RS could not be reached, or kept answering 502/503/504
+    │                         after the bounded retries (``status``, ``upstream_code``),
+    │                         or the circuit breaker holds calls back (``retry_after``
+    │                         seconds); ``reason`` says which, in a few words
+    ├── RsStatusError         the RS answered non-2xx: ``status``, its ``error`` object
+    │                         WHOLE as ``envelope`` (``available_connections``,
+    │                         ``retry_with``, ``resource_metadata``, ... survive; an
+    │                         OAuth-style or non-JSON body is normalised by ``error_body``)
+    │                         and the ``request_id``
+    └── RsProtocolError       a 2xx that cannot be used (not a JSON object, over the size
+                              cap, a redirect): ``problem`` says which
+
+``str()`` of each is a short line for logs. No field, message or repr ever carries the
+bearer token (the client redacts an error body that echoes it before it gets here).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
-from middleware import ToolError
 from pdpp_gateway.rs.error_body import error_type_for, normalise_error_body
 
 __all__ = [
@@ -31,73 +40,75 @@ __all__ = [
     "RsStatusError",
     "RsTimeoutError",
     "RsUnavailableError",
+    "TimeoutPhase",
     "error_type_for",
     "normalise_error_body",
 ]
 
 
-class RsError(ToolError):
-    """Any failure of a call to the resource server."""
+class RsError(Exception):
+    """Any failure of a call to the resource server; ``code`` is its name on the wire."""
+
+    def __init__(self, code: str, summary: str) -> None:
+        super().__init__(f"{code}: {summary}")
+        self.code = code
+
+
+class TimeoutPhase(StrEnum):
+    """Which of the client's bounds fired (the value reads as a phrase)."""
+
+    CONNECT = "connecting"
+    READ = "waiting for data"
+    TOTAL = "whole request"
+
+
+class RsTimeoutError(RsError):
+    """No answer within ``seconds``, the bound of ``phase``."""
+
+    def __init__(self, phase: TimeoutPhase, seconds: float) -> None:
+        super().__init__("upstream_timeout", f"no answer within {seconds:g} s ({phase})")
+        self.phase = phase
+        self.seconds = seconds
+
+
+class RsUnavailableError(RsError):
+    """The RS could not be reached or kept failing; ``retry_after`` when calls are held back."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        status: int | None = None,
+        upstream_code: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__("upstream_unavailable", reason + (f" (HTTP {status})" if status else ""))
+        self.reason = reason
+        self.status = status
+        self.upstream_code = upstream_code
+        self.retry_after = retry_after
 
 
 class RsStatusError(RsError):
     """The RS answered with a non-2xx status; ``envelope`` is its error object, whole."""
 
     def __init__(self, status: int, envelope: Mapping[str, Any], request_id: str | None) -> None:
-        request_id = request_id or _str_or_none(envelope.get("request_id"))
-        super().__init__(envelope, http_status=status, request_id=request_id)
+        self.envelope: dict[str, Any] = dict(envelope)
+        super().__init__(str(self.envelope.get("code", "error")), f"HTTP {status}")
         self.status = status
+        self.request_id = request_id or _str_or_none(self.envelope.get("request_id"))
 
     @classmethod
     def from_body(cls, status: int, body: object, request_id: str | None) -> RsStatusError:
         return cls(status, normalise_error_body(status, body), request_id)
 
 
-class RsTimeoutError(RsError):
-    def __init__(self, phase: str, seconds: float) -> None:
-        super().__init__(
-            {
-                "type": "api_error",
-                "code": "upstream_timeout",
-                "message": f"The resource server did not answer within {seconds:g} s ({phase}). "
-                "Retry in a moment; if it keeps timing out, narrow the request (smaller limit, fewer fields).",
-            }
-        )
-
-
-class RsUnavailableError(RsError):
-    def __init__(
-        self,
-        reason: str,
-        *,
-        upstream_code: str | None = None,
-        status: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        suffix = (
-            f" (last answer: HTTP {status}{f' {upstream_code}' if upstream_code else ''})" if status else ""
-        )
-        when = f"Retry in {math.ceil(retry_after)} s." if retry_after is not None else "Retry later."
-        envelope: dict[str, Any] = {
-            "type": "api_error",
-            "code": "upstream_unavailable",
-            "message": f"The resource server is unavailable: {reason}{suffix}. {when}",
-        }
-        if retry_after is not None:
-            envelope["retry_after_seconds"] = math.ceil(retry_after)
-        super().__init__(envelope, **({"http_status": status} if status else {}))
-
-
 class RsProtocolError(RsError):
+    """A 2xx answer the gateway cannot use; ``problem`` says why."""
+
     def __init__(self, problem: str) -> None:
-        super().__init__(
-            {
-                "type": "api_error",
-                "code": "upstream_malformed_response",
-                "message": f"The resource server sent an unusable answer: {problem}. Retry; if it persists, "
-                "report it to the provider.",
-            }
-        )
+        super().__init__("upstream_malformed_response", problem)
+        self.problem = problem
 
 
 def _str_or_none(value: object) -> str | None:

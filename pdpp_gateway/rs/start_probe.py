@@ -4,8 +4,9 @@ Contract: ``check_at_start(provider_url, token)`` asks the RS what the cached to
 with the questions and the reading of ``token_kind.SchemaProbe`` and
 ``verify_at_start`` (``GET /v1/schema?view=compact``; the plain form when the compact
 one is refused with a 4xx other than 401/403/404; a 404 ``not_found`` is an
-``mcp_package`` token). It returns ``client``, or raises ``CredentialError`` (exit 77 for
-a refused kind; ``RejectedAtStart``, exit 78, for a token the RS rejects with 401/403) or ``KindUnknown`` when the
+``mcp_package`` token), judged by the one ladder (``credentials.judge``). It returns
+``client``, or raises ``CredentialError`` (exit 77 for a refused kind;
+``CredentialRejected``, exit 78, for a token the RS rejects with 401/403) or ``KindUnknown`` when the
 RS cannot be asked now (``upstream_unavailable``, ``upstream_timeout``,
 ``upstream_malformed_response``, or the RS's own error code), within ``seconds`` in all.
 
@@ -27,17 +28,18 @@ from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
 
 from pdpp_gateway import __version__
-from pdpp_gateway.credentials import EXIT_NO_CREDENTIAL, CredentialError, refused_kind_error
+from pdpp_gateway.caller import BearerFacts
+from pdpp_gateway.credentials import judge
 from pdpp_gateway.rs.bearer_report import (
-    ALLOWED_KIND,
     COMPACT_QUERY,
-    PACKAGE_KIND,
+    PACKAGE_BY_ROUTE,
     SCHEMA_PATH,
     START_PROBE_SECONDS,
     KindUnknown,
     form_refused,
     is_package_route,
     read_report,
+    rejected_by_rs,
 )
 from pdpp_gateway.rs.error_body import normalise_error_body
 
@@ -46,14 +48,6 @@ _UNAVAILABLE: Final = "upstream_unavailable"
 _TIMEOUT: Final = "upstream_timeout"
 _MALFORMED: Final = "upstream_malformed_response"
 _log = logging.getLogger("pdpp_gateway.stdio")
-
-
-class RejectedAtStart(CredentialError):
-    """The RS refused the token itself; ``status`` is its 401 or 403 (a 401 may be renewable)."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__("credential_rejected", message, EXIT_NO_CREDENTIAL)
-        self.status = status
 
 
 def check_at_start(provider_url: str, token: str, *, seconds: float = START_PROBE_SECONDS) -> str:
@@ -89,10 +83,9 @@ def check_and_describe(
         raise KindUnknown(_UNAVAILABLE) from None
     finally:
         connection.close()
-    kind, document = _kind(status, body, provider_url)
-    if kind != ALLOWED_KIND:
-        raise refused_kind_error(provider_url, kind or "unknown")
-    return kind, document
+    facts, document = _facts(status, body)
+    kind = judge(facts, provider_url, status=status if status in {401, 403} else None)
+    return str(kind), document
 
 
 def warn_unverified(reason: str) -> None:
@@ -124,14 +117,13 @@ def _get(connection: http.client.HTTPConnection, path: str, token: str, deadline
     return response.status, body
 
 
-def _kind(status: int, body: bytes, provider_url: str) -> tuple[str | None, dict[str, Any]]:
-    """The token kind the RS reports and its schema document, or the exception its answer means."""
+def _facts(status: int, body: bytes) -> tuple[BearerFacts, dict[str, Any]]:
+    """What the RS says the token is and its schema document, or the exception its answer means."""
     if 200 <= status < 300:
         document = _json(body)
         if not isinstance(document, dict):
             raise KindUnknown(_MALFORMED)
-        report = read_report(document)
-        return (report.kind if report else None), document
+        return read_report(document), document
     if 300 <= status < 400:
         raise KindUnknown(_MALFORMED)  # a redirect is never followed
     if status in {502, 503, 504}:
@@ -141,13 +133,9 @@ def _kind(status: int, body: bytes, provider_url: str) -> tuple[str | None, dict
         "code"
     )
     if is_package_route(status, code):
-        return PACKAGE_KIND, {}
+        return PACKAGE_BY_ROUTE, {}
     if status in {401, 403}:
-        raise RejectedAtStart(
-            f"The resource server at {provider_url} rejected the cached credential ({code}). "
-            f"Run `pdpp-gateway connect {provider_url}` again.",
-            status,
-        )
+        return rejected_by_rs(code), {}
     raise KindUnknown(code if isinstance(code, str) else f"http_{status}")
 
 

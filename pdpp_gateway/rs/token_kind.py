@@ -1,23 +1,24 @@
-"""What the RS says a bearer is, and a reader that refuses to read until it is ``client``.
+"""What the RS says a bearer is, and a reader that refuses to read until it may.
 
 Contract:
 
 - ``SchemaProbe`` is the one bearer probe (this door and the hosted one): ``GET
   /v1/schema?view=compact``, the plain ``/v1/schema`` when the RS refuses the compact
   form (a 4xx other than 401/403/404), ``bearer`` read from the document or its ``data``
-  envelope. The RS never reports ``mcp_package`` there: it answers a package token on
-  ``/v1`` with 404 ``not_found`` (capture 40), a route that always exists for any other
-  bearer, so that answer reads as ``mcp_package``. Other RS failures propagate as the
-  ``RsError`` tree.
-- ``probe_token_kind(rs)`` returns the probe's ``bearer.token_kind``, or ``None`` when
-  the RS does not say.
+  envelope, as ``caller.BearerFacts``. The RS never reports ``mcp_package`` there: it
+  answers a package token on ``/v1`` with 404 ``not_found`` (capture 40), a route that
+  always exists for any other bearer, so that answer reads as ``mcp_package``. Other RS
+  failures (a 401/403 included) propagate as the ``RsError`` tree; a door that asks at
+  start reads a 401/403 as an inactive bearer (``bearer_report.rejected_by_rs``).
+- Whether the bearer may read is never decided here: ``caller.authenticate`` decides,
+  through ``credentials.judge`` for the local doors.
 - ``KindCheckedRs`` wraps the caller's bound reader for a door whose credential comes
   from a file that may be mislabelled (stdio, the local commands). Before its first
-  read it verifies the kind once and caches a success for the life of the process: a
-  kind other than ``client`` (owner, mcp_package, unknown) fails every read with a typed
-  ``token_kind_refused`` error, and no data route is ever called with it. An RS that
-  cannot be asked (down, timing out) fails that one read with its own typed error and
-  the check runs again on the next read.
+  read it asks the RS once and caches an acceptance for the life of the process: a
+  refused kind (owner, mcp_package, unknown) fails every read with the table's typed
+  error (``refused_read``), and no data route is ever called with it. An RS that cannot
+  be asked (down, timing out) or refuses the token fails that one read with its own
+  typed error, and the check runs again on the next read.
 - ``verify_at_start(rs, provider_url)`` is the start-up form for a local door: it
   returns ``client``, raises ``CredentialError`` for a token that must not be used (exit
   77 for a refused kind, 78 for one the RS rejects with 401/403), and raises
@@ -36,32 +37,29 @@ from typing import TYPE_CHECKING
 import anyio
 
 from middleware import ToolError
-from pdpp_gateway.credentials import EXIT_NO_CREDENTIAL, CredentialError, refused_kind_error
+from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate
+from pdpp_gateway.credentials import judge
+from pdpp_gateway.refusals import REFUSALS, explain, local_connect
 from pdpp_gateway.rs.bearer_report import (
-    ALLOWED_KIND,
     COMPACT_QUERY,
-    PACKAGE_KIND,
+    PACKAGE_BY_ROUTE,
     SCHEMA_PATH,
     START_PROBE_SECONDS,
-    BearerReport,
     KindUnknown,
     form_refused,
     is_package_route,
     read_report,
+    rejected_by_rs,
 )
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 from pdpp_gateway.rs.errors import RsError, RsStatusError
 
 __all__ = [
-    "ALLOWED_KIND",
-    "PACKAGE_KIND",
     "START_PROBE_SECONDS",
-    "BearerReport",
     "KindCheckedRs",
     "KindUnknown",
     "SchemaProbe",
-    "probe_token_kind",
-    "token_kind_refusal",
+    "refused_read",
     "verify_at_start",
 ]
 
@@ -80,8 +78,8 @@ class SchemaProbe:
     of it is a verdict on the token (no fallback); once the compact form was refused while
     the plain one answered, only the plain form is asked. Reading the answers:
 
-    - 200 → a ``BearerReport`` from ``bearer`` (the document may sit in a ``data``
-      envelope), or ``None`` when the RS names no bearer;
+    - 200 → the facts of ``bearer`` (the document may sit in a ``data`` envelope; no
+      kind when the RS names none);
     - 404 ``not_found`` → ``mcp_package`` (``by_route``): the RS serves ``/v1`` only to
       client and owner tokens and answers a package token there with "Unknown source",
       a route that always exists for any other bearer (capture 40);
@@ -92,15 +90,15 @@ class SchemaProbe:
     def __init__(self) -> None:
         self._compact: bool | None = None  # None: not known yet
 
-    async def probe(self, rs: RsReader) -> BearerReport | None:
+    async def probe(self, rs: RsReader) -> BearerFacts:
         try:
             return await self._ask(rs)
         except RsStatusError as error:
             if is_package_route(error.status, error.code):
-                return BearerReport(kind=PACKAGE_KIND, by_route=True)
+                return PACKAGE_BY_ROUTE
             raise
 
-    async def _ask(self, rs: RsReader) -> BearerReport | None:
+    async def _ask(self, rs: RsReader) -> BearerFacts:
         if self._compact is not False:
             try:
                 response = await rs.get_json(SCHEMA_PATH, COMPACT_QUERY)
@@ -116,86 +114,71 @@ class SchemaProbe:
         return report
 
 
-async def probe_token_kind(rs: RsReader) -> str | None:
-    """``bearer.token_kind`` as the RS reports it for the reader's token (``SchemaProbe``)."""
-    report = await SchemaProbe().probe(rs)
-    return report.kind if report else None
-
-
-async def verify_at_start(rs: RsReader, provider_url: str, *, seconds: float = START_PROBE_SECONDS) -> str:
+async def verify_at_start(
+    rs: RsReader, provider_url: str, *, seconds: float = START_PROBE_SECONDS
+) -> TokenKind:
     """``client``, or ``CredentialError`` (refused or rejected token), or ``KindUnknown``."""
     try:
         with anyio.fail_after(seconds):
-            kind = await probe_token_kind(rs)
+            facts = await SchemaProbe().probe(rs)
     except RsStatusError as error:
-        if error.status in {401, 403}:
-            raise CredentialError(
-                "credential_rejected",
-                f"The resource server at {provider_url} rejected the cached credential ({error.code}). "
-                f"Run `pdpp-gateway connect {provider_url}` again.",
-                EXIT_NO_CREDENTIAL,
-            ) from None
-        raise KindUnknown(error.code) from None
+        if error.status not in {401, 403}:
+            raise KindUnknown(error.code) from None
+        return judge(rejected_by_rs(error.code), provider_url, status=error.status)
     except RsError as error:
         raise KindUnknown(error.code) from None
     except TimeoutError:
         raise KindUnknown("timeout") from None
-    if kind != ALLOWED_KIND:
-        raise refused_kind_error(provider_url, kind or "unknown")
-    return kind
+    return judge(facts, provider_url)
 
 
-def token_kind_refusal(kind: str | None, provider_url: str) -> ToolError:
-    """The typed error for a credential the RS says is not a client token."""
-    if kind == PACKAGE_KIND:
-        what = (
-            "an mcp_package token, which the resource server does not accept on /v1 (only a hosted /mcp does)"
-        )
-    elif kind:
-        what = f"an {kind} token"
-    else:
-        what = "a token whose kind the resource server does not report"
+def refused_read(rejection: Rejection, provider_url: str) -> ToolError:
+    """The typed tool error of a read the RS's verdict on the credential refused."""
+    message, step = explain(rejection, local_connect(provider_url))
     return ToolError(
         {
-            "type": "permission_error",
-            "code": "token_kind_refused",
-            "message": f"The cached credential is {what}; this gateway only reads with grant-scoped client "
-            f"tokens, so nothing was read. Run `pdpp-gateway connect {provider_url}` to approve a scoped grant, "
-            "then restart the gateway.",
-            "token_kind": kind,
+            "type": REFUSALS[rejection.code].type,
+            "code": rejection.code,
+            "message": f"{message} Nothing was read. {step} Then restart the gateway.",
+            "token_kind": rejection.kind,
         }
     )
 
 
 class KindCheckedRs:
-    """An ``RsReader`` that verifies its token is a ``client`` token before the first read."""
+    """An ``RsReader`` that asks the RS what its token is before the first read."""
 
     def __init__(self, inner: RsReader, provider_url: str, *, verified_kind: str | None = None) -> None:
         self._inner = inner
         self._provider_url = provider_url
-        self._kind = verified_kind
+        self._refusal: Rejection | None = None
+        self._accepted = verified_kind == TokenKind.CLIENT
         self._lock = anyio.Lock()
 
-    async def _ensure_client(self) -> None:
-        if self._kind == ALLOWED_KIND:
+    async def _ensure_accepted(self) -> None:
+        if self._accepted:
             return
-        if self._kind is not None:
-            raise token_kind_refusal(self._kind, self._provider_url)
         async with self._lock:
-            if self._kind is None:
-                kind = await probe_token_kind(self._inner)  # an RS failure propagates; retried next read
-                self._kind = kind or "unknown"
-                if self._kind == ALLOWED_KIND:
+            if not self._accepted and self._refusal is None:
+                facts = await SchemaProbe().probe(
+                    self._inner
+                )  # an RS failure propagates; asked again next read
+                outcome: Caller[object] | Rejection = authenticate(facts)
+                if not isinstance(outcome, Rejection):
+                    self._accepted = True
                     _log.info("credential verified with the resource server: client token")
-                else:
-                    _log.error("the resource server reports a %s token; every read is refused", self._kind)
-        if self._kind != ALLOWED_KIND:
-            raise token_kind_refusal(None if self._kind == "unknown" else self._kind, self._provider_url)
+                    return
+                self._refusal = outcome
+                _log.error(
+                    "the resource server reports a %s token; every read is refused", facts.kind or "unnamed"
+                )
+        if self._refusal is not None:
+            raise refused_read(self._refusal, self._provider_url)
 
     async def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
-        await self._ensure_client()
+        await self._ensure_accepted()
         return await self._inner.get_json(path, query)
 
     async def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int) -> RsBlob:
-        await self._ensure_client()
+        await self._ensure_accepted()
         return await self._inner.get_bytes(path, query, max_bytes=max_bytes)

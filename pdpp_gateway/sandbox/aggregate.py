@@ -22,7 +22,7 @@ from aiohttp import web
 from pdpp_gateway.sandbox.access import Access
 from pdpp_gateway.sandbox.envelope import RsHttpError, finalise, json_response
 from pdpp_gateway.sandbox.params import allow_only, filters
-from pdpp_gateway.sandbox.records import by_connector, connection_param
+from pdpp_gateway.sandbox.record_query import by_connector, connection_param
 from pdpp_gateway.sandbox.store import Store
 
 _KEYS: Final = (

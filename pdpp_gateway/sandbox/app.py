@@ -14,7 +14,7 @@ from typing import Final
 
 from aiohttp import web
 
-from pdpp_gateway.sandbox import aggregate, blobs, discovery, oauth, records, schema, search
+from pdpp_gateway.sandbox import aggregate, blobs, discovery, oauth, record_detail, records, schema, search
 from pdpp_gateway.sandbox.access import STATUS_OVERRIDES, Access, authenticate
 from pdpp_gateway.sandbox.config import SandboxConfig
 from pdpp_gateway.sandbox.envelope import CALLS, Call, envelope_middleware
@@ -59,11 +59,11 @@ def create_app(config: SandboxConfig | None = None) -> web.Application:
     )
     get(
         "/v1/streams/{stream}/records/{record_id}",
-        _authenticated(lambda r, a, s, c: records.get_record(r, a, s, reference)),
+        _authenticated(lambda r, a, s, c: record_detail.get_record(r, a, s, reference)),
     )
     get(
         "/v1/streams/{stream}/records/{record_id}/field-window",
-        _authenticated(lambda r, a, s, c: records.field_window(r, a, s)),
+        _authenticated(lambda r, a, s, c: record_detail.field_window(r, a, s)),
     )
     get(
         "/v1/streams/{stream}/aggregate",

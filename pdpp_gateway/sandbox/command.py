@@ -13,8 +13,9 @@ import contextlib
 import errno
 import sys
 
+from pdpp_gateway.refusals import ExitCode
+
 HELP = "Run the sandbox PDPP resource server (sample data) and print its tokens."
-EXIT_USAGE = 64
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -61,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
             "(choose another with --port)",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return ExitCode.USAGE
     return 0

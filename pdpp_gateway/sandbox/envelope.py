@@ -4,8 +4,9 @@ Contract:
 
 - ``RsHttpError(status, code, message, ...)`` anywhere in a handler becomes the RS error
   envelope ``{"error": {type, code, message, param?, request_id, ...}}`` with ``type``
-  derived from the status; 401s carry ``WWW-Authenticate: Bearer resource_metadata=...``
-  plus ``error.resource_metadata`` and ``error.next_step``.
+  derived from the status (``pdpp_gateway.error_types``, the table the client reads
+  with); 401s carry ``WWW-Authenticate: Bearer resource_metadata=...`` plus
+  ``error.resource_metadata`` and ``error.next_step``.
 - Unknown routes are 404 ``not_found`` envelopes; any unexpected exception is a 500
   ``api_error`` envelope (logged), never an HTML traceback.
 - Every response echoes ``Request-Id`` (the inbound one, or a new ``req_…``) and
@@ -28,6 +29,7 @@ from urllib.parse import unquote_plus
 import orjson
 from aiohttp import web
 
+from pdpp_gateway.error_types import error_type_for
 from pdpp_gateway.sandbox.config import TOKEN_NAMES
 
 PDPP_VERSION: Final = "2026-04-06"
@@ -35,15 +37,6 @@ NEXT_STEP_401: Final = (
     "Fetch error.resource_metadata, then follow pdpp_agent_discovery.cli when token completion is available; "
     "otherwise request a scoped client grant without using an owner bearer token."
 )
-_TYPES: Final = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    410: "gone_error",
-    413: "request_entity_too_large_error",
-    429: "rate_limit_error",
-}
 _log = logging.getLogger(__name__)
 
 
@@ -118,7 +111,7 @@ def error_body(
     request: web.Request, error: RsHttpError, public_origin: str | None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     envelope: dict[str, Any] = {
-        "type": _TYPES.get(error.status, "api_error"),
+        "type": error_type_for(error.status),
         "code": error.code,
         "message": error.message,
     }

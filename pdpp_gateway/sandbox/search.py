@@ -44,7 +44,7 @@ from pdpp_gateway.sandbox.params import (
     list_param,
     page_limit,
 )
-from pdpp_gateway.sandbox.records import connection_param
+from pdpp_gateway.sandbox.record_query import connection_param
 from pdpp_gateway.sandbox.store import Condition, SearchScope, Store, StoredRecord
 
 CANDIDATE_WINDOW: Final = 2000

@@ -21,7 +21,8 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from pdpp_gateway.sandbox.config import SandboxConfig
-from pdpp_gateway.sandbox.data import Dataset, generate
+from pdpp_gateway.sandbox.data import generate
+from pdpp_gateway.sandbox.dataset import Dataset
 from pdpp_gateway.sandbox.manifests import BULK_CONNECTOR, CONNECTORS, Catalog
 
 _SCHEMA: Final = """

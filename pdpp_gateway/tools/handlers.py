@@ -5,8 +5,9 @@ refused it as non-text).
 Contract: a handler receives a call whose arguments already passed validation. It
 issues GETs to the RS ``/v1`` API through the caller's bound client, never anything
 else, and returns a ``ToolResult`` whose ``structured`` is the tool's structured
-output (``text`` is left to the rendering stage). RS failures propagate as the
-``RsError`` tree and become ``isError`` results in the error stage, envelope intact.
+output (``text`` is left to the rendering stage). RS failures propagate as the plain
+``RsError`` tree (an answer without the window text a field-window read must have is an
+``RsProtocolError`` too); the pipeline's ``upstream_errors`` stage above words them.
 Handlers never retry with other credentials and never invent query semantics: the
 arguments a tool accepts map one-to-one onto RS parameters. ``read_record_field`` on a
 blob field answers (not fails) with the blob's media type, size and ``pdpp://blob/``
@@ -27,13 +28,13 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from middleware import ToolResult, gateway_error
+from middleware import ToolResult
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import Call, GatewayContext
 from pdpp_gateway.ids import RecordRef, check_segment, parse_handle, resolve_connection
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
-from pdpp_gateway.rs.errors import RsError, RsStatusError
+from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
 from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
 from pdpp_gateway.tools.expand_gate import check_expand
 
@@ -215,11 +216,7 @@ async def read_record_field(call: Call) -> ToolResult:
     body = response.body
     window = body.get("window")
     if not isinstance(window, Mapping) or not isinstance(window.get("text"), str):
-        raise gateway_error(
-            "upstream_malformed_response",
-            "The resource server's field-window answer has no window text; retry, or use fetch.",
-            type_="api_error",
-        )
+        raise RsProtocolError("its field-window answer has no window text")
     connection = body.get("connection_id") or ref.connection_id
     served = RecordRef(stream=ref.stream, record_id=ref.record_id, connection_id=connection)
     field = as_mapping(body.get("field"))

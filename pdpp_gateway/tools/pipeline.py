@@ -4,17 +4,24 @@ Order, outermost first:
 
 1. ``RenderContent``     every result leaves with bounded model-visible text;
 2. ``PreserveErrors``    typed errors become ``isError`` results, envelope intact;
-3. ``RefuseTokenKinds``  owner (and unclassified) credentials never reach a tool;
-4. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
+3. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
                          reaches the RS;
-5. ``shape_schema``      schema results leave in their wire shape: the global index
+4. ``shape_schema``      schema results leave in their wire shape: the global index
                          bounded (``schema_view.bound_index``; the unbounded index stays
                          in ``annotations["schema_index"]`` so the text can still name
                          every stream), the flag legend beside a stream view's document;
                          above the fan-out, so merged package schemas get the same;
-6. ``FanOut``            package callers: route to one child grant or fan out and merge
+5. ``FanOut``            package callers: route to one child grant or fan out and merge
                          (a pass-through for single-grant callers);
-7. extra stages, then the handler that calls the RS.
+6. extra stages;
+7. ``upstream_errors``   an RS failure (the plain ``rs.errors`` tree) becomes its
+                         ``ToolError`` (``render.upstream.tool_error``, the one place it is
+                         worded); below ``FanOut``, so a failed package member is a
+                         ``ToolError`` outcome when the fan-out merges;
+8. the handler that calls the RS.
+
+Whether the caller may read at all is not a stage: a context exists only for a caller
+``caller.authenticate`` accepted at the door (an owner token never gets this far).
 """
 
 from __future__ import annotations
@@ -23,9 +30,7 @@ from collections.abc import Sequence
 
 from middleware import (
     PreserveErrors,
-    RefuseTokenKinds,
     RenderContent,
-    ToolError,
     ToolResult,
     ValidateArguments,
     compose,
@@ -34,26 +39,11 @@ from pdpp_gateway import schema_view
 from pdpp_gateway.context import Call, CallNext, Stage
 from pdpp_gateway.package import fan_out_stage
 from pdpp_gateway.render import RENDERERS, render_error
+from pdpp_gateway.render.upstream import tool_error
+from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.tools.checks import CHECKS
 from pdpp_gateway.tools.handlers import dispatch
 from pdpp_gateway.tools.specs import INPUT_SCHEMAS
-
-REFUSED_TOKEN_KINDS = frozenset({"owner"})
-
-
-def _token_kind(call: Call) -> str | None:
-    return call.context.token_kind
-
-
-def _owner_refusal(kind: str | None) -> ToolError:
-    return ToolError(
-        {
-            "type": "permission_error",
-            "code": "permission_error",
-            "message": f"This gateway serves grant-scoped client tokens only; a {kind or 'unclassified'} "
-            "credential is refused. Connect with `pdpp-gateway connect <provider-url>` to get a scoped grant.",
-        }
-    )
 
 
 async def shape_schema(call: Call, next_: CallNext) -> ToolResult:
@@ -72,15 +62,23 @@ async def shape_schema(call: Call, next_: CallNext) -> ToolResult:
     return result
 
 
+async def upstream_errors(call: Call, next_: CallNext) -> ToolResult:
+    """Stage: raise an RS failure as the ``ToolError`` it becomes on the wire."""
+    try:
+        return await next_(call)
+    except RsError as error:
+        raise tool_error(error) from None
+
+
 def build_pipeline(extra_stages: Sequence[Stage] = ()) -> CallNext:
     """The full chain around the RS-calling handlers."""
     stages: list[Stage] = [
         RenderContent(RENDERERS, render_error),
         PreserveErrors(),
-        RefuseTokenKinds(_token_kind, REFUSED_TOKEN_KINDS, _owner_refusal),
         ValidateArguments(INPUT_SCHEMAS, CHECKS),
         shape_schema,
         fan_out_stage(),
         *extra_stages,
+        upstream_errors,
     ]
     return compose(stages, dispatch)

@@ -84,7 +84,7 @@ async def test_connect_caches_a_scoped_grant_that_stdio_then_serves(sandbox: Any
         code, out, err = await _finish(process)
     assert code == 0, err
     assert "Connected to" in out
-    assert "Next: pdpp-gateway stdio --provider-url" in out
+    assert f"Next: pdpp-gateway stdio --provider-url {sandbox.url} --cache-root {cache.absolute()}" in out
     path = cache / "clients" / (sandbox.url.split("//")[1].replace(":", "_") + ".json")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     cached = json.loads(path.read_text())

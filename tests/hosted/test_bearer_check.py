@@ -49,7 +49,7 @@ async def test_missing_bearer_is_challenged_without_any_upstream_call(
         sandbox.reset_calls()
         status, headers, body = await post(url, None)
         assert status == 401
-        assert_challenge(url, headers, body, "authentication_error")
+        assert_challenge(url, headers, body, "missing_token")
         assert sandbox.calls == []
 
 
@@ -78,7 +78,7 @@ async def test_owner_token_is_refused_with_403_before_any_read(sandbox: Any) -> 
         sandbox.reset_calls()
         status, headers, body = await post(url, sandbox.tokens["owner"])
         assert status == 403
-        assert body["error"]["data"]["code"] == "permission_error"
+        assert body["error"]["data"]["code"] == "owner_token_refused"
         assert "WWW-Authenticate" not in headers
         assert "owner" in body["error"]["message"].lower()
         assert sandbox.calls == []
@@ -99,7 +99,7 @@ async def test_schema_probe_refuses_owner_after_its_single_check(sandbox: Any) -
             },
         )
         assert status == 403
-        assert body["error"]["data"]["code"] == "permission_error"
+        assert body["error"]["data"]["code"] == "owner_token_refused"
         assert [(c.path, c.query) for c in sandbox.calls] == [("/v1/schema", "view=compact")]
 
 
@@ -216,7 +216,7 @@ async def test_unknown_package_is_refused_as_unresolvable_not_revoked(sandbox: A
         sandbox.reset_calls()
         status, _, body = await post(url, sandbox.tokens["package"])
         assert status == 403
-        assert body["error"]["data"]["code"] == "permission_error"
+        assert body["error"]["data"]["code"] == "package_unresolvable"
         assert "cannot resolve" in body["error"]["message"]
         assert sandbox.calls == []
 

@@ -16,6 +16,7 @@ import orjson
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from pdpp_gateway.error_types import error_type_for
 from pdpp_gateway.hosted.embedded import mcp_http, sandbox_settings, start_gateway
 from tests.upstreams import raw_exchange
 
@@ -59,8 +60,8 @@ def assert_rpc_error(headers: Any, body: Any, rpc_code: int, code: str) -> None:
 
 
 CASES = [
-    ("POST", {}, None, 401, -32001, "authentication_error"),
-    ("POST", {}, "owner", 403, -32001, "permission_error"),
+    ("POST", {}, None, 401, -32001, "missing_token"),
+    ("POST", {}, "owner", 403, -32001, "owner_token_refused"),
     ("POST", {}, "not-a-real-token", 401, -32001, "context.active_false"),
     ("GET", {}, "client_narrow", 405, -32600, "method_not_allowed"),
     ("PUT", {}, "client_narrow", 405, -32600, "method_not_allowed"),
@@ -132,6 +133,9 @@ async def test_http_refusals_are_json_rpc_errors(
         got, headers, body = await exchange(method, gateway, sent_headers(bearer, **extra), data)
     assert got == status, body
     assert_rpc_error(headers, body, rpc_code, code)
+    # typed as the RS types a status, but for the Host check's 421 (the request is at fault)
+    expected_type = "invalid_request_error" if status == 421 else error_type_for(status)
+    assert body["error"]["data"]["type"] == expected_type
     if status == 401:
         metadata = gateway.removesuffix("/mcp") + "/.well-known/oauth-protected-resource/mcp"
         assert headers["WWW-Authenticate"] == f'Bearer resource_metadata="{metadata}"'
@@ -153,6 +157,7 @@ async def test_unreachable_authorization_server_is_a_json_rpc_503(shared_sandbox
     assert status == 503
     assert headers["Retry-After"] == "5"
     assert_rpc_error(headers, body, -32000, "authorization_unavailable")
+    assert body["error"]["data"]["type"] == "api_error"
 
 
 async def test_owner_refusal_reaches_the_sdk_client_with_its_reason(

@@ -35,7 +35,7 @@ async def test_rs_refusing_the_compact_view_falls_back_to_the_plain_probe(shared
         assert proxy.lines() == ["GET /v1/schema"]  # the refused form is remembered
         status, _, body = await post(url, shared_sandbox.tokens["owner"])
         assert status == 403
-        assert body["error"]["data"]["code"] == "permission_error"
+        assert body["error"]["data"]["code"] == "owner_token_refused"
         status, _, body = await post(url, "not-a-real-token")
         assert status == 401
         assert body["error"]["data"]["code"] == "context.active_false"
@@ -60,7 +60,7 @@ async def test_package_token_in_probe_mode_gets_a_typed_403(shared_sandbox: Any)
         shared_sandbox.reset_calls()
         status, headers, body = await post(url, shared_sandbox.tokens["package"])
         assert status == 403
-        assert body["error"]["data"]["code"] == "permission_error"
+        assert body["error"]["data"]["code"] == "package_unresolvable"
         assert "package" in body["error"]["message"]
         assert "WWW-Authenticate" not in headers
         assert all(c.path == "/v1/schema" for c in shared_sandbox.calls)

@@ -24,6 +24,7 @@ from tests.conftest import gateway_env, run_cli_async
 from tests.upstreams import serve_app
 
 SECRET = "sandbox-introspection-secret"
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 class GatewayProcess:
@@ -64,7 +65,9 @@ class GatewayProcess:
 
 
 @asynccontextmanager
-async def serve(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[GatewayProcess]:
+async def serve(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> AsyncIterator[GatewayProcess]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -76,6 +79,7 @@ async def serve(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         env=gateway_env(env),
+        cwd=cwd,
         start_new_session=True,  # its own process group: workers included in the kill below
     )
     gateway = GatewayProcess(process)
@@ -155,6 +159,58 @@ async def test_invalid_settings_exit_64_with_one_line() -> None:
         err.decode().strip()
         == "pdpp-gateway serve: trusted proxy 'not-an-ip' is not an IP address or CIDR network"
     )
+
+
+async def test_the_same_settings_file_is_read_from_any_working_directory(
+    shared_sandbox: Any, tmp_path: Path
+) -> None:
+    """The user's settings file is found wherever ``serve`` starts, and the start-up
+    line names it; the directory the process starts in plays no part."""
+    user_file = tmp_path / "xdg" / "pdpp-gateway" / "gateway.toml"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text(
+        f'[gateway]\nprovider_url = "{shared_sandbox.url}"\nserver_name = "from-user-file"\n',
+        encoding="utf-8",
+    )
+    elsewhere = tmp_path / "somewhere" / "else"
+    elsewhere.mkdir(parents=True)
+    for cwd in (elsewhere, REPOSITORY):
+        async with serve(env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, cwd=cwd) as gateway:
+            url = await gateway.wait_listening()
+            listening = gateway.lines[-1]
+            assert listening["config_file"] == str(user_file), gateway.raw
+            assert f"settings file {user_file}" in listening["msg"]
+            async with mcp_http(url, shared_sandbox.tokens["client_broad"], "auto") as client:
+                assert client.server_info.name == "from-user-file"
+            assert await gateway.stop() == 0
+
+
+async def test_a_settings_file_in_the_working_directory_is_read_only_when_named(
+    shared_sandbox: Any, tmp_path: Path
+) -> None:
+    local = tmp_path / "config" / "gateway.toml"
+    local.parent.mkdir()
+    local.write_text('[gateway]\nserver_name = "from-local-file"\n', encoding="utf-8")
+    provider = ("--provider-url", shared_sandbox.url)
+    async with serve(*provider, cwd=tmp_path) as gateway:
+        url = await gateway.wait_listening()
+        assert gateway.lines[-1]["config_file"] is None
+        warning = next(line for line in gateway.lines if line.get("event") == "config_not_read")
+        assert "pass --config config/gateway.toml" in warning["msg"]
+        async with mcp_http(url, shared_sandbox.tokens["client_broad"], "auto") as client:
+            assert client.server_info.name == "pdpp-gateway"
+        assert await gateway.stop() == 0
+    for named, env in (
+        (("--config", "config/gateway.toml"), None),
+        ((), {"PDPP_GATEWAY_CONFIG": "config/gateway.toml"}),
+    ):
+        async with serve(*provider, *named, env=env, cwd=tmp_path) as gateway:
+            url = await gateway.wait_listening()
+            assert gateway.lines[-1]["config_file"] == str(local), gateway.raw
+            assert not any(line.get("event") == "config_not_read" for line in gateway.lines)
+            async with mcp_http(url, shared_sandbox.tokens["client_broad"], "auto") as client:
+                assert client.server_info.name == "from-local-file"
+            assert await gateway.stop() == 0
 
 
 @dataclass

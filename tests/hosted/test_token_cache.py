@@ -6,18 +6,19 @@ import asyncio
 
 import pytest
 
-from pdpp_gateway.hosted.tokens import AuthServerUnavailable, CachedValidator, Verdict
+from pdpp_gateway.caller import BearerFacts
+from pdpp_gateway.hosted.tokens import AuthServerUnavailable, CachedValidator
 
 
 class Gate:
     """A validator that counts checks and answers only when released."""
 
-    def __init__(self, outcome: Verdict | Exception) -> None:
+    def __init__(self, outcome: BearerFacts | Exception) -> None:
         self.calls = 0
         self.release = asyncio.Event()
         self._outcome = outcome
 
-    async def validate(self, token: str) -> Verdict:
+    async def validate(self, token: str) -> BearerFacts:
         self.calls += 1
         await self.release.wait()
         if isinstance(self._outcome, Exception):
@@ -26,7 +27,7 @@ class Gate:
 
 
 async def test_a_burst_with_one_uncached_token_makes_one_check() -> None:
-    inner = Gate(Verdict.inactive("unknown"))
+    inner = Gate(BearerFacts.inactive("unknown"))
     cache = CachedValidator(inner, ttl=30)
     waiting = [asyncio.create_task(cache.validate("tok_a")) for _ in range(50)]
     await asyncio.sleep(0)
@@ -58,7 +59,7 @@ async def test_an_outage_reaches_every_waiter_and_is_not_cached() -> None:
 
 
 async def test_a_caller_that_goes_away_does_not_cancel_the_shared_check() -> None:
-    inner = Gate(Verdict.inactive("unknown"))
+    inner = Gate(BearerFacts.inactive("unknown"))
     cache = CachedValidator(inner, ttl=30)
     first = asyncio.create_task(cache.validate("tok_a"))
     second = asyncio.create_task(cache.validate("tok_a"))

@@ -1,6 +1,8 @@
-"""compose(): stage order, short-circuits and fan-out, with a recording terminal."""
+"""compose(): stage order, short-circuits, fan-out and any request shape, with a recording terminal."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 from middleware import Next, ToolCall, ToolResult, compose
 
@@ -53,3 +55,20 @@ async def test_stage_can_fan_out_and_merge() -> None:
 
     result = await compose([fan_out], terminal)(ToolCall("t", {}, None))
     assert result.structured == {"merged": ["work", "personal"]}
+
+
+async def test_the_same_compose_chains_any_request_shape() -> None:
+    """One composition for tool stages and HTTP stages alike: here plain strings in, ints out."""
+
+    async def shout(request: str, next_: Callable[[str], Awaitable[int]]) -> int:
+        return await next_(request.upper()) + 1
+
+    async def refuse_empty(request: str, next_: Callable[[str], Awaitable[int]]) -> int:
+        return -1 if not request else await next_(request)
+
+    async def length_of_upper_only(request: str) -> int:
+        return len(request) if request.isupper() else 0
+
+    handler = compose([refuse_empty, shout], length_of_upper_only)
+    assert await handler("abc") == 4
+    assert await handler("") == -1

@@ -2,7 +2,8 @@
 
 Another gateway builds on these names: removing or renaming one is a breaking change
 that must show up here. Importing the package stays cheap: jsonschema (about 40 ms) is
-loaded only when a ``ValidateArguments`` stage is built.
+loaded only when a ``ValidateArguments`` stage is built, and aiohttp only by who imports
+the HTTP stages (``middleware.http``, ``middleware.ratelimit``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import subprocess
 import sys
 
 import middleware
+import middleware.http
 
 PUBLIC = {
     "Check",
@@ -27,11 +29,13 @@ PUBLIC = {
     "ToolError",
     "ToolResult",
     "ValidateArguments",
-    "chain",
     "compose",
     "echo",
     "gateway_error",
 }
+
+
+HTTP_PUBLIC = {"Handler", "Stage", "accepts", "bearer_check", "refuse_token_kinds", "shape_checks"}
 
 
 def test_the_public_names_are_exactly_these() -> None:
@@ -40,7 +44,13 @@ def test_the_public_names_are_exactly_these() -> None:
         assert getattr(middleware, name) is not None
 
 
-def test_importing_middleware_does_not_load_jsonschema_or_the_product() -> None:
-    probe = "import sys, middleware; print(sorted(m for m in ('jsonschema', 'pdpp_gateway', 'mcp') if m in sys.modules))"
+def test_the_http_stages_public_names_are_exactly_these() -> None:
+    assert set(middleware.http.__all__) == HTTP_PUBLIC
+    for name in HTTP_PUBLIC:
+        assert getattr(middleware.http, name) is not None
+
+
+def test_importing_middleware_does_not_load_jsonschema_aiohttp_or_the_product() -> None:
+    probe = "import sys, middleware; print(sorted(m for m in ('jsonschema', 'aiohttp', 'pdpp_gateway', 'mcp') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)  # noqa: S603
     assert done.stdout.strip() == "[]"

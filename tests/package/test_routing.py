@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pdpp_gateway.context import PackageMember
-from pdpp_gateway.rs.errors import RsTimeoutError, RsUnavailableError
+from pdpp_gateway.rs.errors import RsTimeoutError, RsUnavailableError, TimeoutPhase
 from tests.fake_rs import FakeCall, FakeRs
 from tests.package.helpers import call, child, error_code, hit_ids, ids, interleave, package
 
@@ -142,9 +142,18 @@ async def test_a_failed_member_is_a_warning_and_the_others_answer() -> None:
     assert "warning source_unavailable: Source cin_chat failed with upstream_unavailable" in str(result.text)
 
 
+async def test_a_failed_members_next_step_fits_its_failure() -> None:
+    mail, chat = child("mail", 2), child("chat", 2)
+    chat.fail_with(RsTimeoutError(TimeoutPhase.READ, 20))
+    result = await call(package(mail, chat), "schema", {})
+    [unavailable] = result.structured["data"]["unavailable_connections"]
+    assert unavailable["error_code"] == "upstream_timeout"
+    assert unavailable["next_step"].startswith("Retry in a moment")  # not "re-approve": nothing was revoked
+
+
 async def test_when_every_member_fails_the_first_members_error_is_the_answer() -> None:
     mail, chat = child("mail", 2), child("chat", 2)
-    mail.fail_with(RsTimeoutError("read", 20))
+    mail.fail_with(RsTimeoutError(TimeoutPhase.READ, 20))
     chat.fail_with(RsUnavailableError("connection refused"))
     result = await call(package(mail, chat), "search", {"query": "invoice"})
     assert error_code(result) == "upstream_timeout"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.rs.client import RetryPolicy, RsClient
 from pdpp_gateway.rs.errors import RsProtocolError, RsStatusError, RsUnavailableError
 
@@ -50,7 +51,7 @@ async def test_an_error_body_echoing_the_token_is_redacted(
     async with RsClient(url, retry=FAST) as rs:
         with pytest.raises((RsStatusError, RsUnavailableError)) as caught:
             await rs.get_json("/v1/schema", token=TOKEN)
-    relayed = repr(caught.value.envelope) + str(caught.value)
+    relayed = repr(vars(caught.value)) + str(caught.value) + repr(tool_error(caught.value).envelope)
     assert TOKEN not in relayed
     if status != 503:
         assert "[redacted]" in relayed

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from pdpp_gateway.caller import BearerFacts, TokenKind
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 from pdpp_gateway.rs.errors import RsStatusError
-from pdpp_gateway.rs.token_kind import PACKAGE_KIND, BearerReport, SchemaProbe, probe_token_kind
+from pdpp_gateway.rs.token_kind import SchemaProbe
 
 COMPACT = ("/v1/schema", (("view", "compact"),))
 PLAIN = ("/v1/schema", ())
@@ -40,7 +41,7 @@ class ScriptedRs:
 @pytest.mark.parametrize("status", [400, 405, 422])
 async def test_a_refused_compact_form_falls_back_to_the_plain_one(status: int) -> None:
     rs = ScriptedRs({COMPACT: (status, "invalid_request"), PLAIN: {"bearer": BEARER}})
-    assert await SchemaProbe().probe(rs) == BearerReport("client", "grt_1", "cli_1")
+    assert await SchemaProbe().probe(rs) == BearerFacts(kind="client", grant_id="grt_1", client_id="cli_1")
     assert rs.asked == [COMPACT, PLAIN]
 
 
@@ -55,15 +56,15 @@ async def test_a_refused_token_is_not_a_refused_form(status: int) -> None:
 
 async def test_not_found_is_a_package_token_on_either_form() -> None:
     rs = ScriptedRs({COMPACT: (404, "not_found")})
-    assert await SchemaProbe().probe(rs) == BearerReport(PACKAGE_KIND, by_route=True)
+    assert await SchemaProbe().probe(rs) == BearerFacts(kind=TokenKind.PACKAGE, by_route=True)
     assert rs.asked == [COMPACT]
     rs = ScriptedRs({COMPACT: (400, "invalid_request"), PLAIN: (404, "not_found")})
-    assert await probe_token_kind(rs) == PACKAGE_KIND
+    assert (await SchemaProbe().probe(rs)).kind == TokenKind.PACKAGE
 
 
-async def test_a_data_envelope_is_unwrapped_and_a_missing_bearer_is_none() -> None:
-    assert await probe_token_kind(ScriptedRs({COMPACT: {"data": {"bearer": BEARER}}})) == "client"
-    assert await SchemaProbe().probe(ScriptedRs({COMPACT: {"object": "schema"}})) is None
+async def test_a_data_envelope_is_unwrapped_and_a_missing_bearer_names_no_kind() -> None:
+    assert (await SchemaProbe().probe(ScriptedRs({COMPACT: {"data": {"bearer": BEARER}}}))).kind == "client"
+    assert await SchemaProbe().probe(ScriptedRs({COMPACT: {"object": "schema"}})) == BearerFacts()
 
 
 async def test_the_form_the_rs_serves_is_remembered() -> None:

@@ -177,9 +177,7 @@ class Harness:
         self.runner = asyncio.Runner()
         self.rs = RsClient(sandbox.url)
         self.runner.run(self.rs.__aenter__())
-        self.context = GatewayContext(
-            rs=self.rs.bind(sandbox.tokens["client_broad"]), provider_url=sandbox.url, token_kind="client"
-        )
+        self.context = GatewayContext.for_client(self.rs.bind(sandbox.tokens["client_broad"]), sandbox.url)
         self.pipeline = build_pipeline()
 
     def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:

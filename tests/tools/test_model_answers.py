@@ -19,7 +19,7 @@ import orjson
 import pytest
 from mcp import Client
 
-from pdpp_gateway.sandbox.data import EMITTED_AT
+from pdpp_gateway.sandbox.dataset import EMITTED_AT
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 WORK, SLACK = "cin_mail_work", "cin_slack_acme"

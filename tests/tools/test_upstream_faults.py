@@ -7,7 +7,8 @@ the test asserts what the client sees (an ``isError`` result whose first line is
 typed error with the real bound or cause, then the next step), that the answer came
 within the fault's time bound, what the RS was sent (retries only where they are
 allowed), that nothing was logged at ERROR level, and that the next call, once the
-upstream recovers, succeeds on the same pooled client.
+upstream recovers, succeeds on the same pooled client. A resource read meeting the same
+fault fails with the same code and the same next step as the tool call.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.resources import MAX_ERROR_MESSAGE
 from pdpp_gateway.rs.client import RsClient, RsTimeouts
 from pdpp_gateway.server import build_server
 from tests.conftest import ERAS
@@ -77,9 +80,7 @@ async def test_an_upstream_fault_is_a_bounded_typed_error(
 ) -> None:
     expected = CASES[case]
     async with RsClient(board.url, timeouts=TIMEOUTS, max_body_bytes=MAX_BODY) as rs:
-        context = GatewayContext(
-            rs=rs.bind(shared_sandbox.tokens["client_broad"]), provider_url=board.url, token_kind="client"
-        )
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_broad"]), board.url)
         async with Client(build_server(lambda _ctx: context), mode=era) as client:  # type: ignore[arg-type]
             board.fault = expected.fault
             caplog.set_level(logging.INFO)
@@ -101,3 +102,23 @@ async def test_an_upstream_fault_is_a_bounded_typed_error(
             board.fault = None
             recovered = await client.call_tool(*CALL)
             assert not recovered.is_error, recovered.content
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_a_resource_read_and_a_tool_call_of_one_fault_say_the_same(
+    board: Switchboard, shared_sandbox: Any, case: str
+) -> None:
+    expected = CASES[case]
+    async with RsClient(board.url, timeouts=TIMEOUTS, max_body_bytes=MAX_BODY) as rs:
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_broad"]), board.url)
+        async with Client(build_server(lambda _ctx: context), mode=ERAS[0]) as client:  # type: ignore[arg-type]
+            board.fault = expected.fault
+            tool = error_of(await client.call_tool(*CALL))
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource("pdpp://stream/pay_statements")
+    read = caught.value.error
+    assert read.data is not None
+    assert read.data["code"] == tool["code"]
+    step = tool["text"].splitlines()[1]
+    assert read.message.endswith(step), (read.message, step)
+    assert len(read.message) <= MAX_ERROR_MESSAGE

@@ -1,0 +1,78 @@
+"""The sandbox's search routes: lexical evidence, semantic and hybrid shapes, filters, times."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pdpp_gateway.sandbox.dataset import EMITTED_AT
+from tests.sandbox.rs_http import WORK, get
+
+
+async def test_search_proves_text_matches_and_not_metadata_matches(shared_sandbox: Any) -> None:
+    _, text_hit, _ = await get(shared_sandbox, "/v1/search?q=locker+code&" + WORK)
+    hit = text_hit["data"][0]
+    excerpt = hit["evidence_excerpts"][0]
+    assert "<mark>" in excerpt["preview_text"]
+    assert excerpt["read"]["route"].endswith("/field-window")
+    _, metadata, _ = await get(shared_sandbox, "/v1/search?q=citystorage")  # only in from_email (metadata)
+    for result in metadata["data"]:
+        assert result["matched_fields"] == ["from_email"]
+        assert "evidence_excerpts" not in result
+        # the matched value, as the reference's snippet of the best field match
+        assert result["snippet"]["field"] == "from_email"
+        assert "<mark>citystorage</mark>" in result["snippet"]["text"].lower()
+    assert metadata["data"]
+    _, paged, _ = await get(shared_sandbox, "/v1/search?q=invoice&limit=2")
+    _, more, _ = await get(shared_sandbox, f"/v1/search?q=invoice&limit=2&cursor={paged['next_cursor']}")
+    first_keys = {(h["connection_id"], h["record_key"]) for h in paged["data"]}
+    assert first_keys.isdisjoint({(h["connection_id"], h["record_key"]) for h in more["data"]})
+
+
+async def test_semantic_and_hybrid_shapes(shared_sandbox: Any) -> None:
+    _, semantic, _ = await get(shared_sandbox, "/v1/search/semantic?q=lisbon+apartment+lease&limit=3")
+    assert all(
+        h["retrieval_mode"] == "semantic" and h["score"]["kind"] == "semantic_distance"
+        for h in semantic["data"]
+    )
+    _, hybrid, _ = await get(shared_sandbox, "/v1/search/hybrid?q=lisbon+apartment+lease&limit=3")
+    assert "next_cursor" not in hybrid
+    assert all(
+        h["retrieval_mode"] == "hybrid" and set(h["retrieval_sources"]) <= {"lexical", "semantic"}
+        for h in hybrid["data"]
+    )
+    # the reference's merge keeps identity, sources, scores and one snippet: no excerpts, no authored_at
+    assert all("evidence_excerpts" not in h and "authored_at" not in h for h in hybrid["data"])
+    assert all(h["snippet"]["text"] for h in hybrid["data"])
+
+
+async def test_search_hits_carry_the_ingest_time_and_authored_time_as_the_reference_does(
+    shared_sandbox: Any,
+) -> None:
+    _, body, _ = await get(shared_sandbox, "/v1/search?q=invoice&limit=100")
+    hits = body["data"]
+    assert {hit["emitted_at"] for hit in hits} == {EMITTED_AT}  # one ingest time for every seeded record
+    mail = [hit for hit in hits if hit["connector_id"] == "gmail"]
+    chat = [hit for hit in hits if hit["connector_id"] == "slack"]
+    assert mail
+    assert chat
+    assert all("authored_at" not in hit for hit in mail)  # received_at is no authored-time field there
+    for hit in chat:  # slack messages have sent_at
+        _, record, _ = await get(shared_sandbox, f"{hit['record_url']}?connection_id={hit['connection_id']}")
+        assert hit["authored_at"] == record["data"]["sent_at"]
+        assert record["emitted_at"] == EMITTED_AT
+
+
+async def test_semantic_and_hybrid_search_apply_filters(shared_sandbox: Any) -> None:
+    base = f"q=lisbon+apartment+lease&streams=messages&{WORK}&limit=100"
+    for mode in ("semantic", "hybrid"):
+        _, everything, _ = await get(shared_sandbox, f"/v1/search/{mode}?{base}")
+        assert everything["data"]
+        _, nothing, _ = await get(
+            shared_sandbox, f"/v1/search/{mode}?{base}&filter[received_at][lt]=2000-01-01T00:00:00Z"
+        )
+        assert nothing["data"] == []
+        _, unseen, _ = await get(shared_sandbox, f"/v1/search/{mode}?{base}&filter[is_seen]=false")
+        assert 0 < len(unseen["data"]) < len(everything["data"])
+        for hit in unseen["data"]:
+            _, record, _ = await get(shared_sandbox, f"{hit['record_url']}?{WORK}")
+            assert record["data"]["is_seen"] is False
