@@ -13,6 +13,10 @@ Prints, with ratios against the baseline measured in the same run:
   p50/p99 (target: added p50 at most 0.8 ms, issue 14);
 - requests per second at concurrency 1, 16 and 64, direct and through the gateway;
 - the gateway's RSS after warm-up and after 5,000 / 10,000 / 20,000 calls (target: flat).
+
+``--against CHECKOUT`` measures only the added p50, of this tree's gateway and of the
+one in another checkout (same venv), both in front of one RS, in alternating rounds:
+the ratio between the two is what a change bought, on a machine whose load moves both.
 """
 
 from __future__ import annotations
@@ -123,6 +127,12 @@ async def throughput(concurrency: int, seconds: float, once: Callable[[], Awaita
     return done / (time.perf_counter() - started)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     match = re.search(r"VmRSS:\s+(\d+) kB", status)
@@ -193,9 +203,82 @@ async def main(calls: int, seconds: float) -> None:
                 print(f"  after {mark:>6,} calls      {rss:7.1f}  (x{rss / rss_warm:.2f})")
 
 
+async def against(baseline: Path, calls: int, rounds: int) -> None:
+    """Added p50 of this tree's gateway and of ``baseline``'s, both in front of one RS,
+    measured in alternating blocks (direct GET, then the two gateways in turn)."""
+    rs_port, ours_port, base_port = free_port(), free_port(), free_port()
+    rs_url = f"http://127.0.0.1:{rs_port}"
+    urls = {name: f"http://127.0.0.1:{port}/mcp" for name, port in (("ours", ours_port), ("base", base_port))}
+    async with (
+        process("sandbox", "--port", str(rs_port)),
+        process(*serve_args(rs_url, ours_port, "--rate-limit", "0")) as ours,
+        process(*serve_args(rs_url, base_port, "--rate-limit", "0"), tree=baseline) as base,
+    ):
+        pids = {"ours": ours.pid, "base": base.pid}
+        await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
+        for url in urls.values():
+            await wait_up(url.replace("/mcp", "/healthz"))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8)) as http:
+
+            async def direct() -> None:
+                async with http.get(
+                    f"{rs_url}/v1/streams/messages/records", params=QUERY, headers=HEADERS
+                ) as r:
+                    assert r.status == 200
+                    await r.read()
+
+            def through(url: str) -> Callable[[], Awaitable[None]]:
+                async def once() -> None:
+                    async with http.post(url, json=CALL, headers=HEADERS) as r:
+                        assert r.status == 200
+                        body = await r.json()
+                        assert not body["result"].get("isError"), body
+
+                return once
+
+            arms = {"direct": direct, **{name: through(url) for name, url in urls.items()}}
+            for once in arms.values():
+                await timed(300, once)  # warm-up
+            added: dict[str, list[float]] = {name: [] for name in urls}
+            cpu: dict[str, list[float]] = {name: [] for name in urls}
+            load_before = os.getloadavg()[0]
+            block = max(1, calls // rounds)
+            for turn in range(rounds):
+                direct50 = statistics.median(await timed(block, direct))
+                for name in ("base", "ours") if turn % 2 == 0 else ("ours", "base"):
+                    cpu_before = cpu_seconds(pids[name])
+                    added[name].append(statistics.median(await timed(block, arms[name])) - direct50)
+                    cpu[name].append((cpu_seconds(pids[name]) - cpu_before) / block * 1000)
+            load_after = os.getloadavg()[0]
+    add = {name: statistics.median(values) for name, values in added.items()}
+    per_call = {name: statistics.median(values) for name, values in cpu.items()}
+    print(
+        f"{rounds} alternating rounds of {block} calls per arm; load average {load_before:.2f} -> {load_after:.2f}"
+    )
+    print("added p50 = a round's p50 via /mcp minus its direct GET p50; medians over the rounds (ms)")
+    print(f"  baseline {baseline}: adds p50 {add['base']:5.2f}  gateway CPU/call {per_call['base']:5.2f}")
+    print(
+        f"  this tree: adds p50 {add['ours']:5.2f} (x{add['ours'] / add['base']:.2f})"
+        f"  gateway CPU/call {per_call['ours']:5.2f} (x{per_call['ours'] / per_call['base']:.2f})"
+    )
+    for name in ("base", "ours"):
+        print(f"  rounds, {name}: {' '.join(f'{value:.2f}' for value in added[name])}")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="CHECKOUT",
+        help="compare only the added p50 with another checkout's gateway (e.g. the commit before a "
+        "change), both in front of one RS, in alternating rounds",
+    )
+    parser.add_argument("--rounds", type=int, default=10)
     options = parser.parse_args()
-    asyncio.run(main(options.calls, options.seconds))
+    if options.against is not None:
+        asyncio.run(against(options.against.resolve(), options.calls, options.rounds))
+    else:
+        asyncio.run(main(options.calls, options.seconds))

@@ -13,7 +13,8 @@ Contract:
   raised (a defect in the check, contained by ``PreserveErrors``).
 - Schema failures become ``invalid_arguments`` errors whose message names the
   argument and says what to send instead, bounded and never echoing a large value.
-  The schema validators are compiled once.
+  The schema validators are compiled once; arguments that ``schema_accept`` finds
+  certainly valid skip the jsonschema walk (same verdict, a fraction of the time).
 - Whole-number floats (``5.0``, an integer to JSON Schema) are normalised to ints
   (``5``) before the checks, everywhere in the arguments, so every stage below sees
   one spelling of a number (an encoder never sends ``limit=5.0``).
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from middleware.errors import ToolError, gateway_error
 from middleware.pipeline import C, JSONObject, Next, ToolCall, ToolResult
+from middleware.schema_accept import accepter
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -75,6 +77,7 @@ class ValidateArguments:
         from jsonschema import Draft202012Validator  # about 40 ms: paid by who validates, not by import
 
         self._validators = {name: Draft202012Validator(schema) for name, schema in schemas.items()}
+        self._quick = {name: accepter(schema) for name, schema in schemas.items()}
         self._checks = {name: tuple(ladder) for name, ladder in (checks or {}).items()}
 
     def rejection(self, tool: str, arguments: Mapping[str, Any]) -> ToolError | None:
@@ -97,7 +100,11 @@ class ValidateArguments:
         validator = self._validators.get(tool)
         if validator is None:
             return None
-        failures = sorted(validator.iter_errors(dict(arguments)), key=_failure_rank)
+        instance = dict(arguments)
+        quick = self._quick[tool]
+        if quick is not None and quick(instance):
+            return None  # certainly valid: jsonschema would find nothing (schema_accept)
+        failures = sorted(validator.iter_errors(instance), key=_failure_rank)
         if not failures:
             return None
         return _schema_error(tool, failures[0], validator.schema)

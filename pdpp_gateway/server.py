@@ -21,7 +21,7 @@ import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from middleware import ToolCall
+from middleware import ToolCall, ToolResult
 from pdpp_gateway import __version__, resources
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.instructions import INSTRUCTIONS
@@ -33,6 +33,28 @@ ContextFactory = Callable[[ServerRequestContext], GatewayContext]
 # hosted door also sends it as ``Retry-After``.
 RETRY_AFTER_META = "dev.pdpp/retry_after_seconds"
 DEFAULT_SERVER_NAME = "pdpp-gateway"
+
+
+def retry_after(result: ToolResult) -> int | None:
+    """An error result's retry hint in seconds (the RS breaker is open), else ``None``."""
+    wait = (result.structured.get("error") or {}).get("retry_after_seconds") if result.is_error else None
+    return wait if isinstance(wait, int) else None
+
+
+def call_tool_result(result: ToolResult) -> types.CallToolResult:
+    """The pipeline's result as the MCP ``CallToolResult`` (the hosted fast path,
+    ``hosted/fast_call.py``, writes the same answer without this model)."""
+    wait = retry_after(result)
+    return types.CallToolResult(
+        _meta={RETRY_AFTER_META: wait} if wait is not None else None,
+        content=[types.TextContent(type="text", text=result.text or "")],
+        # Clients that check structured output against the tool's outputSchema (the
+        # TypeScript SDK 1.x, the MCP Inspector) check error results too: an error
+        # envelope there would turn every tool error into -32602 and hide it from the
+        # model. So an error travels as its rendered text (code, step, param) only.
+        structured_content=None if result.is_error else result.structured,
+        is_error=result.is_error,
+    )
 
 
 def build_server(
@@ -59,17 +81,8 @@ def build_server(
                 types.INVALID_PARAMS,
                 f"Unknown tool {params.name!r}; available tools: {', '.join(TOOL_NAMES)}.",
             )
-        result = await pipeline(ToolCall(params.name, params.arguments or {}, context_for(ctx)))
-        wait = (result.structured.get("error") or {}).get("retry_after_seconds") if result.is_error else None
-        return types.CallToolResult(
-            _meta={RETRY_AFTER_META: wait} if isinstance(wait, int) else None,
-            content=[types.TextContent(type="text", text=result.text or "")],
-            # Clients that check structured output against the tool's outputSchema (the
-            # TypeScript SDK 1.x, the MCP Inspector) check error results too: an error
-            # envelope there would turn every tool error into -32602 and hide it from the
-            # model. So an error travels as its rendered text (code, step, param) only.
-            structured_content=None if result.is_error else result.structured,
-            is_error=result.is_error,
+        return call_tool_result(
+            await pipeline(ToolCall(params.name, params.arguments or {}, context_for(ctx)))
         )
 
     async def list_resources(

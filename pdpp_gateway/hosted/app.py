@@ -53,6 +53,7 @@ from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
 from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_authorization, mcp_resource_metadata
+from pdpp_gateway.hosted.fast_call import FastToolCall
 from pdpp_gateway.hosted.limits import RateLimits, rate_limits
 from pdpp_gateway.hosted.metrics import Metrics
 from pdpp_gateway.hosted.ops import DRAIN, Drain, healthz, metrics_route, observe, readyz
@@ -113,7 +114,8 @@ class Gateway:
         server: Server[Any] = build_server(
             _caller_context, name=self.settings.server_name, icons=[icon], pipeline=self.pipeline
         )
-        endpoint = self.endpoints[origin] = McpEndpoint(server, {})
+        fast = FastToolCall(server, self.pipeline, _request_context)
+        endpoint = self.endpoints[origin] = McpEndpoint(server, {}, fast)
         while len(self.endpoints) > MAX_SERVERS:
             self.endpoints.popitem(last=False)
         self.metrics.servers.set(len(self.endpoints))
@@ -125,6 +127,10 @@ def _caller_context(ctx: ServerRequestContext) -> GatewayContext:
     request = ctx.request
     if not isinstance(request, web.Request):
         raise TypeError("the hosted MCP server only serves requests from its aiohttp endpoint")
+    return _request_context(request)
+
+
+def _request_context(request: web.Request) -> GatewayContext:
     return request[GATEWAY_CONTEXT]
 
 

@@ -43,7 +43,10 @@ no ``Mcp-Session-Id``, no server-sent events):
   context, so the server's ``context_for`` reads the caller's ``GatewayContext`` from
   it. Handshake era: ``initialize`` is answered, any request works without it
   (born-ready connection), errors ride HTTP 200. 2026 era: errors take their HTTP
-  status from the SDK's table (400, or 404 for an unknown method).
+  status from the SDK's table (400, or 404 for an unknown method). A plain
+  ``tools/call`` takes the fast path instead (``fast_call``: the same pipeline and the
+  same answer, byte for byte, without the SDK's pydantic round trip); anything it does
+  not fully understand goes to ``serve_one``.
 - Metrics: each answered ``/mcp`` POST is counted once by the app with the method and
   tool labels put on the request here (``MCP_LABELS``) and the outcome the endpoint
   put there (``MCP_OUTCOME``); a POST answered before the endpoint is ``refused``
@@ -92,12 +95,12 @@ from mcp_types import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ErrorData,
     JSONRPCNotification,
-    JSONRPCRequest,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from middleware.http import shape_checks
+from pdpp_gateway.hosted.fast_call import FastToolCall, PlainCall
 from pdpp_gateway.hosted.http_server import END_CONNECTION
 from pdpp_gateway.hosted.metrics import tool_label
 from pdpp_gateway.hosted.refusals import refusal
@@ -147,11 +150,21 @@ _NOT_A_REQUEST: Final = (
 
 
 @dataclass(frozen=True, slots=True)
+class Request:
+    """A JSON-RPC request that passed the shape checks, which are exactly what the SDK's
+    ``JSONRPCRequest`` model checks (so building that model here would only cost time)."""
+
+    id: str | int
+    method: str
+    params: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
 class Inbound:
     """A POST body that passed every shape check."""
 
     decoded: dict[str, Any]
-    message: JSONRPCRequest | None  # None: a notification
+    message: Request | None  # None: a notification
     modern_version: str | None  # the 2026-era MCP-Protocol-Version, else None
     route: InboundModernRoute | None  # the 2026-era envelope, for requests
 
@@ -262,10 +275,7 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
         except ValidationError:
             return _invalid(None, _NOT_A_REQUEST)
         return Inbound(decoded, None, modern, None)
-    try:
-        message = JSONRPCRequest.model_validate(decoded)
-    except ValidationError:
-        return _invalid(echo, _NOT_A_REQUEST)
+    message = Request(decoded["id"], method, decoded.get("params"))
     if modern is None:
         return Inbound(decoded, message, None, None)
     duplicated = find_duplicated_routing_header(
@@ -298,39 +308,67 @@ async def method_not_allowed(request: web.Request) -> web.Response:
 class McpEndpoint:
     """``POST /mcp`` after the shape and bearer checks: one JSON-RPC message."""
 
-    def __init__(self, server: Server[Any], lifespan_state: Any) -> None:
+    def __init__(self, server: Server[Any], lifespan_state: Any, fast: FastToolCall | None = None) -> None:
         self._server = server
         self._state = lifespan_state
+        self._fast = fast
 
     async def post(self, request: web.Request) -> web.StreamResponse:
         inbound = request[INBOUND]
         message = inbound.message
         if message is None:
             return web.Response(status=202)
-        if inbound.route is not None:
-            status, reply = await self._modern(request, message, inbound.route)
+        header = request.headers.get(VERSION_HEADER)
+        version = inbound.modern_version or header or DEFAULT_NEGOTIATED_VERSION
+        call = None if self._fast is None else self._fast.match(inbound.decoded, version)
+        if call is not None:
+            status, reply, body = await self._fast_answer(
+                request, message.id, call, inbound.route is not None
+            )
         else:
-            status, reply = await self._handshake(request, message, request.headers.get(VERSION_HEADER))
+            if inbound.route is not None:
+                status, reply = await self._modern(request, message, inbound.route)
+            else:
+                status, reply = await self._handshake(request, message, header)
+            body = orjson.dumps(reply)
         request[MCP_OUTCOME] = _outcome(reply)
-        response = web.Response(status=status, body=orjson.dumps(reply), content_type="application/json")
+        response = web.Response(status=status, body=body, content_type="application/json")
         wait = _retry_after(reply)
         if wait is not None:
             response.headers["Retry-After"] = str(wait)
         return response
 
+    async def _fast_answer(
+        self, request: web.Request, request_id: Any, call: PlainCall, modern: bool
+    ) -> tuple[int, dict[str, Any], bytes]:
+        """A plain ``tools/call`` without the SDK's round trip (``fast_call``): same answer,
+        errors mapped as the SDK path maps them (and the final encoding outside, as there)."""
+        assert self._fast is not None
+        try:
+            result, source = await self._fast.run(request, call)
+            reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            body = self._fast.encode(reply)
+            if body is None:
+                reply["result"] = self._fast.sdk_shaped(source, call.version)
+        except Exception as error:
+            status, reply = (
+                self._modern_failure(request_id, error) if modern else self._failure(request_id, error)
+            )
+            return status, reply, orjson.dumps(reply)
+        return 200, reply, orjson.dumps(reply) if body is None else body
+
     async def _handshake(
-        self, request: web.Request, message: JSONRPCRequest, version: str | None
+        self, request: web.Request, message: Request, version: str | None
     ) -> tuple[int, dict[str, Any]]:
         connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
         try:
             result = await self._serve(request, message, connection)
         except Exception as error:
-            data = handler_exception_to_error_data(error) or self._internal(error)
-            return 200, _error_body(message.id, data)
+            return self._failure(message.id, error)
         return 200, {"jsonrpc": "2.0", "id": message.id, "result": result}
 
     async def _modern(
-        self, request: web.Request, message: JSONRPCRequest, route: InboundModernRoute
+        self, request: web.Request, message: Request, route: InboundModernRoute
     ) -> tuple[int, dict[str, Any]]:
         connection = Connection.from_envelope(
             route.protocol_version, route.client_info, route.client_capabilities
@@ -338,15 +376,22 @@ class McpEndpoint:
         try:
             result = await self._serve(request, message, connection)
         except Exception as error:
-            if handler_exception_to_error_data(error) is None:
-                self._internal(error)
-            data = modern_error_data(error)
-            return ERROR_CODE_HTTP_STATUS.get(data.code, 200), _error_body(message.id, data)
+            return self._modern_failure(message.id, error)
         return 200, {"jsonrpc": "2.0", "id": message.id, "result": result}
 
-    async def _serve(
-        self, request: web.Request, message: JSONRPCRequest, connection: Connection
-    ) -> dict[str, Any]:
+    def _failure(self, request_id: Any, error: Exception) -> tuple[int, dict[str, Any]]:
+        """A handshake-era request whose handler raised: HTTP 200 with the error."""
+        data = handler_exception_to_error_data(error) or self._internal(error)
+        return 200, _error_body(request_id, data)
+
+    def _modern_failure(self, request_id: Any, error: Exception) -> tuple[int, dict[str, Any]]:
+        """A 2026-era request whose handler raised: the SDK's error and its HTTP status."""
+        if handler_exception_to_error_data(error) is None:
+            self._internal(error)
+        data = modern_error_data(error)
+        return ERROR_CODE_HTTP_STATUS.get(data.code, 200), _error_body(request_id, data)
+
+    async def _serve(self, request: web.Request, message: Request, connection: Connection) -> dict[str, Any]:
         exchange = _Exchange(
             transport=TransportContext(
                 kind="streamable-http", can_send_request=False, headers=request.headers

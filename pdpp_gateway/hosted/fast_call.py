@@ -1,0 +1,188 @@
+"""The hosted ``/mcp`` fast path for ``tools/call``: the process's tool pipeline run
+directly and its result written as the wire dict, without the SDK's pydantic round trip.
+
+Contract: the answer is the one the SDK path (``serve_one`` with ``server.call_tool``)
+gives, byte for byte, status, headers and metric labels included (pinned by
+``tests/hosted/test_fast_call.py`` in both eras); only the work is less. What that
+path spends and this one skips: the request's surface validation, the params model, the
+``CallToolResult`` model, its dump, the per-version result sieve (a validate and a dump
+of the whole ``structuredContent``), the per-request runner, session and context objects.
+
+``FastToolCall.match(decoded, version)`` (a shape-checked body and the protocol version it
+is served at) takes only a plain call it fully understands and answers ``None`` for
+everything else, which then goes to the SDK exactly as before:
+
+- method ``tools/call`` with ``params`` of only ``name`` (one of the gateway's tools; an
+  unknown name is the SDK's ``-32602``) and ``arguments`` (an object, ``null`` or left out);
+- handshake era (no or a handshake ``MCP-Protocol-Version``): no ``_meta`` at all (a
+  progress token, or anything else there, goes to the SDK);
+- 2026-07-28 era: ``_meta`` holds only the envelope (protocol version, client
+  capabilities, client info), and the SDK's own request surface accepted that envelope
+  (checked once per distinct envelope and remembered, bounded; a client sends the same
+  one on every call). Task parameters, log levels, progress tokens: the SDK.
+
+``await run(request, call)`` runs the pipeline with the caller's ``GatewayContext`` (the
+bearer check's) and returns the JSON-RPC ``result`` (and the pipeline's result); it raises
+what the SDK handler would raise, and the endpoint maps that as it maps the SDK's. The result is built in the
+SDK's wire order (the per-version result models: ``_meta``, ``content``, ``isError``,
+``resultType`` in 2026, ``structuredContent``; the 2026 ``serverInfo`` stamp added last
+to ``_meta``). ``encode(reply)`` writes it with orjson refusing anything orjson would write
+differently from pydantic (datetimes, dataclasses, subclasses of JSON types, non-string
+keys, integers beyond 64 bits); such a result, and any result whose parts are not the
+plain types the pipeline promises, is shaped by the SDK's own serializer instead
+(``sdk_shaped``), so it still answers, or fails, as the SDK path does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+from aiohttp import web
+from mcp.server import Server
+from mcp.server.connection import Connection
+from mcp.server.runner import ServerRunner
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+)
+from mcp_types import methods as sdk_methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from middleware import ToolCall, ToolResult
+from pdpp_gateway.context import CallNext, GatewayContext
+from pdpp_gateway.server import RETRY_AFTER_META, call_tool_result, retry_after
+from pdpp_gateway.tools.specs import TOOL_NAMES
+
+_log = logging.getLogger(__name__)
+METHOD: Final = "tools/call"
+_PLAIN_PARAMS: Final = frozenset({"name", "arguments"})
+_MODERN_PARAMS: Final = _PLAIN_PARAMS | {"_meta"}
+_ENVELOPE: Final = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY})
+_MODERN: Final = frozenset(MODERN_PROTOCOL_VERSIONS)
+# Types orjson would write differently from pydantic's JSON mode make it raise instead.
+_STRICT: Final = (
+    orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+MAX_ENVELOPES: Final = 256
+
+
+@dataclass(frozen=True, slots=True)
+class PlainCall:
+    """A ``tools/call`` the fast path answers."""
+
+    name: str
+    arguments: dict[str, Any]
+    version: str  # the protocol version the SDK would serve it at
+
+
+class FastToolCall:
+    """The fast ``tools/call`` of one MCP server (one per public origin)."""
+
+    def __init__(
+        self, server: Server[Any], pipeline: CallNext, context_of: Callable[[web.Request], GatewayContext]
+    ) -> None:
+        self._server = server
+        self._pipeline = pipeline
+        self._context_of = context_of
+        # The SDK re-reads it per result; it is fixed for a server built once.
+        self._stamp = server.server_info_stamp
+        self._envelopes: dict[bytes, bool] = {}
+        # Cache hints or middleware on the server would change the SDK's answer: then
+        # every call takes the SDK path.
+        self.enabled = METHOD not in server.cache_hints and not server.middleware
+
+    def match(self, decoded: dict[str, Any], version: str) -> PlainCall | None:
+        """The plain call in this (already shape-checked) body served at ``version`` (the
+        request's era: its 2026 envelope's, else its handshake header's or the default),
+        or ``None`` for the SDK."""
+        if not self.enabled or decoded["method"] != METHOD:
+            return None
+        params = decoded.get("params")
+        if type(params) is not dict:
+            return None
+        name = params.get("name")
+        arguments = params.get("arguments")
+        if type(name) is not str or name not in TOOL_NAMES:
+            return None
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict:
+            return None
+        if version not in _MODERN:
+            return PlainCall(name, dict(arguments), version) if params.keys() <= _PLAIN_PARAMS else None
+        meta = params.get("_meta")
+        if not params.keys() <= _MODERN_PARAMS or type(meta) is not dict or not meta.keys() <= _ENVELOPE:
+            return None
+        if meta.get(PROTOCOL_VERSION_META_KEY) != version or not self._envelope_accepted(version, meta):
+            return None
+        return PlainCall(name, dict(arguments), version)
+
+    def _envelope_accepted(self, version: str, meta: dict[str, Any]) -> bool:
+        """Whether the SDK's request surface accepts this ``_meta`` envelope (remembered)."""
+        try:
+            key = orjson.dumps(meta)
+        except TypeError:  # pragma: no cover - a decoded JSON body always encodes
+            return False
+        known = self._envelopes.get(key)
+        if known is None:
+            try:
+                sdk_methods.validate_client_request(METHOD, version, {"name": TOOL_NAMES[0], "_meta": meta})
+                known = True
+            except (ValidationError, KeyError, ValueError):
+                known = False
+            if len(self._envelopes) >= MAX_ENVELOPES:
+                self._envelopes.clear()
+            self._envelopes[key] = known
+        return known
+
+    async def run(self, request: web.Request, call: PlainCall) -> tuple[dict[str, Any], ToolResult]:
+        """The JSON-RPC ``result`` of ``call`` and the pipeline's result it was made from
+        (raises what the SDK's handler raises)."""
+        result = await self._pipeline(ToolCall(call.name, call.arguments, self._context_of(request)))
+        text = result.text or ""
+        if type(text) is not str or type(result.is_error) is not bool:
+            return self.sdk_shaped(result, call.version), result
+        modern = call.version in _MODERN
+        content = [{"text": text, "type": "text"}]
+        if result.is_error:
+            wait = retry_after(result)
+            wire: dict[str, Any] = {"_meta": {RETRY_AFTER_META: wait}} if wait is not None else {}
+            wire["content"] = content
+            wire["isError"] = True
+            if modern:
+                wire["resultType"] = "complete"
+        else:
+            structured = result.structured
+            if type(structured) is not dict:
+                return self.sdk_shaped(result, call.version), result
+            wire = {"content": content, "isError": False}
+            if modern:
+                wire["resultType"] = "complete"
+            wire["structuredContent"] = structured
+        if modern:
+            meta = wire.get("_meta")
+            stamp = {SERVER_INFO_META_KEY: self._stamp}
+            wire["_meta"] = stamp if meta is None else {**meta, **stamp}
+        return wire, result
+
+    def encode(self, reply: dict[str, Any]) -> bytes | None:
+        """``reply`` (carrying ``run``'s result) as the SDK path would write it, or ``None``
+        when it holds a value orjson would write differently from pydantic (then answer
+        with ``sdk_shaped``'s result instead)."""
+        try:
+            return orjson.dumps(reply, option=_STRICT)
+        except TypeError:
+            return None
+
+    def sdk_shaped(self, result: ToolResult, version: str) -> dict[str, Any]:
+        """The result shaped by the SDK's own serializer (for results the fast path does
+        not write itself); raises as the SDK would for a result it cannot send."""
+        runner = ServerRunner(self._server, Connection.from_envelope(version, None, None), None)
+        return runner._serialize(METHOD, version, call_tool_result(result))
