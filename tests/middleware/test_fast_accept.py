@@ -1,4 +1,6 @@
-"""``schema_accept``: a quick True only where jsonschema finds no error, for every tool schema."""
+"""The fast check (jsonschema-rs) agrees with jsonschema on every tool schema: its yes is
+always jsonschema's yes, and on plain JSON values it says yes wherever jsonschema does (so
+the slow walk runs only for calls that are refused or odd)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from middleware.schema_accept import accepter
+from middleware.validation import fast_accept
 from pdpp_gateway.tools.specs import INPUT_SCHEMAS
 
 SCHEMAS = {
-    name: (schema, accepter(schema), Draft202012Validator(schema)) for name, schema in INPUT_SCHEMAS.items()
+    name: (schema, fast_accept(schema), Draft202012Validator(schema))
+    for name, schema in INPUT_SCHEMAS.items()
 }
 
 
@@ -99,19 +102,26 @@ def _object(parts: tuple[dict[str, Any], dict[str, Any], bool, int]) -> dict[str
 
 
 @pytest.mark.parametrize("tool", SCHEMAS)
-def test_every_tool_schema_has_a_quick_test(tool: str) -> None:
-    assert SCHEMAS[tool][1] is not None
-
-
-@pytest.mark.parametrize("tool", SCHEMAS)
 @settings(max_examples=400, deadline=None)
 @given(data=st.data())
-def test_a_quick_yes_is_always_a_jsonschema_yes(tool: str, data: st.DataObject) -> None:
-    schema, quick, validator = SCHEMAS[tool]
-    assert quick is not None
+def test_the_fast_check_and_jsonschema_agree(tool: str, data: st.DataObject) -> None:
+    schema, fast, validator = SCHEMAS[tool]
     value = data.draw(near(schema))
-    if quick(value):
+    if fast(value):
         assert validator.is_valid(value), value
+    elif _plain_json(value):
+        assert not validator.is_valid(value), value
+
+
+def _plain_json(value: Any) -> bool:
+    """Exactly JSON's types (no subclasses) and finite numbers."""
+    if type(value) is dict:
+        return all(type(key) is str and _plain_json(item) for key, item in value.items())
+    if type(value) is list:
+        return all(_plain_json(item) for item in value)
+    if type(value) is float:
+        return math.isfinite(value)
+    return type(value) in (str, int, bool, type(None))
 
 
 @pytest.mark.parametrize(
@@ -127,11 +137,10 @@ def test_a_quick_yes_is_always_a_jsonschema_yes(tool: str, data: st.DataObject) 
         ("aggregate", {"stream": "messages", "metric": "count"}),
     ],
 )
-def test_ordinary_valid_calls_are_certain(tool: str, arguments: dict[str, Any]) -> None:
-    _, quick, validator = SCHEMAS[tool]
+def test_ordinary_valid_calls_pass_the_fast_check(tool: str, arguments: dict[str, Any]) -> None:
+    _, fast, validator = SCHEMAS[tool]
     assert validator.is_valid(arguments)
-    assert quick is not None
-    assert quick(arguments)
+    assert fast(arguments)
 
 
 @pytest.mark.parametrize(
@@ -140,8 +149,7 @@ def test_ordinary_valid_calls_are_certain(tool: str, arguments: dict[str, Any]) 
         {"stream": "m", "limit": True},  # a bool is no integer
         {"stream": "m", "limit": 5.5},
         {"stream": "m", "limit": math.nan},
-        {"stream": "m", "limit": Level.ONE},  # valid to jsonschema, but not an exact JSON type
-        {"stream": Name("m")},
+        {Name("stream"): "m"},  # a key jsonschema-rs cannot read: jsonschema decides
         {"stream": "m", "order": "ASC"},
         {"stream": "m", "other": 1},
         {"limit": 5},
@@ -150,14 +158,6 @@ def test_ordinary_valid_calls_are_certain(tool: str, arguments: dict[str, Any]) 
         {"stream": "m", "filter": {"at": {}}},
     ],
 )
-def test_doubtful_or_invalid_calls_are_left_to_jsonschema(arguments: dict[str, Any]) -> None:
-    _, quick, _ = SCHEMAS["query_records"]
-    assert quick is not None
-    assert not quick(arguments)
-
-
-def test_a_schema_beyond_the_subset_has_no_quick_test() -> None:
-    assert accepter({"type": "object", "patternProperties": {"^x": {"type": "string"}}}) is None
-    assert accepter({"type": "string", "format": "date-time"}) is None
-    assert accepter({"enum": [1, True]}) is None
-    assert accepter({"$ref": "#/$defs/x"}) is None
+def test_invalid_or_unreadable_calls_are_left_to_jsonschema(arguments: dict[str, Any]) -> None:
+    _, fast, _ = SCHEMAS["query_records"]
+    assert not fast(arguments)
