@@ -50,6 +50,13 @@ CALL = {
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
 
 
+async def direct_read(http: aiohttp.ClientSession, rs_url: str) -> None:
+    """The baseline: the records GET a ``tools/call`` makes, sent straight to the RS."""
+    async with http.get(f"{rs_url}/v1/streams/messages/records", params=QUERY, headers=HEADERS) as r:
+        assert r.status == 200
+        await r.read()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -149,12 +156,8 @@ async def main(calls: int, seconds: float) -> None:
         connector = aiohttp.TCPConnector(limit=128)
         async with aiohttp.ClientSession(connector=connector) as http:
 
-            async def direct() -> None:
-                async with http.get(
-                    f"{rs_url}/v1/streams/messages/records", params=QUERY, headers=HEADERS
-                ) as r:
-                    assert r.status == 200
-                    await r.read()
+            def direct() -> Awaitable[None]:
+                return direct_read(http, rs_url)
 
             async def through() -> None:
                 async with http.post(gw_url, json=CALL, headers=HEADERS) as r:
@@ -220,12 +223,8 @@ async def against(baseline: Path, calls: int, rounds: int) -> None:
             await wait_up(url.replace("/mcp", "/healthz"))
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8)) as http:
 
-            async def direct() -> None:
-                async with http.get(
-                    f"{rs_url}/v1/streams/messages/records", params=QUERY, headers=HEADERS
-                ) as r:
-                    assert r.status == 200
-                    await r.read()
+            def direct() -> Awaitable[None]:
+                return direct_read(http, rs_url)
 
             def through(url: str) -> Callable[[], Awaitable[None]]:
                 async def once() -> None:
