@@ -13,7 +13,9 @@ Contract:
   ``purpose_description``, ``streams[{name}]``) when streams are named, ``connector_id``
   when only a connector is, nothing (the AS offers everything) when neither is.
 - ``LoopbackReceiver``: an RFC 8252 loopback redirect on ``127.0.0.1``, ephemeral port; it
-  answers the browser and hands over ``code`` once ``state`` matched.
+  answers the browser and hands over ``code`` once ``state`` matched and ``iss`` named the
+  server the sign-in started with (RFC 9207: required where its metadata says
+  ``authorization_response_iss_parameter_supported``, checked whenever present).
 - ``exchange_code`` / ``refresh``: RFC 6749 token requests (form body); a refusal, or an
   answer without a bearer ``access_token``, raises ``ConnectError``.
 - Every failure is a ``ConnectError``: one line saying what happened and what to do, and
@@ -61,6 +63,9 @@ class Provider:
     token_endpoint: str
     registration_endpoint: str | None
     scopes: tuple[str, ...]
+    # RFC 9207: the server names itself (``iss``) in every redirect back, so one without
+    # it, or naming another server, is refused (mix-up defence).
+    names_itself: bool = False
 
 
 def _well_known(url: str, suffix: str) -> str:
@@ -156,6 +161,7 @@ async def discover(session: aiohttp.ClientSession, provider_url: str) -> Provide
         token_endpoint=token,
         registration_endpoint=registration if isinstance(registration, str) else None,
         scopes=tuple(s for s in scopes if isinstance(s, str)) if isinstance(scopes, list) else (),
+        names_itself=metadata.get("authorization_response_iss_parameter_supported") is True,
     )
 
 
@@ -272,10 +278,14 @@ _DONE_PAGE: Final = (
 
 
 class LoopbackReceiver:
-    """``async with LoopbackReceiver(state) as receiver``: ``receiver.redirect_uri``, ``await receiver.code()``."""
+    """``async with LoopbackReceiver(state, provider) as receiver``: ``receiver.redirect_uri``,
+    ``await receiver.code()``. A redirect whose ``iss`` names another server, or that lacks
+    it where the provider promised it (RFC 9207), is refused like a wrong ``state``."""
 
-    def __init__(self, state: str) -> None:
+    def __init__(self, state: str, provider: Provider) -> None:
         self._state = state
+        self._issuer = provider.issuer
+        self._iss_required = provider.names_itself
         self._result: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._runner: web.AppRunner | None = None
         self.redirect_uri = ""
@@ -319,6 +329,17 @@ class LoopbackReceiver:
                 )
             )
             return _page("Sign-in refused", "This answer does not belong to the running sign-in.", 400)
+        iss = query.get("iss")
+        if (iss is None and self._iss_required) or (iss is not None and iss.rstrip("/") != self._issuer):
+            self._finish(
+                ConnectError(
+                    f"the browser came back from {(iss or 'an unnamed server')[:100]!r}, not the authorization server "
+                    f"{self._issuer} this sign-in started with (RFC 9207); nothing was cached. Run "
+                    "`pdpp-gateway connect` again.",
+                    ExitCode.STATE_MISMATCH,
+                )
+            )
+            return _page("Sign-in refused", "This answer came from another authorization server.", 400)
         error = query.get("error")
         if error == "access_denied":
             self._finish(

@@ -115,7 +115,7 @@ async def _connect(args: argparse.Namespace, provider_url: str, cache_root: Path
     async with aiohttp.ClientSession() as session:
         provider = await flow.discover(session, provider_url)
         state = secrets.token_urlsafe(24)
-        async with flow.LoopbackReceiver(state) as receiver:
+        async with flow.LoopbackReceiver(state, provider) as receiver:
             client = await flow.register(session, provider, receiver.redirect_uri)
             verifier, challenge = flow.pkce_pair()
             narrowing = flow.requested_details(args.connector, args.stream, args.purpose)

@@ -23,6 +23,9 @@ Contract (all on the sandbox origin, the ``issuer``):
   a pending request and the browser's consent cookie (else 400, nothing redirected).
   Deny, or approve with no stream ticked, redirects with ``error=access_denied``;
   approve redirects with a single-use ``code`` valid ``CODE_SECONDS`` and the ``state``.
+  Every redirect back names the issuer in ``iss`` (RFC 9207, announced in the metadata as
+  ``authorization_response_iss_parameter_supported``), so a client can tell which
+  authorization server answered (mix-up defence).
 - ``POST /oauth/token``: form body. ``authorization_code`` needs ``code``,
   ``redirect_uri`` (identical to the authorize request's), ``client_id`` and a
   ``code_verifier`` whose S256 is the challenge; any mismatch, an expired or replayed
@@ -100,6 +103,7 @@ def metadata(request: web.Request, config: SandboxConfig) -> dict[str, Any]:
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
+        "authorization_response_iss_parameter_supported": True,
         "token_endpoint_auth_methods_supported": ["none"],
         "authorization_details_types_supported": [DATA_ACCESS],
         "pdpp_authorization_details_types_supported": [DATA_ACCESS],
@@ -239,8 +243,8 @@ def _offered(query: Mapping[str, str], catalog: Catalog) -> tuple[tuple[Selectio
     return tuple(dict.fromkeys(chosen)), "; ".join(dict.fromkeys(purposes)) or None
 
 
-def _redirect(uri: str, params: dict[str, str | None]) -> web.HTTPFound:
-    query = urlencode({k: v for k, v in params.items() if v is not None})
+def _redirect(uri: str, issuer: str, params: dict[str, str | None]) -> web.HTTPFound:
+    query = urlencode({k: v for k, v in {**params, "iss": issuer}.items() if v is not None})
     joiner = "&" if urlsplit(uri).query else "?"
     return web.HTTPFound(f"{uri}{joiner}{query}", headers={"Cache-Control": "no-store"})
 
@@ -273,20 +277,22 @@ async def authorize(request: web.Request, config: SandboxConfig, catalog: Catalo
             400,
         )
     state = query.get("state")
+    issuer = origin(request, config.public_origin)
     try:
         if query.get("response_type") != "code":
             raise RedirectError("unsupported_response_type", "Only response_type=code is supported.")
         challenge = query.get("code_challenge", "")
         if query.get("code_challenge_method") != "S256" or not 43 <= len(challenge) <= 128:
             raise RedirectError("invalid_request", "PKCE is required: code_challenge with method S256.")
-        issuer = origin(request, config.public_origin)
         resource = query.get("resource")
         if not _resource_ok(resource, issuer, request.app[OAUTH_RESOURCES]):
             raise RedirectError("invalid_target", "This sandbox does not serve the requested resource.")
         offered, purpose = _offered(query, catalog)
     except RedirectError as error:
         raise _redirect(
-            redirect_uri, {"error": error.error, "error_description": error.description, "state": state}
+            redirect_uri,
+            issuer,
+            {"error": error.error, "error_description": error.description, "state": state},
         ) from None
     pending = PendingConsent(
         request_id=secrets.token_urlsafe(24),
@@ -299,6 +305,7 @@ async def authorize(request: web.Request, config: SandboxConfig, catalog: Catalo
         purpose=purpose,
         csrf=secrets.token_urlsafe(24),
         expires=time.time() + CONSENT_SECONDS,
+        issuer=issuer,
     )
     store.add_pending(pending)
     groups: dict[str, list[tuple[str, str]]] = {}
@@ -362,6 +369,7 @@ async def decide(request: web.Request, catalog: Catalog) -> web.Response:
         )
         raise _redirect(
             pending.redirect_uri,
+            pending.issuer,
             {"error": "access_denied", "error_description": description, "state": pending.state},
         )
     principal = _grant(pending.client.client_id, approved, catalog)
@@ -375,7 +383,7 @@ async def decide(request: web.Request, catalog: Catalog) -> web.Response:
             expires=time.time() + CODE_SECONDS,
         )
     )
-    raise _redirect(pending.redirect_uri, {"code": code, "state": pending.state})
+    raise _redirect(pending.redirect_uri, pending.issuer, {"code": code, "state": pending.state})
 
 
 def _grant(client_id: str, approved: list[Selection], catalog: Catalog) -> Principal:

@@ -67,6 +67,7 @@ class PendingConsent:
     purpose: str | None
     csrf: str = field(repr=False)
     expires: float
+    issuer: str  # named in every redirect back (``iss``, RFC 9207)
 
 
 @dataclass(frozen=True, slots=True)

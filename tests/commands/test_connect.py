@@ -161,6 +161,24 @@ async def test_a_redirect_with_another_state_exits_68(sandbox: Any, tmp_path: Pa
     assert "state" in err
 
 
+@pytest.mark.parametrize("iss", ["", "&iss=https%3A%2F%2Fevil.example"])
+async def test_a_redirect_from_another_or_an_unnamed_server_exits_68(
+    sandbox: Any, tmp_path: Path, iss: str
+) -> None:
+    """RFC 9207: the sandbox names itself in every redirect back, so the right state with
+    no ``iss``, or another server's, is a mix-up and nothing is exchanged or cached."""
+    async with _connect(sandbox.url, "--cache-root", str(tmp_path)) as (process, url):
+        query = dict(p.split("=", 1) for p in url.split("?", 1)[1].split("&"))
+        callback = query["redirect_uri"].replace("%3A", ":").replace("%2F", "/")
+        forged = f"{callback}?code=x&state={query['state']}{iss}"
+        async with aiohttp.ClientSession() as session, session.get(forged) as r:
+            assert r.status == 400
+        code, _, err = await _finish(process)
+    assert code == 68
+    assert "RFC 9207" in err
+    assert not (tmp_path / "clients").exists()
+
+
 async def test_no_approval_within_the_timeout_exits_67(sandbox: Any, tmp_path: Path) -> None:
     async with _connect(sandbox.url, "--cache-root", str(tmp_path), "--timeout", "1") as (process, _):
         code, _, err = await _finish(process)

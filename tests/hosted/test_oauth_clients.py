@@ -60,7 +60,9 @@ class Person:
 
     async def callback(self) -> AuthorizationCodeResult:
         query = {k: v[0] for k, v in parse_qs(urlsplit(self.location).query).items()}
-        return AuthorizationCodeResult(code=query.get("code", ""), state=query.get("state"))
+        return AuthorizationCodeResult(
+            code=query.get("code", ""), state=query.get("state"), iss=query.get("iss")
+        )
 
 
 def _provider(url: str, person: Person, storage: MemoryStorage) -> OAuthClientProvider:
