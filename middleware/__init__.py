@@ -7,7 +7,8 @@ tool stages are argument validation, error preservation, content rendering, toke
 refusal and fan-out/merge. The HTTP stages are aiohttp middlewares in their own modules,
 imported explicitly so that this package never loads aiohttp: ``middleware.http`` (the
 bearer check, token-kind refusal, request shape checks) and ``middleware.ratelimit``
-(per-caller limits; ``ratelimit_redis`` shares them). Nothing here knows about PDPP:
+(per-caller limits; ``ratelimit_redis`` shares them; ``outage`` says once when a shared
+store is down and the stage carries on without it). Nothing here knows about PDPP:
 the gateway parameterises each stage with what it needs (``tests/middleware/
 example_gateway.py`` is a gateway built from every one of them).
 """

@@ -34,6 +34,8 @@ from typing import Final, Protocol
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from middleware.outage import Outage
+
 _log = logging.getLogger(__name__)
 GLOBAL: Final = "*global*"
 MAX_CALLERS: Final = 100_000
@@ -118,7 +120,12 @@ class FailoverLimiter:
         self._retry_seconds = retry_seconds
         self._clock = clock
         self._down_since: float | None = None
-        self.degraded: str | None = None  # why the shared store is not in use, for /readyz
+        self._outage = Outage("shared rate-limit store", "limiting per process", _log)
+
+    @property
+    def degraded(self) -> str | None:
+        """Why the shared store is not in use (for /readyz), or ``None``."""
+        return self._outage.reason
 
     async def take(self, caller: str) -> Decision:
         if self._down_since is not None and self._clock() - self._down_since < self._retry_seconds:
@@ -126,19 +133,11 @@ class FailoverLimiter:
         try:
             decision = await self._shared.take(caller)
         except Exception as error:  # any failure of the store: limit locally, say so once
-            if self.degraded is None:
-                _log.warning(
-                    "shared rate-limit store unavailable (%s); limiting per process until it is back",
-                    type(error).__name__,
-                )
-            self.degraded = (
-                f"shared rate-limit store unavailable ({type(error).__name__}); limiting per process"
-            )
+            self._outage.down(error)
             self._down_since = self._clock()
             return self._local.take_now(caller)
-        if self.degraded is not None:
-            _log.warning("shared rate-limit store is back; limits are shared again")
-        self.degraded, self._down_since = None, None
+        self._outage.up()
+        self._down_since = None
         return decision
 
 

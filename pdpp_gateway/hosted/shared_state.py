@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
+from middleware.outage import Outage
 from pdpp_gateway.settings import HostedSettings
 
 _log = logging.getLogger(__name__)
@@ -46,34 +47,27 @@ class SharedRefusals:
         self._client = client
         self._ttl_ms = max(1, int(ttl * 1000))
         self._prefix = prefix
-        self.degraded: str | None = None
+        self._outage = Outage("shared verdict store", "verdicts are per process", _log)
+
+    @property
+    def degraded(self) -> str | None:
+        """Why the shared store is not in use (for /readyz), or ``None``."""
+        return self._outage.reason
 
     async def refused(self, token_hash: str) -> str | None:
         """The reason another replica refused this token, if it did within the bound."""
         try:
             reason = await self._client.get(f"{self._prefix}:{token_hash}")
         except Exception as error:  # Redis down: keep the local cache, say so
-            self._down(error)
+            self._outage.down(error)
             return None
-        self._up()
+        self._outage.up()
         return reason.decode() if isinstance(reason, bytes) else reason
 
     async def publish(self, token_hash: str, reason: str) -> None:
         try:
             await self._client.set(f"{self._prefix}:{token_hash}", reason, px=self._ttl_ms)
         except Exception as error:
-            self._down(error)
+            self._outage.down(error)
             return
-        self._up()
-
-    def _down(self, error: Exception) -> None:
-        if self.degraded is None:
-            _log.warning(
-                "shared verdict store unavailable (%s); verdicts are per process", type(error).__name__
-            )
-        self.degraded = f"shared verdict store unavailable ({type(error).__name__}); verdicts are per process"
-
-    def _up(self) -> None:
-        if self.degraded is not None:
-            _log.warning("shared verdict store is back")
-        self.degraded = None
+        self._outage.up()
