@@ -53,8 +53,22 @@ CALLS: list[tuple[str, dict[str, Any], bool]] = [
 RESOURCES = ["pdpp://stream/messages", "pdpp://record/cin_mail_work%2Fmessage_bodies%3Abody_porto_trip"]
 
 
-async def judge(plan: dict[str, Any]) -> dict[str, Any]:
-    plan = {**plan, "calls": [{"tool": t, "arguments": a} for t, a, _ in CALLS], "resources": RESOURCES}
+# A package token (Work mail + Acme Slack, each child read with its own token): merged
+# schema and search pages, routed reads, and the package's own refusals.
+PACKAGE_CALLS: list[tuple[str, dict[str, Any], bool]] = [
+    ("schema", {}, True),
+    ("search", {"query": "invoice", "limit": 4}, True),
+    ("query_records", {"stream": "messages", "connection_id": "cin_slack_acme", "limit": 2}, True),
+    ("fetch", {"id": "cin_mail_work/message_bodies:body_porto_trip"}, True),
+    ("query_records", {"stream": "messages", "limit": 2}, False),  # ambiguous: which source?
+    ("query_records", {"stream": "messages", "connection_id": "cin_nope"}, False),
+]
+
+
+async def judge(
+    plan: dict[str, Any], calls: list[tuple[str, dict[str, Any], bool]] = CALLS
+) -> dict[str, Any]:
+    plan = {**plan, "calls": [{"tool": t, "arguments": a} for t, a, _ in calls], "resources": RESOURCES}
     process = await asyncio.create_subprocess_exec(
         str(NODE),
         str(JUDGE / "judge.mjs"),
@@ -69,7 +83,9 @@ async def judge(plan: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
-def assert_every_answer_accepted(report: dict[str, Any]) -> None:
+def assert_every_answer_accepted(
+    report: dict[str, Any], calls: list[tuple[str, dict[str, Any], bool]] = CALLS
+) -> None:
     assert set(report["tools"]) >= {
         "schema",
         "query_records",
@@ -78,7 +94,7 @@ def assert_every_answer_accepted(report: dict[str, Any]) -> None:
         "fetch",
         "read_record_field",
     }
-    for (tool, arguments, succeeds), seen in zip(CALLS, report["calls"], strict=True):
+    for (tool, arguments, succeeds), seen in zip(calls, report["calls"], strict=True):
         assert seen["thrown"] is None, (tool, arguments, seen["thrown"])  # the client accepted the answer
         assert seen["isError"] is (not succeeds), (tool, arguments, seen["text"])
         if not succeeds:
@@ -116,3 +132,10 @@ async def test_the_typescript_client_accepts_every_answer_over_http(shared_sandb
             {"transport": "http", "url": url, "token": shared_sandbox.tokens["client_broad"]}
         )
     assert_every_answer_accepted(report)
+
+
+async def test_the_typescript_client_accepts_a_package_callers_answers(shared_sandbox: Any) -> None:
+    async with start_gateway(sandbox_settings(shared_sandbox.url)) as url:
+        plan = {"transport": "http", "url": url, "token": shared_sandbox.tokens["package"]}
+        report = await judge(plan, PACKAGE_CALLS)
+    assert_every_answer_accepted(report, PACKAGE_CALLS)
