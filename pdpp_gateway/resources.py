@@ -27,6 +27,7 @@ and answers ``-32603`` the same way.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 from collections.abc import Mapping
@@ -81,11 +82,15 @@ async def list_stream_resources(context: GatewayContext) -> list[types.Resource]
     """One resource per granted stream name, with its sources in the description."""
     rows: list[Any] = []
     failures: list[ToolError | RsError] = []
-    for reader in _every_member(context, None):
-        try:
-            rows.extend((await _forward(reader, "/v1/streams", [])).get("data") or ())
-        except (ToolError, RsError) as error:
-            failures.append(error)
+    readers = _every_member(context, None)
+    answers = await asyncio.gather(*(_forward(r, "/v1/streams", []) for r in readers), return_exceptions=True)
+    for answer in answers:
+        if isinstance(answer, ToolError | RsError):
+            failures.append(answer)
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            rows.extend(answer.get("data") or ())
     if failures:
         refusal = protocol_error(failures[0])
         _log.warning("resources/list failed for %d source(s): %s", len(failures), refusal.error.message)
@@ -113,7 +118,12 @@ async def read(context: GatewayContext, uri: str) -> types.ReadResourceResult:
         if uri.startswith(STREAM_PREFIX):
             name = check_segment(unquote(uri[len(STREAM_PREFIX) :]), "stream name", param="uri")
             path = rs_path("v1", "streams", name)
-            return _json(uri, *[await _forward(reader, path, []) for reader in _every_member(context, name)])
+            readers = _every_member(context, name)
+            answers = await asyncio.gather(*(_forward(r, path, []) for r in readers), return_exceptions=True)
+            failed = next((a for a in answers if isinstance(a, BaseException)), None)
+            if failed is not None:
+                raise failed
+            return _json(uri, *(a for a in answers if not isinstance(a, BaseException)))
         if uri.startswith(RECORD_URI_PREFIX):
             ref = parse_handle(uri, param="uri")
             query = [("connection_id", ref.connection_id)] if ref.connection_id else []
