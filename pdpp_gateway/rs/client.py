@@ -3,7 +3,9 @@
 Contract:
 
 - One ``aiohttp.ClientSession`` per ``RsClient`` (pooled keep-alive connections),
-  wrapped by ``aiohttp_retry.RetryClient``. Only GETs exist, so every request is
+  wrapped by ``aiohttp_retry.RetryClient``. The session keeps no cookies: one client
+  serves every caller of a hosted gateway, so a cookie the RS (or a proxy before it) set
+  on one caller's answer must never ride along on another caller's read. Only GETs exist, so every request is
   idempotent; retries happen on connection-level failures and on 502/503/504 only,
   capped and jittered, never on any 4xx or other 5xx, and always with the same
   credential (it is fixed per call; ``bind`` fixes it per caller). aiohttp also re-sends
@@ -39,12 +41,14 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import TracebackType
 from typing import Any, Final
 from urllib.parse import quote, urlencode
 
 import aiohttp
 import orjson
+from aiohttp import hdrs
 from aiohttp_retry import JitterRetry, RetryClient
 
 from middleware import gateway_error
@@ -66,6 +70,7 @@ Observer = Callable[[str, int | None, float], None]
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_REQUEST_TARGET_BYTES: Final = 7_680  # under the common 8,190-byte request-line limit
 _CHUNK = 64 * 1024
+_GET: Final = frozenset({"GET"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +105,9 @@ class RetryPolicy:
             attempts=1 + (self.attempts - 1 if retries is None else retries),
             start_timeout=self.start_delay,
             max_timeout=self.max_delay,
-            statuses=set(self.statuses),
-            exceptions=set(self.exceptions),
-            methods={"GET"},
+            statuses=self.statuses,
+            exceptions=self.exceptions,
+            methods=_GET,
             retry_all_server_errors=False,
             random_interval_size=self.start_delay,
         )
@@ -142,7 +147,12 @@ class RsBlob:
 
 def rs_path(*segments: str) -> str:
     """``/seg1/seg2/...`` with each segment percent-encoded on its own."""
-    return "/" + "/".join(quote(segment, safe="") for segment in segments)
+    return "/" + "/".join(map(_quoted, segments))
+
+
+@lru_cache(maxsize=4096)  # bounded; the same few stream names and path words recur on every call
+def _quoted(segment: str) -> str:
+    return quote(segment, safe="")
 
 
 class RsClient:
@@ -176,6 +186,7 @@ class RsClient:
                 timeout=self._timeouts.client_timeout(),
                 headers={"User-Agent": self._user_agent},
                 raise_for_status=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
             )
             self._client = RetryClient(
                 client_session=session, retry_options=self._retry.options(), logger=_log
@@ -295,8 +306,11 @@ class RsClient:
     @staticmethod
     async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes | None:
         """The whole body, or ``None`` when it is larger than ``cap``."""
-        if response.content_length is not None and response.content_length > cap:
-            return None
+        declared = response.content_length
+        if declared is not None and hdrs.CONTENT_ENCODING not in response.headers:
+            # An uncompressed body ends at its declared length, so it cannot grow past it
+            # (a compressed one can inflate far beyond: it is counted while it is read).
+            return None if declared > cap else await response.read()
         data = bytearray()
         async for chunk in response.content.iter_chunked(_CHUNK):
             data.extend(chunk)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -254,3 +255,41 @@ async def test_a_request_url_too_long_for_the_rs_is_refused_before_sending(serve
     assert "x" * 110 not in caught.value.envelope["message"]
     assert len(upstream.requests) == 1
     assert len(observed) == 1  # a refused request is not an upstream outcome
+
+
+async def test_a_cookie_the_rs_sets_on_one_callers_read_never_rides_on_anothers(serve: Any) -> None:
+    """One client serves every caller of a hosted gateway: it must keep no cookies (a
+    sticky-session or login cookie set on caller A's answer is A's, not B's)."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = _json({"object": "list", "data": []})
+        response.set_cookie("rs_session", f"for-{request.headers['Authorization'][-1]}")
+        return response
+
+    upstream, server = await serve(handler)
+    # By name, not IP: aiohttp's default jar would keep a cookie from a named host.
+    url = str(server.make_url("")).replace("127.0.0.1", "localhost")
+    async with RsClient(url) as rs:
+        await rs.get_json("/v1/streams/messages/records", token="caller_a")
+        await rs.get_json("/v1/streams/messages/records", token="caller_b")
+    assert [r.headers.get("Cookie") for r in upstream.requests] == [None, None]
+
+
+async def test_a_small_compressed_answer_that_inflates_past_the_cap_is_refused(serve: Any) -> None:
+    inflated = b'{"a": "' + b"x" * 200_000 + b'"}'
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(
+            body=gzip.compress(inflated),
+            headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
+        )
+
+    _, server = await serve(handler)
+    async with RsClient(str(server.make_url("")), max_body_bytes=64 * 1024) as rs:
+        with pytest.raises(RsProtocolError) as caught:
+            await rs.get_json("/v1/schema", token=TOKEN)
+        assert "larger" in caught.value.problem
+        whole = RsClient(str(server.make_url("")), max_body_bytes=len(inflated))
+        async with whole:
+            answer = await whole.get_json("/v1/schema", token=TOKEN)
+    assert answer.body == {"a": "x" * 200_000}
