@@ -126,6 +126,8 @@ class ValidateArguments:
         return _schema_error(tool, failures[0], validator.schema)
 
     async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
+        if _flat(call.arguments):  # most calls: nothing nests, nothing to normalise
+            return await self._checked(call, dict(call.arguments), next_)
         known = call.name in self._validators or call.name in self._checks
         if known and depth_exceeds(call.arguments):
             raise gateway_error(
@@ -133,11 +135,22 @@ class ValidateArguments:
                 f"The arguments nest more than {MAX_DEPTH} levels deep; no tool takes values that deep. "
                 "Send flat values as each argument's schema describes.",
             )
-        arguments = whole_numbers(call.arguments)
+        return await self._checked(call, whole_numbers(call.arguments), next_)
+
+    async def _checked(self, call: ToolCall[C], arguments: JSONObject, next_: Next[C]) -> ToolResult:
         error = self.rejection(call.name, arguments)
         if error is not None:
             raise error
         return await next_(call.with_arguments(arguments))
+
+
+_SCALARS: Final = frozenset({str, int, bool, type(None)})
+
+
+def _flat(arguments: Mapping[str, Any]) -> bool:
+    """Whether ``arguments`` is a plain object of strings, integers, booleans and nulls:
+    one level deep, with no float to normalise."""
+    return type(arguments) is dict and all(type(value) in _SCALARS for value in arguments.values())
 
 
 def _failure_rank(error: ValidationError) -> tuple[int, int]:
