@@ -10,13 +10,17 @@ metrics), so the baseline is that same GET sent straight to the RS in the same r
 
 Prints, with ratios against the baseline measured in the same run:
 - latency p50/p99 of the direct GET and of the ``tools/call``, and the gateway's added
-  p50/p99 (target: added p50 at most 0.8 ms, issue 14);
+  p50/p99 (target: added p50 at most 0.8 ms, issue 14), beside the floor: the same hop
+  through a bare aiohttp proxy that does nothing else (``bare_hop.py``), and the CPU
+  each spends per call. The three arms run in alternating rounds, so a load change on a
+  shared machine moves all three;
 - requests per second at concurrency 1, 16 and 64, direct and through the gateway;
 - the gateway's RSS after warm-up and after 5,000 / 10,000 / 20,000 calls (target: flat).
 
 ``--against CHECKOUT`` measures only the added p50, of this tree's gateway and of the
-one in another checkout (same venv), both in front of one RS, in alternating rounds:
-the ratio between the two is what a change bought, on a machine whose load moves both.
+one in another checkout (same venv), both in front of one RS, in alternating rounds
+with the bare hop: the ratio between the two is what a change bought, on a machine
+whose load moves both.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -76,6 +81,19 @@ async def process(*args: str, tree: Path = ROOT) -> AsyncIterator[asyncio.subpro
         stderr=asyncio.subprocess.DEVNULL,
         cwd=tree,
         env={**os.environ, "PYTHONPATH": str(tree)},
+    )
+    try:
+        yield child
+    finally:
+        child.terminate()
+        await child.wait()
+
+
+@contextlib.asynccontextmanager
+async def bare_hop(rs_url: str, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The floor arm: ``bare_hop.py`` in front of ``rs_url`` on ``port``."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "benchmarks" / "bare_hop.py"), rs_url, str(port)
     )
     try:
         yield child
@@ -146,25 +164,63 @@ def rss_mib(pid: int) -> float:
     return int(match.group(1)) / 1024 if match else float("nan")
 
 
-async def main(calls: int, seconds: float) -> None:
-    rs_port, gw_port = free_port(), free_port()
+@dataclass
+class Arm:
+    """One way of making the measured read, and the process serving it (if any)."""
+
+    once: Callable[[], Awaitable[None]]
+    pid: int | None = None
+    samples: list[float] = field(default_factory=list)
+    round_p50s: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
+
+
+async def alternate(arms: dict[str, Arm], calls: int, rounds: int) -> None:
+    """``calls`` calls per arm in ``rounds`` rounds, the arms' order reversed every round;
+    each round's samples, p50 and the serving process's CPU per call kept on the arm."""
+    for arm in arms.values():
+        await timed(300, arm.once)  # warm-up
+    block = max(1, calls // rounds)
+    for turn in range(rounds):
+        for arm in list(arms.values())[:: 1 if turn % 2 == 0 else -1]:
+            cpu_before = cpu_seconds(arm.pid) if arm.pid is not None else 0.0
+            samples = await timed(block, arm.once)
+            arm.samples.extend(samples)
+            arm.round_p50s.append(statistics.median(samples))
+            if arm.pid is not None:
+                arm.cpu_ms.append((cpu_seconds(arm.pid) - cpu_before) / block * 1000)
+
+
+def mcp_call(http: aiohttp.ClientSession, url: str) -> Callable[[], Awaitable[None]]:
+    async def once() -> None:
+        async with http.post(url, json=CALL, headers=HEADERS) as r:
+            assert r.status == 200
+            body = await r.json()
+            assert not body["result"].get("isError"), body
+
+    return once
+
+
+async def main(calls: int, seconds: float, rounds: int) -> None:
+    rs_port, gw_port, bare_port = free_port(), free_port(), free_port()
     rs_url, gw_url = f"http://127.0.0.1:{rs_port}", f"http://127.0.0.1:{gw_port}/mcp"
+    bare_url = f"http://127.0.0.1:{bare_port}/mcp"
     gateway_args = serve_args(rs_url, gw_port, "--rate-limit", "0")
-    async with process("sandbox", "--port", str(rs_port)), process(*gateway_args) as gateway:
+    async with (
+        process("sandbox", "--port", str(rs_port)),
+        process(*gateway_args) as gateway,
+        bare_hop(rs_url, bare_port) as bare,
+    ):
         await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
         await wait_up(gw_url.replace("/mcp", "/healthz"))
+        await wait_up(bare_url.replace("/mcp", "/healthz"))
         connector = aiohttp.TCPConnector(limit=128)
         async with aiohttp.ClientSession(connector=connector) as http:
 
             def direct() -> Awaitable[None]:
                 return direct_read(http, rs_url)
 
-            async def through() -> None:
-                async with http.post(gw_url, json=CALL, headers=HEADERS) as r:
-                    assert r.status == 200
-                    body = await r.json()
-                    assert not body["result"].get("isError"), body
-
+            through = mcp_call(http, gw_url)
             await timed(300, direct)
             await timed(300, through)
             async with http.get(gw_url.replace("/mcp", "/metrics")) as r:
@@ -175,18 +231,40 @@ async def main(calls: int, seconds: float) -> None:
             upstream_per_call = float(gets.group(1)) / 300 if gets else float("nan")
             rss_warm = rss_mib(gateway.pid)
 
-            base = await timed(calls, direct)
-            via = await timed(calls, through)
-            b50, b99 = statistics.median(base), percentile(base, 0.99)
-            g50, g99 = statistics.median(via), percentile(via, 0.99)
+            arms = {
+                "direct": Arm(direct),
+                "via": Arm(through, gateway.pid),
+                "bare": Arm(mcp_call(http, bare_url), bare.pid),
+            }
+            load_before = os.getloadavg()[0]
+            await alternate(arms, calls, rounds)
+            load_after = os.getloadavg()[0]
+            p50 = {name: statistics.median(arm.samples) for name, arm in arms.items()}
+            p99 = {name: percentile(arm.samples, 0.99) for name, arm in arms.items()}
+            cpu = {name: statistics.median(arm.cpu_ms) for name, arm in arms.items() if arm.cpu_ms}
+            b50, b99 = p50["direct"], p99["direct"]
+            g50, g99 = p50["via"], p99["via"]
+            added, floor = g50 - b50, p50["bare"] - b50
             print(f"tool call = query_records (1 page of 5); RS GETs per tool call: {upstream_per_call:.2f}")
-            print(f"sequential latency over {calls} calls (ms)")
+            print(
+                f"sequential latency, {calls} calls per arm in {rounds} alternating rounds (ms); "
+                f"load average {load_before:.2f} -> {load_after:.2f}"
+            )
             print(f"  direct RS GET   p50 {b50:6.2f}  p99 {b99:6.2f}  (baseline)")
             print(
                 f"  via /mcp        p50 {g50:6.2f}  p99 {g99:6.2f}  (x{g50 / b50:.2f} p50, x{g99 / b99:.2f} p99)"
             )
             print(
-                f"  gateway adds    p50 {g50 - b50:6.2f}  p99 {g99 - b99:6.2f}  (target: added p50 <= 0.8 ms)"
+                f"  bare hop        p50 {p50['bare']:6.2f}  p99 {p99['bare']:6.2f}  (the floor: bare_hop.py)"
+            )
+            print(f"  gateway adds    p50 {added:6.2f}  p99 {g99 - b99:6.2f}  (target: added p50 <= 0.8 ms)")
+            print(
+                f"  bare hop adds   p50 {floor:6.2f}  (gateway: x{added / floor:.2f} the floor; "
+                f"its own code beyond the hop {added - floor:.2f} ms)"
+            )
+            print(
+                f"  CPU per call    gateway {cpu['via']:.2f} ms, bare hop {cpu['bare']:.2f} ms "
+                f"(x{cpu['via'] / cpu['bare']:.2f})"
             )
 
             print(f"throughput (req/s over {seconds:.0f} s each)")
@@ -208,51 +286,36 @@ async def main(calls: int, seconds: float) -> None:
 
 async def against(baseline: Path, calls: int, rounds: int) -> None:
     """Added p50 of this tree's gateway and of ``baseline``'s, both in front of one RS,
-    measured in alternating blocks (direct GET, then the two gateways in turn)."""
-    rs_port, ours_port, base_port = free_port(), free_port(), free_port()
+    measured in alternating rounds with the direct GET and the bare hop."""
+    rs_port, ours_port, base_port, bare_port = free_port(), free_port(), free_port(), free_port()
     rs_url = f"http://127.0.0.1:{rs_port}"
-    urls = {name: f"http://127.0.0.1:{port}/mcp" for name, port in (("ours", ours_port), ("base", base_port))}
+    urls = {
+        name: f"http://127.0.0.1:{port}/mcp"
+        for name, port in (("ours", ours_port), ("base", base_port), ("bare", bare_port))
+    }
     async with (
         process("sandbox", "--port", str(rs_port)),
         process(*serve_args(rs_url, ours_port, "--rate-limit", "0")) as ours,
         process(*serve_args(rs_url, base_port, "--rate-limit", "0"), tree=baseline) as base,
+        bare_hop(rs_url, bare_port) as bare,
     ):
-        pids = {"ours": ours.pid, "base": base.pid}
+        pids = {"ours": ours.pid, "base": base.pid, "bare": bare.pid}
         await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
         for url in urls.values():
             await wait_up(url.replace("/mcp", "/healthz"))
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8)) as http:
-
-            def direct() -> Awaitable[None]:
-                return direct_read(http, rs_url)
-
-            def through(url: str) -> Callable[[], Awaitable[None]]:
-                async def once() -> None:
-                    async with http.post(url, json=CALL, headers=HEADERS) as r:
-                        assert r.status == 200
-                        body = await r.json()
-                        assert not body["result"].get("isError"), body
-
-                return once
-
-            arms = {"direct": direct, **{name: through(url) for name, url in urls.items()}}
-            for once in arms.values():
-                await timed(300, once)  # warm-up
-            added: dict[str, list[float]] = {name: [] for name in urls}
-            cpu: dict[str, list[float]] = {name: [] for name in urls}
+            arms = {"direct": Arm(lambda: direct_read(http, rs_url))}
+            arms |= {name: Arm(mcp_call(http, url), pids[name]) for name, url in urls.items()}
             load_before = os.getloadavg()[0]
-            block = max(1, calls // rounds)
-            for turn in range(rounds):
-                direct50 = statistics.median(await timed(block, direct))
-                for name in ("base", "ours") if turn % 2 == 0 else ("ours", "base"):
-                    cpu_before = cpu_seconds(pids[name])
-                    added[name].append(statistics.median(await timed(block, arms[name])) - direct50)
-                    cpu[name].append((cpu_seconds(pids[name]) - cpu_before) / block * 1000)
+            await alternate(arms, calls, rounds)
             load_after = os.getloadavg()[0]
+    direct = arms["direct"].round_p50s
+    added = {name: [p - d for p, d in zip(arms[name].round_p50s, direct, strict=True)] for name in urls}
     add = {name: statistics.median(values) for name, values in added.items()}
-    per_call = {name: statistics.median(values) for name, values in cpu.items()}
+    per_call = {name: statistics.median(arms[name].cpu_ms) for name in urls}
     print(
-        f"{rounds} alternating rounds of {block} calls per arm; load average {load_before:.2f} -> {load_after:.2f}"
+        f"{rounds} alternating rounds of {calls // rounds} calls per arm; "
+        f"load average {load_before:.2f} -> {load_after:.2f}; direct GET p50 {statistics.median(direct):.2f} ms"
     )
     print("added p50 = a round's p50 via /mcp minus its direct GET p50; medians over the rounds (ms)")
     print(f"  baseline {baseline}: adds p50 {add['base']:5.2f}  gateway CPU/call {per_call['base']:5.2f}")
@@ -260,7 +323,11 @@ async def against(baseline: Path, calls: int, rounds: int) -> None:
         f"  this tree: adds p50 {add['ours']:5.2f} (x{add['ours'] / add['base']:.2f})"
         f"  gateway CPU/call {per_call['ours']:5.2f} (x{per_call['ours'] / per_call['base']:.2f})"
     )
-    for name in ("base", "ours"):
+    print(
+        f"  bare aiohttp hop (the floor): adds p50 {add['bare']:5.2f}  CPU/call {per_call['bare']:5.2f}; "
+        f"this tree x{add['ours'] / add['bare']:.2f} of it"
+    )
+    for name in ("base", "ours", "bare"):
         print(f"  rounds, {name}: {' '.join(f'{value:.2f}' for value in added[name])}")
 
 
@@ -280,4 +347,4 @@ if __name__ == "__main__":
     if options.against is not None:
         asyncio.run(against(options.against.resolve(), options.calls, options.rounds))
     else:
-        asyncio.run(main(options.calls, options.seconds))
+        asyncio.run(main(options.calls, options.seconds, options.rounds))
