@@ -71,6 +71,8 @@ DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_REQUEST_TARGET_BYTES: Final = 7_680  # under the common 8,190-byte request-line limit
 _CHUNK = 64 * 1024
 _GET: Final = frozenset({"GET"})
+# A character's longest form in a URL: four UTF-8 bytes, each escaped as %XX.
+_MOST_ENCODED_PER_CHAR: Final = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +282,9 @@ class RsClient:
 
     def _check_size(self, path: str, query: Query) -> None:
         """Refuse, before sending, a request URL too long for the RS to accept."""
+        plain = len(path) + len(self.base_url) + 1 + sum(len(key) + len(value) + 2 for key, value in query)
+        if plain * _MOST_ENCODED_PER_CHAR <= MAX_REQUEST_TARGET_BYTES:
+            return  # even if every character needed its longest escape, it would fit
         target = len(urlencode(list(query))) + len(path) + len(self.base_url) + 1
         if target > MAX_REQUEST_TARGET_BYTES:
             raise gateway_error(
