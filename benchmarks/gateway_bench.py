@@ -123,6 +123,29 @@ async def wait_up(url: str) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
+@contextlib.asynccontextmanager
+async def running_sandbox() -> AsyncIterator[str]:
+    """The sandbox RS on a free loopback port, answering; yields its URL."""
+    port = free_port()
+    async with process("sandbox", "--port", str(port)):
+        url = f"http://127.0.0.1:{port}"
+        await wait_up(f"{url}/.well-known/oauth-protected-resource")
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def running_gateway(
+    rs_url: str, *extra: str, tree: Path = ROOT
+) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    """``serve`` (from ``tree``) in front of ``rs_url`` on a free port, answering; yields
+    its ``/mcp`` URL and process."""
+    port = free_port()
+    async with process(*serve_args(rs_url, port, *extra), tree=tree) as child:
+        url = f"http://127.0.0.1:{port}/mcp"
+        await wait_up(url.replace("/mcp", "/healthz"))
+        yield url, child
+
+
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -202,17 +225,13 @@ def mcp_call(http: aiohttp.ClientSession, url: str) -> Callable[[], Awaitable[No
 
 
 async def main(calls: int, seconds: float, rounds: int) -> None:
-    rs_port, gw_port, bare_port = free_port(), free_port(), free_port()
-    rs_url, gw_url = f"http://127.0.0.1:{rs_port}", f"http://127.0.0.1:{gw_port}/mcp"
+    bare_port = free_port()
     bare_url = f"http://127.0.0.1:{bare_port}/mcp"
-    gateway_args = serve_args(rs_url, gw_port, "--rate-limit", "0")
     async with (
-        process("sandbox", "--port", str(rs_port)),
-        process(*gateway_args) as gateway,
+        running_sandbox() as rs_url,
+        running_gateway(rs_url, "--rate-limit", "0") as (gw_url, gateway),
         bare_hop(rs_url, bare_port) as bare,
     ):
-        await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
-        await wait_up(gw_url.replace("/mcp", "/healthz"))
         await wait_up(bare_url.replace("/mcp", "/healthz"))
         connector = aiohttp.TCPConnector(limit=128)
         async with aiohttp.ClientSession(connector=connector) as http:
@@ -287,22 +306,16 @@ async def main(calls: int, seconds: float, rounds: int) -> None:
 async def against(baseline: Path, calls: int, rounds: int) -> None:
     """Added p50 of this tree's gateway and of ``baseline``'s, both in front of one RS,
     measured in alternating rounds with the direct GET and the bare hop."""
-    rs_port, ours_port, base_port, bare_port = free_port(), free_port(), free_port(), free_port()
-    rs_url = f"http://127.0.0.1:{rs_port}"
-    urls = {
-        name: f"http://127.0.0.1:{port}/mcp"
-        for name, port in (("ours", ours_port), ("base", base_port), ("bare", bare_port))
-    }
+    bare_port = free_port()
     async with (
-        process("sandbox", "--port", str(rs_port)),
-        process(*serve_args(rs_url, ours_port, "--rate-limit", "0")) as ours,
-        process(*serve_args(rs_url, base_port, "--rate-limit", "0"), tree=baseline) as base,
+        running_sandbox() as rs_url,
+        running_gateway(rs_url, "--rate-limit", "0") as (ours_url, ours),
+        running_gateway(rs_url, "--rate-limit", "0", tree=baseline) as (base_url, base),
         bare_hop(rs_url, bare_port) as bare,
     ):
+        urls = {"ours": ours_url, "base": base_url, "bare": f"http://127.0.0.1:{bare_port}/mcp"}
         pids = {"ours": ours.pid, "base": base.pid, "bare": bare.pid}
-        await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
-        for url in urls.values():
-            await wait_up(url.replace("/mcp", "/healthz"))
+        await wait_up(urls["bare"].replace("/mcp", "/healthz"))
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8)) as http:
             arms = {"direct": Arm(lambda: direct_read(http, rs_url))}
             arms |= {name: Arm(mcp_call(http, url), pids[name]) for name, url in urls.items()}

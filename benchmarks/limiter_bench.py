@@ -19,17 +19,14 @@ import sys
 from pathlib import Path
 
 import aiohttp
-from gateway_bench import CALL, HEADERS, free_port, percentile, process, serve_args, timed, wait_up
+from gateway_bench import CALL, HEADERS, percentile, running_gateway, running_sandbox, timed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.redis_server import RedisServer
 
 
 async def measure(rs_url: str, calls: int, extra: list[str]) -> list[float]:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    async with process(*serve_args(rs_url, port, *extra)), aiohttp.ClientSession() as http:
-        await wait_up(url.replace("/mcp", "/healthz"))
+    async with running_gateway(rs_url, *extra) as (url, _), aiohttp.ClientSession() as http:
 
         async def once() -> None:
             async with http.post(url, json=CALL, headers=HEADERS) as response:
@@ -41,11 +38,8 @@ async def measure(rs_url: str, calls: int, extra: list[str]) -> list[float]:
 
 
 async def main(calls: int) -> None:
-    rs_port = free_port()
-    rs_url = f"http://127.0.0.1:{rs_port}"
     generous = ["--rate-limit", "1000000", "--rate-burst", "1000000"]
-    async with process("sandbox", "--port", str(rs_port)):
-        await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
+    async with running_sandbox() as rs_url:
         rows = [("unlimited (baseline)", await measure(rs_url, calls, ["--rate-limit", "0"]))]
         rows.append(("in-process buckets", await measure(rs_url, calls, generous)))
         binary = shutil.which("redis-server")

@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 import aiohttp
-from gateway_bench import HEADERS, QUERY, free_port, percentile, process, rss_mib, serve_args, wait_up
+from gateway_bench import HEADERS, QUERY, percentile, rss_mib, running_gateway, running_sandbox
 
 TOKENS = ("sbx_client_narrow_7c1e94b2",)
 MIX = [
@@ -68,12 +68,7 @@ async def run_for(
 
 
 async def main(client_counts: list[int], seconds: float) -> None:
-    rs_port, gw_port = free_port(), free_port()
-    rs_url, gw_url = f"http://127.0.0.1:{rs_port}", f"http://127.0.0.1:{gw_port}/mcp"
-    gateway_args = serve_args(rs_url, gw_port, "--rate-limit", "0")
-    async with process("sandbox", "--port", str(rs_port)), process(*gateway_args) as gateway:
-        await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
-        await wait_up(gw_url.replace("/mcp", "/healthz"))
+    async with running_sandbox() as rs_url, running_gateway(rs_url, "--rate-limit", "0") as (gw_url, gateway):
         sessions = [
             aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1)) for _ in range(max(client_counts))
         ]

@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 import aiohttp
-from gateway_bench import free_port, process, rss_mib, serve_args, wait_up
+from gateway_bench import rss_mib, running_gateway, running_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "sbx_client_broad_7c1e94b2"  # sandbox fixture material
@@ -68,12 +68,8 @@ async def scenario(
 
 
 async def main(tree: Path) -> None:
-    rs_port, gw_port = free_port(), free_port()
-    rs_url, gw_url = f"http://127.0.0.1:{rs_port}", f"http://127.0.0.1:{gw_port}/mcp"
-    gateway_args = serve_args(rs_url, gw_port)  # no newer flags: --tree may be an older checkout
-    async with process("sandbox", "--port", str(rs_port)), process(*gateway_args, tree=tree) as gateway:
-        await wait_up(f"{rs_url}/.well-known/oauth-protected-resource")
-        await wait_up(gw_url.replace("/mcp", "/healthz"))
+    # no newer flags: --tree may be an older checkout
+    async with running_sandbox() as rs_url, running_gateway(rs_url, tree=tree) as (gw_url, gateway):
         print(f"gateway from {tree}; RSS after start {rss_mib(gateway.pid):.1f} MiB")
         # unauthenticated first: memory a process took is rarely given back, so the
         # baseline (bodies that must be read) runs last and cannot hide their cost
