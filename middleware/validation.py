@@ -13,10 +13,11 @@ Contract:
   raised (a defect in the check, contained by ``PreserveErrors``).
 - Schema failures become ``invalid_arguments`` errors whose message names the
   argument and says what to send instead, bounded and never echoing a large value.
-  The schema validators are compiled once. A call that jsonschema-rs (a compiled 2020-12
-  validator, about a microsecond) finds valid is passed without more; anything it refuses
-  or cannot read (a value of a type JSON does not have) gets jsonschema's verdict and
-  explanation, so a refusal always reads the same and the fast check never refuses alone.
+  Each schema is compiled once. A call that jsonschema-rs (a compiled 2020-12 validator,
+  about a microsecond) finds valid is passed without more; anything it refuses or cannot
+  read (a value of a type JSON does not have) gets jsonschema's verdict and explanation,
+  so a refusal always reads the same and the fast check never refuses alone. jsonschema
+  is imported, and a tool's validator compiled, on that tool's first such refusal.
 - Whole-number floats (``5.0``, an integer to JSON Schema) are normalised to ints
   (``5``) before the checks, everywhere in the arguments, so every stage below sees
   one spelling of a number (an encoder never sends ``limit=5.0``).
@@ -35,6 +36,7 @@ from middleware.errors import ToolError, gateway_error
 from middleware.pipeline import C, JSONObject, Next, ToolCall, ToolResult
 
 if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator as Validator
     from jsonschema.exceptions import ValidationError
 
 Check = Callable[[Mapping[str, Any]], ToolError | None]
@@ -91,9 +93,10 @@ class ValidateArguments:
         schemas: Mapping[str, JSONObject],
         checks: Mapping[str, Sequence[Check]] | None = None,
     ) -> None:
-        from jsonschema import Draft202012Validator  # about 40 ms: paid by who validates, not by import
-
-        self._validators = {name: Draft202012Validator(schema) for name, schema in schemas.items()}
+        self._schemas = dict(schemas)
+        # jsonschema's validators word refusals only: built on a tool's first refusal (the
+        # import and compile cost tens of milliseconds a start-up need not wait for).
+        self._validators: dict[str, Validator] = {}
         self._fast = {name: fast_accept(schema) for name, schema in schemas.items()}
         self._checks = {name: tuple(ladder) for name, ladder in (checks or {}).items()}
 
@@ -114,21 +117,29 @@ class ValidateArguments:
         return self._schema_rejection(tool, arguments)
 
     def _schema_rejection(self, tool: str, arguments: Mapping[str, Any]) -> ToolError | None:
-        validator = self._validators.get(tool)
-        if validator is None:
+        if tool not in self._schemas:
             return None
         instance = dict(arguments)
         if self._fast[tool](instance):
             return None  # valid (jsonschema-rs): jsonschema's walk would find nothing
+        validator = self._validator(tool)
         failures = sorted(validator.iter_errors(instance), key=_failure_rank)
         if not failures:
             return None
         return _schema_error(tool, failures[0], validator.schema)
 
+    def _validator(self, tool: str) -> Validator:
+        validator = self._validators.get(tool)
+        if validator is None:
+            from jsonschema import Draft202012Validator
+
+            validator = self._validators[tool] = Draft202012Validator(self._schemas[tool])
+        return validator
+
     async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
         if _flat(call.arguments):  # most calls: nothing nests, nothing to normalise
             return await self._checked(call, dict(call.arguments), next_)
-        known = call.name in self._validators or call.name in self._checks
+        known = call.name in self._schemas or call.name in self._checks
         if known and depth_exceeds(call.arguments):
             raise gateway_error(
                 "invalid_arguments",

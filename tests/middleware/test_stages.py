@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -175,3 +177,22 @@ async def test_arguments_nested_too_deep_are_refused_before_any_recursion() -> N
 
     result = await stage(ToolCall("t", shallow, None), passes)
     assert result.structured["seen"] == {"filter": {"a": {"b": [1, 2]}}}
+
+
+def test_jsonschema_loads_on_the_first_refusal_not_when_the_pipeline_is_built() -> None:
+    """Valid calls never need it (jsonschema-rs says yes), so a start-up does not wait for it;
+    the first refusal still gets jsonschema's wording."""
+    probe = (
+        "import asyncio, sys\n"
+        "from middleware import ToolCall, ToolError, ValidateArguments\n"
+        "stage = ValidateArguments({'t': {'type': 'object', 'properties': {'n': {'type': 'integer'}}}})\n"
+        "async def ok(call): return call\n"
+        "asyncio.run(stage(ToolCall('t', {'n': 1}, None), ok))\n"
+        "print('jsonschema' in sys.modules)\n"
+        "try:\n"
+        "    asyncio.run(stage(ToolCall('t', {'n': 'x'}, None), ok))\n"
+        "except ToolError as error:\n"
+        "    print('jsonschema' in sys.modules, error.envelope['message'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)  # noqa: S603
+    assert done.stdout.splitlines() == ["False", "True argument 'n' must be an integer, not a string."]
