@@ -44,6 +44,22 @@ def reads(sandbox: Any, prefix: str) -> list[dict[str, list[str]]]:
     return [parse_qs(call.query) for call in sandbox.calls if call.path.startswith(prefix)]
 
 
+def start_two_members(sandbox: Any, tmp_path: Path, second_url: str, second_token: str | None) -> Any:
+    """``stdio`` for a package of the sandbox (a good grant cached) and ``second_url``
+    (``second_token`` cached for it, or nothing), sent one ``ping``; the finished run."""
+    cache_root = tmp_path / ".pdpp"
+    write_credential(cache_root, sandbox.url, sandbox.tokens["client_work_mail"])
+    if second_token is not None:
+        write_credential(cache_root, second_url, second_token)
+    sandbox.reset_calls()
+    return run_cli(
+        "stdio",
+        *("--provider-url", sandbox.url, "--provider-url", second_url),
+        *("--cache-root", str(cache_root)),
+        stdin=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n",
+    )
+
+
 async def test_schema_lists_every_members_sources(sandbox_factory: Any, tmp_path: Path) -> None:
     async with package_gateway(sandbox_factory, tmp_path / ".pdpp") as (client, mail, chat):
         result = await client.call_tool("schema", {})
@@ -127,21 +143,9 @@ async def test_a_call_with_connection_id_reads_only_that_members_rs(
 
 
 def test_one_members_owner_token_stops_the_start_with_77(shared_sandbox: Any, tmp_path: Path) -> None:
-    cache_root = tmp_path / ".pdpp"
     other_url = shared_sandbox.url.replace("127.0.0.1", "localhost")  # the same RS under a second name
-    write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_work_mail"])
-    write_credential(cache_root, other_url, shared_sandbox.tokens["owner"])  # unlabelled: the RS says owner
-    shared_sandbox.reset_calls()
-    done = run_cli(
-        "stdio",
-        "--provider-url",
-        shared_sandbox.url,
-        "--provider-url",
-        other_url,
-        "--cache-root",
-        str(cache_root),
-        stdin=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n",
-    )
+    # unlabelled in the cache: the RS says owner
+    done = start_two_members(shared_sandbox, tmp_path, other_url, shared_sandbox.tokens["owner"])
     assert done.returncode == 77, done.stderr
     assert done.stdout == ""  # not even the early answer to ping
     assert f"pdpp-gateway connect {other_url}" in done.stderr
@@ -150,19 +154,8 @@ def test_one_members_owner_token_stops_the_start_with_77(shared_sandbox: Any, tm
 
 
 def test_a_member_without_a_cached_grant_stops_the_start_with_78(shared_sandbox: Any, tmp_path: Path) -> None:
-    cache_root = tmp_path / ".pdpp"
-    write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_work_mail"])
     missing = "http://127.0.0.1:9"
-    shared_sandbox.reset_calls()
-    done = run_cli(
-        "stdio",
-        "--provider-url",
-        shared_sandbox.url,
-        "--provider-url",
-        missing,
-        "--cache-root",
-        str(cache_root),
-    )
+    done = start_two_members(shared_sandbox, tmp_path, missing, None)
     assert done.returncode == 78
     assert done.stdout == ""
     assert f"pdpp-gateway connect {missing}" in done.stderr
@@ -219,22 +212,9 @@ def test_a_bad_package_file_is_a_usage_error_in_one_line(tmp_path: Path) -> None
 def test_a_member_the_rs_rejects_stops_the_start_with_78_before_any_frame(
     shared_sandbox: Any, tmp_path: Path
 ) -> None:
-    cache_root = tmp_path / ".pdpp"
     other_url = shared_sandbox.url.replace("127.0.0.1", "localhost")
-    write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_work_mail"])
-    write_credential(
-        cache_root, other_url, "sbx_not_a_grant_token"
-    )  # a 401, and no refresh token to renew it
-    done = run_cli(
-        "stdio",
-        "--provider-url",
-        shared_sandbox.url,
-        "--provider-url",
-        other_url,
-        "--cache-root",
-        str(cache_root),
-        stdin=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n",
-    )
+    # a 401, and no refresh token to renew it
+    done = start_two_members(shared_sandbox, tmp_path, other_url, "sbx_not_a_grant_token")
     assert done.returncode == 78, done.stderr
     assert done.stdout == ""  # the early answer stayed held: the renewing recheck failed
     assert f"pdpp-gateway connect {other_url}" in done.stderr
