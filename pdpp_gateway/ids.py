@@ -25,6 +25,7 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 from urllib.parse import quote, unquote
 
@@ -143,15 +144,19 @@ def _decode_base64_handle(encoded: str) -> dict[str, object] | None:
 
 def format_handle(stream: str, record_id: str, connection_id: str | None = None) -> str:
     """``{connection_id}/{stream}:{record_id}`` when it parses back, else ``{stream}:{record_id}``."""
-    legacy = f"{stream}:{record_id}"
-    wrappable = (
-        bool(connection_id)
-        and ":" not in (connection_id or "")
+    if connection_id and _source_fits(connection_id, stream) and segment_problem(record_id) is None:
+        return f"{connection_id}/{stream}:{record_id}"
+    return f"{stream}:{record_id}"
+
+
+@lru_cache(maxsize=1024)
+def _source_fits(connection_id: str, stream: str) -> bool:
+    """Whether a handle can embed this connection and stream (cached: a page repeats them)."""
+    return (
+        ":" not in connection_id
         and segment_problem(connection_id) is None
         and segment_problem(stream) is None
-        and segment_problem(record_id) is None
     )
-    return f"{connection_id}/{legacy}" if wrappable else legacy
 
 
 def handle_arguments(stream: str, record_id: str, connection_id: str | None = None) -> dict[str, str]:

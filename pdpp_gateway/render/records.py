@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+import orjson
+
 from middleware import ToolResult
 from pdpp_gateway.context import Call
 from pdpp_gateway.documents import authored_time, record_title
@@ -79,24 +81,22 @@ def render_records(call: Call, result: ToolResult) -> str:
         merged = connections if isinstance(connections, list) else []
         lines.append(merged_note("query_records", call.arguments, merged, effect))
     shortened: list[tuple[int, dict[str, str], str]] = []
-    # A record's naming (its handle) is worked out once and shared by its two layouts.
-    namings = [None if record.get("deleted") else _naming(record, stream) for record in records]
-    detailed = [
-        _record_line(n, record, naming, shortened)
-        for n, (record, naming) in enumerate(zip(records, namings, strict=True), 1)
-    ]
-    compact = [
-        _record_row(n, record, naming)
-        for n, (record, naming) in enumerate(zip(records, namings, strict=True), 1)
-    ]
-    notes = [_id_only_note(call, len(records), len(records)), _long_field_note(shortened)]
-    used = sum(len(line) + 1 for line in [*lines, *notes])
+    detailed: list[str] = []
+    compact: list[str] = []
+    for index, record in enumerate(records, 1):
+        block, row = _record_layouts(index, record, stream, shortened)
+        detailed.append(block)
+        compact.append(row)
+    notes_used = len(_id_only_note(call, len(records), len(records))) + len(_long_field_note(shortened)) + 2
+    used = sum(len(line) + 1 for line in lines) + notes_used
+    # The note about unlisted records is only needed (and only reserved) when the rows overflow.
+    overflow = sum(len(row) + 1 for row in compact) > BUDGET - used
     rows, listed, shown = fit_rows(
         BUDGET - used,
         detailed,
         compact,
         max_detailed=MAX_RECORDS,
-        reserve=len(_not_listed(call, len(records), len(records), fan_in)) + 1,
+        reserve=len(_not_listed(call, len(records), len(records), fan_in)) + 1 if overflow else 0,
     )
     lines.extend(rows)
     if shown < listed:
@@ -150,18 +150,6 @@ def _label(naming: Mapping[str, str]) -> str:
     return naming["id"] + (f" connection_id={naming['connection_id']}" if "connection_id" in naming else "")
 
 
-def _record_row(index: int, record: Mapping[str, Any], naming: Mapping[str, str] | None) -> str:
-    if naming is None:  # deleted
-        return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
-    row = f"[{index}] {_label(naming)}"
-    data = as_mapping(record.get("data"))
-    title = record_title(data)
-    if title:
-        row += f" {dumps(clip(title, MAX_LABEL))}"
-    moment = authored_time(data)
-    return row + f" {clip(moment, 30)}" if moment else row
-
-
 def _expanded_line(record: Mapping[str, Any]) -> str:
     """The handles of a record's expanded relations: one record (has_one) or a bounded list."""
     parts = []
@@ -180,23 +168,33 @@ def _expanded_line(record: Mapping[str, Any]) -> str:
     return ("\n    expanded " + "; ".join(parts)) if parts else ""
 
 
-def _record_line(
-    index: int,
-    record: Mapping[str, Any],
-    naming: dict[str, str] | None,
-    shortened: list[tuple[int, dict[str, str], str]],
-) -> str:
-    if naming is None:  # deleted
-        return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
-    long_fields: list[tuple[str, int]] = []
+def _record_layouts(
+    index: int, record: Mapping[str, Any], stream: Any, shortened: list[tuple[int, dict[str, str], str]]
+) -> tuple[str, str]:
+    """A record's detailed block and its one-line row, from one naming and one read of its data.
+
+    The block is the handle and compact JSON of the data (long strings shortened: the
+    top-level ones are added to ``shortened``) plus any expanded relations; the row is
+    the handle, title and authored time."""
+    if record.get("deleted"):
+        gone = f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
+        return gone, gone
     connection = record.get("connection_id")
-    data = preview_value(
-        record.get("data") or {},
-        MAX_STRING,
-        long_fields,
-        connection_id=connection if isinstance(connection, str) and connection else None,
-    )
+    if not (isinstance(connection, str) and connection):
+        connection = None
+    naming = handle_arguments(str(record.get("stream") or stream), str(record.get("id")), connection)
+    label = f"[{index}] {_label(naming)}"
+    raw = record.get("data")
+    long_fields: list[tuple[str, int]] = []
+    preview = preview_value(raw or {}, MAX_STRING, long_fields, connection_id=connection)
     for path, _ in long_fields:
         if "." not in path:
             shortened.append((index, naming, path))
-    return clip(f"[{index}] {_label(naming)} {dumps(data)}", MAX_LINE) + _expanded_line(record)
+    block = clip(f"{label} {orjson.dumps(preview).decode()}", MAX_LINE)
+    if record.get("expanded"):
+        block += _expanded_line(record)
+    data = raw if type(raw) is dict else as_mapping(raw)
+    title = record_title(data)
+    row = f"{label} {orjson.dumps(clip(title, MAX_LABEL)).decode()}" if title else label
+    moment = authored_time(data)
+    return block, f"{row} {clip(moment, 30)}" if moment else row
