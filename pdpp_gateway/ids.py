@@ -165,7 +165,9 @@ def handle_arguments(stream: str, record_id: str, connection_id: str | None = No
     ``{"id": <self-contained handle>}`` when the connection fits in the handle, else the
     legacy handle plus ``"connection_id"`` (never a bare legacy id that loses the source).
     """
-    handle = format_handle(stream, record_id, connection_id)
+    if connection_id and _source_fits(connection_id, stream) and segment_problem(record_id) is None:
+        return {"id": f"{connection_id}/{stream}:{record_id}"}  # format_handle's self-contained form
+    handle = f"{stream}:{record_id}"
     arguments = {"id": handle}
     if connection_id and not handle.startswith(f"{connection_id}/"):
         arguments["connection_id"] = connection_id

@@ -41,7 +41,7 @@ def dumps(value: Any) -> str:
 
 
 def call_text(tool: str, arguments: Mapping[str, Any]) -> str:
-    return f"{tool} {dumps(dict(arguments))}"
+    return f"{tool} {orjson.dumps(arguments if type(arguments) is dict else dict(arguments)).decode()}"
 
 
 def kv(key: str, value: Any) -> str:

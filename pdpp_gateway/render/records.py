@@ -48,7 +48,7 @@ _EXPANDED_SHOWN: Final = 3
 
 def render_records(call: Call, result: ToolResult) -> str:
     page = as_mapping(result.structured.get("data"))
-    records = [r for r in page.get("data") or () if isinstance(r, Mapping)]
+    records = [r for r in page.get("data") or () if type(r) is dict or isinstance(r, Mapping)]
     stream = call.arguments.get("stream")
     head = f"query_records stream={stream}: {len(records)} record(s)"
     head += ", has_more=true" if page.get("has_more") else ", has_more=false"
@@ -183,18 +183,24 @@ def _record_layouts(
     if not (isinstance(connection, str) and connection):
         connection = None
     naming = handle_arguments(str(record.get("stream") or stream), str(record.get("id")), connection)
-    label = f"[{index}] {_label(naming)}"
+    label = f"[{index}] {naming['id']}"
+    if len(naming) > 1:
+        label += f" connection_id={naming['connection_id']}"
     raw = record.get("data")
     long_fields: list[tuple[str, int]] = []
     preview = preview_value(raw or {}, MAX_STRING, long_fields, connection_id=connection)
     for path, _ in long_fields:
         if "." not in path:
             shortened.append((index, naming, path))
-    block = clip(f"{label} {orjson.dumps(preview).decode()}", MAX_LINE)
+    block = f"{label} {orjson.dumps(preview).decode()}"
+    if len(block) > MAX_LINE:
+        block = clip(block, MAX_LINE)
     if record.get("expanded"):
         block += _expanded_line(record)
     data = raw if type(raw) is dict else as_mapping(raw)
     title = record_title(data)
     row = f"{label} {orjson.dumps(clip(title, MAX_LABEL)).decode()}" if title else label
     moment = authored_time(data)
-    return block, f"{row} {clip(moment, 30)}" if moment else row
+    if moment:
+        row += f" {moment if len(moment) <= 30 else clip(moment, 30)}"
+    return block, row
