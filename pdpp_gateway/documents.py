@@ -69,6 +69,8 @@ AUTHORED_FIELDS: Final = (
     "issued_at",
     "updated_at",
 )
+_TITLE_KEYS: Final = frozenset(TITLE_FIELDS)
+_AUTHORED_KEYS: Final = frozenset(AUTHORED_FIELDS)
 _INGEST_TIMES: Final = frozenset({"emitted_at", "ingested_at", "synced_at", "deleted_at", "updated_at"})
 # Other fields of a fetched record, in metadata as ``data.<name>`` (bounded; projected by fields).
 MAX_DATA_FIELDS: Final = 30
@@ -353,6 +355,8 @@ def _evidence_offset(excerpt: Mapping[str, Any]) -> int | None:
 
 def record_title(data: Mapping[str, Any]) -> str | None:
     """A record's own title-like field (``TITLE_FIELDS``) as one bounded line, if it has one."""
+    if type(data) is dict and _TITLE_KEYS.isdisjoint(data):
+        return None  # one pass over the record's keys instead of a lookup per title field
     for key in TITLE_FIELDS:
         value = data.get(key)
         if isinstance(value, str) and value.strip():
@@ -396,6 +400,8 @@ def authored_time(*sources: Mapping[str, Any]) -> str | None:
     """The record's authored/event time: a known field first, else any other ``*_at`` field
     that is not an ingest or bookkeeping time (never ``emitted_at``)."""
     for source in sources:
+        if type(source) is dict and _AUTHORED_KEYS.isdisjoint(source):
+            continue
         for key in AUTHORED_FIELDS:
             value = source.get(key)
             if isinstance(value, str) and value:

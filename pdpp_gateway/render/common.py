@@ -137,7 +137,7 @@ def fit_rows(
     upgraded to their detailed block while the total stays within budget. When even the
     compact rows do not all fit, as many as fit (keeping ``reserve`` chars for the caller's
     note about the rest) are listed, none detailed."""
-    compact_total = sum(len(row) + 1 for row in compact)
+    compact_total = sum(map(len, compact)) + len(compact)
     if compact_total > budget:
         lines: list[str] = []
         used = 0

@@ -51,28 +51,34 @@ def render_records(call: Call, result: ToolResult) -> str:
     records = [r for r in page.get("data") or () if type(r) is dict or isinstance(r, Mapping)]
     stream = call.arguments.get("stream")
     head = f"query_records stream={stream}: {len(records)} record(s)"
-    head += ", has_more=true" if page.get("has_more") else ", has_more=false"
+    has_more, next_cursor, next_changes = (
+        page.get("has_more"),
+        page.get("next_cursor"),
+        page.get("next_changes_since"),
+    )
+    head += ", has_more=true" if has_more else ", has_more=false"
     lines = [head + "."]
-    if page.get("next_cursor"):
+    if next_cursor:
         follow = {**call.arguments, "cursor": page["next_cursor"]}
         follow.pop("changes_since", None)
         lines.append(
             f"next_cursor={page['next_cursor']} → next page (same order/sort): {call_text('query_records', follow)}"
         )
-    if page.get("next_changes_since"):
+    if next_changes:
         lines.append(
-            f"next_changes_since={page['next_changes_since']} (pass as changes_since next time to get only changes)"
+            f"next_changes_since={next_changes} (pass as changes_since next time to get only changes)"
         )
     meta = as_mapping(page.get("meta"))
     count = meta.get("count")
-    if isinstance(count, Mapping) and count.get("kind") not in (None, "none"):
+    if count is not None and isinstance(count, Mapping) and count.get("kind") not in (None, "none"):
         lines.append(f"count={count.get('kind')}:{count.get('value')}")
-    if isinstance(meta.get("window"), Mapping):
+    window = meta.get("window")
+    if window is not None and isinstance(window, Mapping):
         lines.append(f"window={dumps(meta['window'])}")
     for warning in meta.get("warnings") or ():
         if isinstance(warning, Mapping):
             lines.append(clip(f"warning {warning.get('code')}: {warning.get('message', '')}", 300))
-    fan_in = bool(page.get("has_more") and not page.get("next_cursor") and not page.get("next_changes_since"))
+    fan_in = bool(has_more and not next_cursor and not next_changes)
     connections = result.structured.get(MERGED_CONNECTIONS)
     if fan_in or isinstance(connections, list):
         effect = "this page mixes their records"
@@ -88,9 +94,9 @@ def render_records(call: Call, result: ToolResult) -> str:
         detailed.append(block)
         compact.append(row)
     notes_used = len(_id_only_note(call, len(records), len(records))) + len(_long_field_note(shortened)) + 2
-    used = sum(len(line) + 1 for line in lines) + notes_used
+    used = sum(map(len, lines)) + len(lines) + notes_used
     # The note about unlisted records is only needed (and only reserved) when the rows overflow.
-    overflow = sum(len(row) + 1 for row in compact) > BUDGET - used
+    overflow = sum(map(len, compact)) + len(compact) > BUDGET - used
     rows, listed, shown = fit_rows(
         BUDGET - used,
         detailed,
