@@ -24,8 +24,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import orjson
@@ -34,6 +35,7 @@ if __name__ == "__main__" and "PDPP_RENDER_BENCH_TREE" not in os.environ:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from middleware import ToolCall, ToolResult
+from pdpp_gateway.context import Call, GatewayContext
 from pdpp_gateway.render.records import render_records
 from pdpp_gateway.sandbox.config import TOKENS, SandboxConfig
 from pdpp_gateway.sandbox.runner import start_sandbox
@@ -52,14 +54,14 @@ PAGES: list[tuple[str, str, dict[str, Any]]] = [
 
 
 def _query(arguments: dict[str, Any]) -> list[tuple[str, str]]:
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     for key, value in arguments.items():
         if key != "stream":
             pairs.extend((key, str(item)) for item in (value if isinstance(value, list) else [value]))
     return pairs
 
 
-async def fetch_pages() -> list[tuple[str, ToolCall[None], ToolResult]]:
+async def fetch_pages() -> list[tuple[str, Call, ToolResult]]:
     """The sandbox's answers to ``PAGES``, shaped as the ``query_records`` tool shapes them."""
     pages = []
     async with start_sandbox(SandboxConfig(bulk_records=300)) as sandbox, aiohttp.ClientSession() as http:
@@ -77,7 +79,9 @@ async def fetch_pages() -> list[tuple[str, ToolCall[None], ToolResult]]:
                     connections = stream_connections(unwrap_schema(await response.json()), stream)
                 if connections and len(connections) > 1:
                     structured["merged_connections"] = connections
-            pages.append((label, ToolCall("query_records", arguments, None), ToolResult(structured)))
+            # The renderer reads only the call's name and arguments, never its context.
+            call: Call = ToolCall("query_records", arguments, cast(GatewayContext, None))
+            pages.append((label, call, ToolResult(structured)))
     return pages
 
 
@@ -94,13 +98,12 @@ def best_us(run: Callable[[], object], calls: int, repeats: int) -> float:
 def measure(calls: int, repeats: int) -> list[dict[str, Any]]:
     rows = []
     for label, call, result in asyncio.run(fetch_pages()):
-        page = result.structured
         rows.append(
             {
                 "page": label,
                 "chars": len(render_records(call, result)),
-                "render_us": best_us(lambda: render_records(call, result), calls, repeats),
-                "dumps_us": best_us(lambda: orjson.dumps(page), calls, repeats),
+                "render_us": best_us(partial(render_records, call, result), calls, repeats),
+                "dumps_us": best_us(partial(orjson.dumps, result.structured), calls, repeats),
             }
         )
     return rows
@@ -120,10 +123,21 @@ def main() -> None:
     if options.against:
         tree = options.against.resolve()
         env = {**os.environ, "PYTHONPATH": str(tree), "PDPP_RENDER_BENCH_TREE": str(tree)}
-        argv = [sys.executable, __file__, "--json", "--calls", str(options.calls), "--repeats", str(options.repeats)]
-        other = json.loads(subprocess.run(argv, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout)
+        argv = [
+            sys.executable,
+            __file__,
+            "--json",
+            "--calls",
+            str(options.calls),
+            "--repeats",
+            str(options.repeats),
+        ]
+        done = subprocess.run(argv, env=env, check=True, stdout=subprocess.PIPE, text=True)  # noqa: S603 - this script
+        other = json.loads(done.stdout)
     rows = measure(options.calls, options.repeats)
-    print(f"render_records, µs per call (min of {options.repeats} x {options.calls}); baseline: orjson.dumps of the page")
+    print(
+        f"render_records, µs per call (min of {options.repeats} x {options.calls}); baseline: orjson.dumps of the page"
+    )
     head = f"{'page':42} {'chars':>5} {'dumps':>7} {'render':>8} {'x dumps':>8}"
     print(head + (f" {'against':>8} {'ratio':>6}" if other else ""))
     for n, row in enumerate(rows):
