@@ -81,6 +81,7 @@ CONTEXT_CHARS: Final = 300
 QUERY_CHARS: Final = 80
 _SNAP_CHARS: Final = 24
 _TAG = re.compile(r"</?mark>")
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")  # what ``quote(segment, safe="")`` leaves as it is
 _CUT_TAG_START = re.compile(r"^(?:/?mark>|ark>|rk>|k>)")
 _CUT_TAG_END = re.compile(r"</?(?:m(?:a(?:rk?)?)?)?$")
 
@@ -440,8 +441,13 @@ def blob_uri(connection_id: str | None, blob: Mapping[str, Any]) -> str | None:
         blob_id = fetch_url.rstrip("/").rsplit("/", 1)[-1] or None
     if blob_id is None:
         return None
-    prefix = f"{quote(connection_id, safe='')}/" if connection_id else ""
-    return f"pdpp://blob/{prefix}{quote(blob_id, safe='')}"
+    prefix = f"{_quoted(connection_id)}/" if connection_id else ""
+    return f"pdpp://blob/{prefix}{_quoted(blob_id)}"
+
+
+def _quoted(segment: str) -> str:
+    """``segment`` percent-encoded as one URI path segment (most ids need no encoding)."""
+    return segment if _UNRESERVED.fullmatch(segment) else quote(segment, safe="")
 
 
 def _without_blobs(payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def segment_problem(value: object) -> str | None:
         return "contains '..'"
     if "/" in value or "\\" in value:
         return "contains a path separator"
-    if _CONTROL_CHARS.search(value):
+    if not value.isprintable() and _CONTROL_CHARS.search(value):  # control chars are never printable
         return "contains control characters"
     return None
 

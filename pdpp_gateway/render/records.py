@@ -162,15 +162,17 @@ def _expanded_line(record: Mapping[str, Any]) -> str:
     for relation, value in as_mapping(record.get("expanded")).items():
         if value is None:
             parts.append(f"{relation}: none")
-        elif isinstance(value, Mapping) and isinstance(value.get("data"), list):
-            children = [c for c in value["data"] if isinstance(c, Mapping)]
+        elif type(value) is dict or isinstance(value, Mapping):
+            related = value.get("data")
+            if not isinstance(related, list):  # has_one: the record itself
+                parts.append(f"{relation}: {_label(_naming(value, value.get('stream') or relation))}")
+                continue
+            children = [c for c in related if type(c) is dict or isinstance(c, Mapping)]
             handles = [_label(_naming(c, c.get("stream") or relation)) for c in children[:_EXPANDED_SHOWN]]
             more = len(children) - len(handles)
             listed = ", ".join(handles) + (f", +{more} more" if more else "")
             tail = ", has_more=true" if value.get("has_more") else ""
             parts.append(f"{relation}: {len(children)} record(s){tail}" + (f": {listed}" if listed else ""))
-        elif isinstance(value, Mapping):
-            parts.append(f"{relation}: {_label(_naming(value, value.get('stream') or relation))}")
     return ("\n    expanded " + "; ".join(parts)) if parts else ""
 
 
