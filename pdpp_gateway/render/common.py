@@ -65,7 +65,8 @@ def preview_value(
     """``value`` with long strings shortened and blobs summarised; records what was cut.
 
     A blob becomes ``{"blob": <media type>, "size_bytes": n, "uri": "pdpp://blob/..."}``:
-    the URI is the readable resource holding its bytes."""
+    the URI is the readable resource holding its bytes. An object with nothing to cut is
+    returned as it is (not copied): callers only serialise the result."""
     if type(value) is dict:
         if "blob_id" not in value and "fetch_url" not in value and _all_unchanged(value, max_string):
             return value  # the usual record: nothing to shorten, no copy

@@ -59,10 +59,10 @@ def render_records(call: Call, result: ToolResult) -> str:
     head += ", has_more=true" if has_more else ", has_more=false"
     lines = [head + "."]
     if next_cursor:
-        follow = {**call.arguments, "cursor": page["next_cursor"]}
+        follow = {**call.arguments, "cursor": next_cursor}
         follow.pop("changes_since", None)
         lines.append(
-            f"next_cursor={page['next_cursor']} → next page (same order/sort): {call_text('query_records', follow)}"
+            f"next_cursor={next_cursor} → next page (same order/sort): {call_text('query_records', follow)}"
         )
     if next_changes:
         lines.append(
@@ -74,7 +74,7 @@ def render_records(call: Call, result: ToolResult) -> str:
         lines.append(f"count={count.get('kind')}:{count.get('value')}")
     window = meta.get("window")
     if window is not None and isinstance(window, Mapping):
-        lines.append(f"window={dumps(meta['window'])}")
+        lines.append(f"window={dumps(window)}")
     for warning in meta.get("warnings") or ():
         if isinstance(warning, Mapping):
             lines.append(clip(f"warning {warning.get('code')}: {warning.get('message', '')}", 300))
