@@ -149,9 +149,16 @@ def format_handle(stream: str, record_id: str, connection_id: str | None = None)
     return f"{stream}:{record_id}"
 
 
-@lru_cache(maxsize=1024)
 def _source_fits(connection_id: str, stream: str) -> bool:
-    """Whether a handle can embed this connection and stream (cached: a page repeats them)."""
+    """Whether a handle can embed this connection and stream."""
+    # Longer ones never fit (segment_problem); the cache then holds short strings only.
+    short = len(connection_id) <= MAX_SEGMENT_CHARS and len(stream) <= MAX_SEGMENT_CHARS
+    return short and _short_source_fits(connection_id, stream)
+
+
+@lru_cache(maxsize=1024)
+def _short_source_fits(connection_id: str, stream: str) -> bool:
+    """``_source_fits`` for segments of at most ``MAX_SEGMENT_CHARS`` (cached: a page repeats them)."""
     return (
         ":" not in connection_id
         and segment_problem(connection_id) is None
