@@ -69,6 +69,8 @@ AUTHORED_FIELDS: Final = (
     "issued_at",
     "updated_at",
 )
+_TITLE_KEYS: Final = frozenset(TITLE_FIELDS)
+_AUTHORED_KEYS: Final = frozenset(AUTHORED_FIELDS)
 _INGEST_TIMES: Final = frozenset({"emitted_at", "ingested_at", "synced_at", "deleted_at", "updated_at"})
 # Other fields of a fetched record, in metadata as ``data.<name>`` (bounded; projected by fields).
 MAX_DATA_FIELDS: Final = 30
@@ -79,6 +81,7 @@ CONTEXT_CHARS: Final = 300
 QUERY_CHARS: Final = 80
 _SNAP_CHARS: Final = 24
 _TAG = re.compile(r"</?mark>")
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")  # what ``quote(segment, safe="")`` leaves as it is
 _CUT_TAG_START = re.compile(r"^(?:/?mark>|ark>|rk>|k>)")
 _CUT_TAG_END = re.compile(r"</?(?:m(?:a(?:rk?)?)?)?$")
 
@@ -353,6 +356,8 @@ def _evidence_offset(excerpt: Mapping[str, Any]) -> int | None:
 
 def record_title(data: Mapping[str, Any]) -> str | None:
     """A record's own title-like field (``TITLE_FIELDS``) as one bounded line, if it has one."""
+    if type(data) is dict and _TITLE_KEYS.isdisjoint(data):
+        return None  # one pass over the record's keys instead of a lookup per title field
     for key in TITLE_FIELDS:
         value = data.get(key)
         if isinstance(value, str) and value.strip():
@@ -396,6 +401,8 @@ def authored_time(*sources: Mapping[str, Any]) -> str | None:
     """The record's authored/event time: a known field first, else any other ``*_at`` field
     that is not an ingest or bookkeeping time (never ``emitted_at``)."""
     for source in sources:
+        if type(source) is dict and _AUTHORED_KEYS.isdisjoint(source):
+            continue
         for key in AUTHORED_FIELDS:
             value = source.get(key)
             if isinstance(value, str) and value:
@@ -434,8 +441,13 @@ def blob_uri(connection_id: str | None, blob: Mapping[str, Any]) -> str | None:
         blob_id = fetch_url.rstrip("/").rsplit("/", 1)[-1] or None
     if blob_id is None:
         return None
-    prefix = f"{quote(connection_id, safe='')}/" if connection_id else ""
-    return f"pdpp://blob/{prefix}{quote(blob_id, safe='')}"
+    prefix = f"{_quoted(connection_id)}/" if connection_id else ""
+    return f"pdpp://blob/{prefix}{_quoted(blob_id)}"
+
+
+def _quoted(segment: str) -> str:
+    """``segment`` percent-encoded as one URI path segment (most ids need no encoding)."""
+    return segment if _UNRESERVED.fullmatch(segment) else quote(segment, safe="")
 
 
 def _without_blobs(payload: Mapping[str, Any]) -> dict[str, Any]:

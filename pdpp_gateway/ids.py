@@ -25,6 +25,7 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 from urllib.parse import quote, unquote
 
@@ -69,7 +70,7 @@ def segment_problem(value: object) -> str | None:
         return "contains '..'"
     if "/" in value or "\\" in value:
         return "contains a path separator"
-    if _CONTROL_CHARS.search(value):
+    if not value.isprintable() and _CONTROL_CHARS.search(value):  # control chars are never printable
         return "contains control characters"
     return None
 
@@ -143,15 +144,26 @@ def _decode_base64_handle(encoded: str) -> dict[str, object] | None:
 
 def format_handle(stream: str, record_id: str, connection_id: str | None = None) -> str:
     """``{connection_id}/{stream}:{record_id}`` when it parses back, else ``{stream}:{record_id}``."""
-    legacy = f"{stream}:{record_id}"
-    wrappable = (
-        bool(connection_id)
-        and ":" not in (connection_id or "")
+    if connection_id and _source_fits(connection_id, stream) and segment_problem(record_id) is None:
+        return f"{connection_id}/{stream}:{record_id}"
+    return f"{stream}:{record_id}"
+
+
+def _source_fits(connection_id: str, stream: str) -> bool:
+    """Whether a handle can embed this connection and stream."""
+    # Longer ones never fit (segment_problem); the cache then holds short strings only.
+    short = len(connection_id) <= MAX_SEGMENT_CHARS and len(stream) <= MAX_SEGMENT_CHARS
+    return short and _short_source_fits(connection_id, stream)
+
+
+@lru_cache(maxsize=1024)
+def _short_source_fits(connection_id: str, stream: str) -> bool:
+    """``_source_fits`` for segments of at most ``MAX_SEGMENT_CHARS`` (cached: a page repeats them)."""
+    return (
+        ":" not in connection_id
         and segment_problem(connection_id) is None
         and segment_problem(stream) is None
-        and segment_problem(record_id) is None
     )
-    return f"{connection_id}/{legacy}" if wrappable else legacy
 
 
 def handle_arguments(stream: str, record_id: str, connection_id: str | None = None) -> dict[str, str]:
@@ -160,7 +172,9 @@ def handle_arguments(stream: str, record_id: str, connection_id: str | None = No
     ``{"id": <self-contained handle>}`` when the connection fits in the handle, else the
     legacy handle plus ``"connection_id"`` (never a bare legacy id that loses the source).
     """
-    handle = format_handle(stream, record_id, connection_id)
+    if connection_id and _source_fits(connection_id, stream) and segment_problem(record_id) is None:
+        return {"id": f"{connection_id}/{stream}:{record_id}"}  # format_handle's self-contained form
+    handle = f"{stream}:{record_id}"
     arguments = {"id": handle}
     if connection_id and not handle.startswith(f"{connection_id}/"):
         arguments["connection_id"] = connection_id

@@ -8,7 +8,15 @@ import orjson
 import pytest
 
 from middleware import ToolError
-from pdpp_gateway.ids import RecordRef, format_handle, parse_handle, resolve_connection
+from pdpp_gateway.ids import (
+    MAX_SEGMENT_CHARS,
+    RecordRef,
+    _short_source_fits,
+    format_handle,
+    handle_arguments,
+    parse_handle,
+    resolve_connection,
+)
 
 
 def _b64(payload: dict[str, object]) -> str:
@@ -89,6 +97,23 @@ def test_format_handle_only_wraps_what_parses_back(
     assert handle == expected
     if connection and handle.startswith(f"{connection}/"):
         assert parse_handle(handle) == RecordRef(stream, record, connection)
+
+
+def test_format_handle_checks_each_source_once_and_keeps_no_oversized_one() -> None:
+    """A page repeats its connection and stream, so their check is remembered; a segment
+    longer than any handle allows is refused without being remembered (an RS answer
+    cannot make the gateway hold megabytes of ids)."""
+    _short_source_fits.cache_clear()
+    for n in range(50):
+        assert format_handle("messages", f"m{n}", "cin_a") == f"cin_a/messages:m{n}"
+    assert _short_source_fits.cache_info().currsize == 1
+    huge = "c" * (MAX_SEGMENT_CHARS + 1)
+    assert format_handle("messages", "m1", huge) == "messages:m1"
+    assert handle_arguments("messages", "m1", huge) == {"id": "messages:m1", "connection_id": huge}
+    assert format_handle("s" * (MAX_SEGMENT_CHARS + 1), "m1", "cin_a").endswith(":m1")
+    assert _short_source_fits.cache_info().currsize == 1
+    edge = "c" * MAX_SEGMENT_CHARS  # the longest segment the grammar allows still fits
+    assert format_handle("messages", "m1", edge) == f"{edge}/messages:m1"
 
 
 def test_record_uri_round_trips() -> None:

@@ -29,7 +29,7 @@ MERGED_CONNECTIONS: Final = "merged_connections"
 
 def as_mapping(value: object) -> Mapping[str, Any]:
     """``value`` if it is a JSON object, else an empty one (tolerates junk from upstream)."""
-    return value if isinstance(value, dict | Mapping) else {}  # dict first: the cheap, usual case
+    return value if type(value) is dict or isinstance(value, Mapping) else {}  # exact dict: no ABC check
 
 
 def clip(text: str, limit: int) -> str:
@@ -41,7 +41,7 @@ def dumps(value: Any) -> str:
 
 
 def call_text(tool: str, arguments: Mapping[str, Any]) -> str:
-    return f"{tool} {dumps(dict(arguments))}"
+    return f"{tool} {orjson.dumps(arguments if type(arguments) is dict else dict(arguments)).decode()}"
 
 
 def kv(key: str, value: Any) -> str:
@@ -65,8 +65,12 @@ def preview_value(
     """``value`` with long strings shortened and blobs summarised; records what was cut.
 
     A blob becomes ``{"blob": <media type>, "size_bytes": n, "uri": "pdpp://blob/..."}``:
-    the URI is the readable resource holding its bytes."""
-    if _unchanged(value, max_string):
+    the URI is the readable resource holding its bytes. An object with nothing to cut is
+    returned as it is (not copied): callers only serialise the result."""
+    if type(value) is dict:
+        if "blob_id" not in value and "fetch_url" not in value and _all_unchanged(value, max_string):
+            return value  # the usual record: nothing to shorten, no copy
+    elif _unchanged(value, max_string):
         return value
     if isinstance(value, str):
         long_fields.append((path, len(value)))
@@ -97,9 +101,32 @@ def preview_value(
 
 def _unchanged(value: Any, max_string: int) -> bool:
     """A scalar ``preview_value`` keeps as it is (most values of a record)."""
+    kind = type(value)
+    if kind is str:
+        return len(value) <= max_string
+    if value is None or kind is int or kind is bool or kind is float:
+        return True
     if isinstance(value, str):
         return len(value) <= max_string
-    return value is None or isinstance(value, bool | int | float)
+    return isinstance(value, bool | int | float)
+
+
+def _all_unchanged(value: dict[Any, Any] | list[Any], max_string: int) -> bool:
+    """Whether ``preview_value`` keeps every member of an object or short list as it is:
+    scalars it keeps, and (in an object) lists of at most 10 of them."""
+    for member in value.values() if type(value) is dict else value:
+        kind = type(member)
+        if kind is str:
+            if len(member) > max_string:
+                return False
+        elif kind is list:
+            if type(value) is not dict or len(member) > 10 or not _all_unchanged(member, max_string):
+                return False
+        elif not (
+            member is None or kind is int or kind is bool or kind is float or _unchanged(member, max_string)
+        ):
+            return False
+    return True
 
 
 def fit_rows(
@@ -111,7 +138,7 @@ def fit_rows(
     upgraded to their detailed block while the total stays within budget. When even the
     compact rows do not all fit, as many as fit (keeping ``reserve`` chars for the caller's
     note about the rest) are listed, none detailed."""
-    compact_total = sum(len(row) + 1 for row in compact)
+    compact_total = sum(map(len, compact)) + len(compact)
     if compact_total > budget:
         lines: list[str] = []
         used = 0

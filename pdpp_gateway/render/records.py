@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+import orjson
+
 from middleware import ToolResult
 from pdpp_gateway.context import Call
 from pdpp_gateway.documents import authored_time, record_title
@@ -46,31 +48,37 @@ _EXPANDED_SHOWN: Final = 3
 
 def render_records(call: Call, result: ToolResult) -> str:
     page = as_mapping(result.structured.get("data"))
-    records = [r for r in page.get("data") or () if isinstance(r, Mapping)]
+    records = [r for r in page.get("data") or () if type(r) is dict or isinstance(r, Mapping)]
     stream = call.arguments.get("stream")
     head = f"query_records stream={stream}: {len(records)} record(s)"
-    head += ", has_more=true" if page.get("has_more") else ", has_more=false"
+    has_more, next_cursor, next_changes = (
+        page.get("has_more"),
+        page.get("next_cursor"),
+        page.get("next_changes_since"),
+    )
+    head += ", has_more=true" if has_more else ", has_more=false"
     lines = [head + "."]
-    if page.get("next_cursor"):
-        follow = {**call.arguments, "cursor": page["next_cursor"]}
+    if next_cursor:
+        follow = {**call.arguments, "cursor": next_cursor}
         follow.pop("changes_since", None)
         lines.append(
-            f"next_cursor={page['next_cursor']} → next page (same order/sort): {call_text('query_records', follow)}"
+            f"next_cursor={next_cursor} → next page (same order/sort): {call_text('query_records', follow)}"
         )
-    if page.get("next_changes_since"):
+    if next_changes:
         lines.append(
-            f"next_changes_since={page['next_changes_since']} (pass as changes_since next time to get only changes)"
+            f"next_changes_since={next_changes} (pass as changes_since next time to get only changes)"
         )
     meta = as_mapping(page.get("meta"))
     count = meta.get("count")
-    if isinstance(count, Mapping) and count.get("kind") not in (None, "none"):
+    if count is not None and isinstance(count, Mapping) and count.get("kind") not in (None, "none"):
         lines.append(f"count={count.get('kind')}:{count.get('value')}")
-    if isinstance(meta.get("window"), Mapping):
-        lines.append(f"window={dumps(meta['window'])}")
+    window = meta.get("window")
+    if window is not None and isinstance(window, Mapping):
+        lines.append(f"window={dumps(window)}")
     for warning in meta.get("warnings") or ():
         if isinstance(warning, Mapping):
             lines.append(clip(f"warning {warning.get('code')}: {warning.get('message', '')}", 300))
-    fan_in = bool(page.get("has_more") and not page.get("next_cursor") and not page.get("next_changes_since"))
+    fan_in = bool(has_more and not next_cursor and not next_changes)
     connections = result.structured.get(MERGED_CONNECTIONS)
     if fan_in or isinstance(connections, list):
         effect = "this page mixes their records"
@@ -79,24 +87,22 @@ def render_records(call: Call, result: ToolResult) -> str:
         merged = connections if isinstance(connections, list) else []
         lines.append(merged_note("query_records", call.arguments, merged, effect))
     shortened: list[tuple[int, dict[str, str], str]] = []
-    # A record's naming (its handle) is worked out once and shared by its two layouts.
-    namings = [None if record.get("deleted") else _naming(record, stream) for record in records]
-    detailed = [
-        _record_line(n, record, naming, shortened)
-        for n, (record, naming) in enumerate(zip(records, namings, strict=True), 1)
-    ]
-    compact = [
-        _record_row(n, record, naming)
-        for n, (record, naming) in enumerate(zip(records, namings, strict=True), 1)
-    ]
-    notes = [_id_only_note(call, len(records), len(records)), _long_field_note(shortened)]
-    used = sum(len(line) + 1 for line in [*lines, *notes])
+    detailed: list[str] = []
+    compact: list[str] = []
+    for index, record in enumerate(records, 1):
+        block, row = _record_layouts(index, record, stream, shortened)
+        detailed.append(block)
+        compact.append(row)
+    notes_used = len(_id_only_note(call, len(records), len(records))) + len(_long_field_note(shortened)) + 2
+    used = sum(map(len, lines)) + len(lines) + notes_used
+    # The note about unlisted records is only needed (and only reserved) when the rows overflow.
+    overflow = sum(map(len, compact)) + len(compact) > BUDGET - used
     rows, listed, shown = fit_rows(
         BUDGET - used,
         detailed,
         compact,
         max_detailed=MAX_RECORDS,
-        reserve=len(_not_listed(call, len(records), len(records), fan_in)) + 1,
+        reserve=len(_not_listed(call, len(records), len(records), fan_in)) + 1 if overflow else 0,
     )
     lines.extend(rows)
     if shown < listed:
@@ -150,53 +156,59 @@ def _label(naming: Mapping[str, str]) -> str:
     return naming["id"] + (f" connection_id={naming['connection_id']}" if "connection_id" in naming else "")
 
 
-def _record_row(index: int, record: Mapping[str, Any], naming: Mapping[str, str] | None) -> str:
-    if naming is None:  # deleted
-        return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
-    row = f"[{index}] {_label(naming)}"
-    data = as_mapping(record.get("data"))
-    title = record_title(data)
-    if title:
-        row += f" {dumps(clip(title, MAX_LABEL))}"
-    moment = authored_time(data)
-    return row + f" {clip(moment, 30)}" if moment else row
-
-
 def _expanded_line(record: Mapping[str, Any]) -> str:
     """The handles of a record's expanded relations: one record (has_one) or a bounded list."""
     parts = []
     for relation, value in as_mapping(record.get("expanded")).items():
         if value is None:
             parts.append(f"{relation}: none")
-        elif isinstance(value, Mapping) and isinstance(value.get("data"), list):
-            children = [c for c in value["data"] if isinstance(c, Mapping)]
+        elif type(value) is dict or isinstance(value, Mapping):
+            related = value.get("data")
+            if not isinstance(related, list):  # has_one: the record itself
+                parts.append(f"{relation}: {_label(_naming(value, value.get('stream') or relation))}")
+                continue
+            children = [c for c in related if type(c) is dict or isinstance(c, Mapping)]
             handles = [_label(_naming(c, c.get("stream") or relation)) for c in children[:_EXPANDED_SHOWN]]
             more = len(children) - len(handles)
             listed = ", ".join(handles) + (f", +{more} more" if more else "")
             tail = ", has_more=true" if value.get("has_more") else ""
             parts.append(f"{relation}: {len(children)} record(s){tail}" + (f": {listed}" if listed else ""))
-        elif isinstance(value, Mapping):
-            parts.append(f"{relation}: {_label(_naming(value, value.get('stream') or relation))}")
     return ("\n    expanded " + "; ".join(parts)) if parts else ""
 
 
-def _record_line(
-    index: int,
-    record: Mapping[str, Any],
-    naming: dict[str, str] | None,
-    shortened: list[tuple[int, dict[str, str], str]],
-) -> str:
-    if naming is None:  # deleted
-        return f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
-    long_fields: list[tuple[str, int]] = []
+def _record_layouts(
+    index: int, record: Mapping[str, Any], stream: Any, shortened: list[tuple[int, dict[str, str], str]]
+) -> tuple[str, str]:
+    """A record's detailed block and its one-line row, from one naming and one read of its data.
+
+    The block is the handle and compact JSON of the data (long strings shortened: the
+    top-level ones are added to ``shortened``) plus any expanded relations; the row is
+    the handle, title and authored time."""
+    if record.get("deleted"):
+        gone = f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
+        return gone, gone
     connection = record.get("connection_id")
-    data = preview_value(
-        record.get("data") or {},
-        MAX_STRING,
-        long_fields,
-        connection_id=connection if isinstance(connection, str) and connection else None,
-    )
+    if not (isinstance(connection, str) and connection):
+        connection = None
+    naming = handle_arguments(str(record.get("stream") or stream), str(record.get("id")), connection)
+    label = f"[{index}] {naming['id']}"
+    if len(naming) > 1:
+        label += f" connection_id={naming['connection_id']}"
+    raw = record.get("data")
+    long_fields: list[tuple[str, int]] = []
+    preview = preview_value(raw or {}, MAX_STRING, long_fields, connection_id=connection)
     for path, _ in long_fields:
         if "." not in path:
             shortened.append((index, naming, path))
-    return clip(f"[{index}] {_label(naming)} {dumps(data)}", MAX_LINE) + _expanded_line(record)
+    block = f"{label} {orjson.dumps(preview).decode()}"
+    if len(block) > MAX_LINE:
+        block = clip(block, MAX_LINE)
+    if record.get("expanded"):
+        block += _expanded_line(record)
+    data = raw if type(raw) is dict else as_mapping(raw)
+    title = record_title(data)
+    row = f"{label} {orjson.dumps(clip(title, MAX_LABEL)).decode()}" if title else label
+    moment = authored_time(data)
+    if moment:
+        row += f" {moment if len(moment) <= 30 else clip(moment, 30)}"
+    return block, row
