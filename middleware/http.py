@@ -38,6 +38,7 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from functools import lru_cache
 from typing import Final, TypeVar, cast
 
 from aiohttp import web
@@ -132,6 +133,15 @@ _ANY: Final = "*/*"
 def accepts(accept: str, media_type: str) -> bool:
     """Whether an ``Accept`` header admits ``media_type`` (RFC 9110 §12.5.1: the most
     specific matching range decides, and ``q=0`` means "not acceptable")."""
+    if len(accept) <= _REMEMBERED_ACCEPT:  # a client sends the same header on every call
+        return _remembered_accepts(accept, media_type)
+    return _accepts(accept, media_type)
+
+
+_REMEMBERED_ACCEPT: Final = 200
+
+
+def _accepts(accept: str, media_type: str) -> bool:
     wanted = media_type.lower()
     specificity = {wanted: 2, wanted.partition("/")[0] + "/*": 1, _ANY: 0}
     best: tuple[int, float] | None = None
@@ -151,3 +161,6 @@ def accepts(accept: str, media_type: str) -> bool:
         if best is None or rank > best[0] or (rank == best[0] and quality > best[1]):
             best = (rank, quality)
     return best is not None and best[1] > 0
+
+
+_remembered_accepts = lru_cache(maxsize=128)(_accepts)  # bounded: 128 short headers

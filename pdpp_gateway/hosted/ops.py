@@ -3,7 +3,8 @@
 Contract:
 
 - ``observe`` (outermost aiohttp middleware): gives every request an id (a sane inbound
-  ``Request-Id``/``X-Request-Id`` is kept, else ``req_<hex>``), echoes it as
+  ``Request-Id``/``X-Request-Id`` is kept, else ``req_`` and 16 hex digits: the serving
+  process's random prefix and its request count, unique without a system call), echoes it as
   ``Request-Id``, binds it to ``logs.REQUEST_ID`` for every log line of the request,
   counts the response by route and status, and writes one JSON access line (method,
   path without query, status, milliseconds, the serving process's pid). It never logs headers or bodies.
@@ -20,6 +21,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import re
@@ -83,11 +85,13 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def observe(metrics: Metrics) -> Middleware:
     pid = os.getpid()  # once: the app is built in the worker process that serves it
+    prefix = f"req_{secrets.token_hex(4)}"  # this process's; the count below tells its requests apart
+    count = itertools.count(1)
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         inbound = request.headers.get("Request-Id") or request.headers.get("X-Request-Id") or ""
-        request_id = inbound if _SANE_ID.match(inbound) else f"req_{secrets.token_hex(8)}"
+        request_id = inbound if _SANE_ID.match(inbound) else f"{prefix}{next(count) & 0xFFFFFFFF:08x}"
         token = REQUEST_ID.set(request_id)
         started = time.perf_counter()
         status = 500
