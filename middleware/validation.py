@@ -17,7 +17,8 @@ Contract:
   about a microsecond) finds valid is passed without more; anything it refuses or cannot
   read (a value of a type JSON does not have) gets jsonschema's verdict and explanation,
   so a refusal always reads the same and the fast check never refuses alone. jsonschema
-  is imported, and a tool's validator compiled, on that tool's first such refusal.
+  is imported, and a tool's validator compiled, on that tool's first such refusal, or
+  all at once when built with ``compile_now`` (a server, before it serves).
 - Whole-number floats (``5.0``, an integer to JSON Schema) are normalised to ints
   (``5``) before the checks, everywhere in the arguments, so every stage below sees
   one spelling of a number (an encoder never sends ``limit=5.0``).
@@ -92,6 +93,8 @@ class ValidateArguments:
         self,
         schemas: Mapping[str, JSONObject],
         checks: Mapping[str, Sequence[Check]] | None = None,
+        *,
+        compile_now: bool = False,
     ) -> None:
         self._schemas = dict(schemas)
         # jsonschema's validators word refusals only: built on a tool's first refusal (the
@@ -99,6 +102,9 @@ class ValidateArguments:
         self._validators: dict[str, Validator] = {}
         self._fast = {name: fast_accept(schema) for name, schema in schemas.items()}
         self._checks = {name: tuple(ladder) for name, ladder in (checks or {}).items()}
+        if compile_now:  # a server that should not pay for it on its event loop, later
+            for name in self._schemas:
+                self._validator(name)
 
     def rejection(self, tool: str, arguments: Mapping[str, Any]) -> ToolError | None:
         """The first reason to refuse ``arguments`` for ``tool``, or ``None``."""

@@ -103,7 +103,9 @@ class Gateway:
     shared: SharedRefusals | None = None
     endpoint_chain: Handler | None = None
     endpoints: OrderedDict[str, McpEndpoint] = field(default_factory=OrderedDict)
-    pipeline: CallNext = field(default_factory=build_pipeline)  # one per process, shared by every origin
+    # One per process, shared by every origin; ready before it serves, so no first refusal
+    # loads jsonschema on the event loop while other callers wait.
+    pipeline: CallNext = field(default_factory=lambda: build_pipeline(ready=True))
 
     def endpoint_for(self, origin: str) -> McpEndpoint:
         endpoint = self.endpoints.get(origin)

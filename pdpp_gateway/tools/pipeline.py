@@ -70,12 +70,13 @@ async def upstream_errors(call: Call, next_: CallNext) -> ToolResult:
         raise tool_error(error) from None
 
 
-def build_pipeline(extra_stages: Sequence[Stage] = ()) -> CallNext:
-    """The full chain around the RS-calling handlers."""
+def build_pipeline(extra_stages: Sequence[Stage] = (), *, ready: bool = False) -> CallNext:
+    """The full chain around the RS-calling handlers; ``ready``: everything a refusal
+    needs is loaded now (a server process, before it serves), not on the first refusal."""
     stages: list[Stage] = [
         RenderContent(RENDERERS, render_error),
         PreserveErrors(),
-        ValidateArguments(INPUT_SCHEMAS, CHECKS),
+        ValidateArguments(INPUT_SCHEMAS, CHECKS, compile_now=ready),
         shape_schema,
         fan_out_stage(),
         *extra_stages,

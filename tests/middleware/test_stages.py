@@ -196,3 +196,14 @@ def test_jsonschema_loads_on_the_first_refusal_not_when_the_pipeline_is_built() 
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)  # noqa: S603
     assert done.stdout.splitlines() == ["False", "True argument 'n' must be an integer, not a string."]
+
+
+def test_a_server_compiles_its_validators_before_it_serves() -> None:
+    probe = (
+        "import sys\n"
+        "from middleware import ValidateArguments\n"
+        "ValidateArguments({'t': {'type': 'object'}}, compile_now=True)\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)  # noqa: S603
+    assert done.stdout.strip() == "True"
