@@ -21,7 +21,8 @@ Contract:
   (``rs.resilience``); both are per client, that is per upstream.
 - A base URL path prefix (``https://host/rs``) is kept: paths are appended to it.
   ``rs_path`` percent-encodes each segment (``/`` inside a segment becomes ``%2F``).
-- JSON bodies are read with a size cap and must be objects; blobs are read up to
+- JSON bodies are read with a size cap and must be objects nested at most
+  ``MAX_BODY_DEPTH`` levels (deeper, no writer could pass them on); blobs are read up to
   ``max_bytes`` and never buffered beyond it.
 - Logs name the method, path, status and elapsed time: never the token, never query
   values (they may carry a person's search terms). An optional ``observer`` is told
@@ -69,6 +70,10 @@ Query = Sequence[tuple[str, str]]
 Observer = Callable[[str, int | None, float], None]
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_REQUEST_TARGET_BYTES: Final = 7_680  # under the common 8,190-byte request-line limit
+# No RS answer nests this deep; orjson writes at most 254 levels, and an answer wraps the body
+# in a few more.
+MAX_BODY_DEPTH: Final = 200
+_ORJSON_MOST_LEVELS: Final = 254
 _CHUNK = 64 * 1024
 _GET: Final = frozenset({"GET"})
 # A character's longest form in a URL: four UTF-8 bytes, each escaped as %XX.
@@ -237,6 +242,8 @@ class RsClient:
             raise RsProtocolError("the body is not JSON") from None
         if not isinstance(body, dict):
             raise RsProtocolError(f"the body is a JSON {type(body).__name__}, not an object")
+        if _nests_too_deep(raw, body):
+            raise RsProtocolError(f"the body nests more than {MAX_BODY_DEPTH} levels deep")
         return RsResponse(status=status, body=body, request_id=request_id, url_path=path)
 
     async def get_bytes(self, path: str, query: Query = (), *, token: str, max_bytes: int) -> RsBlob:
@@ -434,6 +441,21 @@ def _describe(error: aiohttp.ClientError) -> str:
     if isinstance(error, aiohttp.ServerDisconnectedError):
         return "the connection was closed before an answer"
     return type(error).__name__
+
+
+def _nests_too_deep(raw: bytes, body: dict[str, Any]) -> bool:
+    """Whether ``body`` nests more than ``MAX_BODY_DEPTH`` levels. A body with fewer brackets
+    cannot; else orjson counts (at C speed): the body wrapped in the levels it may not use."""
+    if raw.count(b"{") + raw.count(b"[") <= MAX_BODY_DEPTH:
+        return False
+    wrapped: object = body
+    for _ in range(_ORJSON_MOST_LEVELS - MAX_BODY_DEPTH):
+        wrapped = [wrapped]
+    try:
+        orjson.dumps(wrapped)
+    except TypeError:  # a body orjson read can fail to write only by its depth
+        return True
+    return False
 
 
 def _parse_lenient(raw: bytes | None, token: str) -> object:

@@ -197,11 +197,16 @@ async def test_connection_reset_mid_request_is_unavailable(serve: Any) -> None:
             lambda: web.Response(body=b'{"a": "' + b"x" * 5000 + b'"}', content_type="application/json"),
             "larger",
         ),
+        # Loads fine, but no writer downstream could pass it on (a typed error, not a crash).
+        (
+            lambda: web.Response(body=b'{"a": ' * 300 + b"1" + b"}" * 300, content_type="application/json"),
+            "nests",
+        ),
     ],
 )
 async def test_unusable_success_bodies_are_protocol_errors(serve: Any, response: Any, problem: str) -> None:
     _, server = await serve(lambda r: _async(response()))
-    async with RsClient(str(server.make_url("")), max_body_bytes=1024) as rs:
+    async with RsClient(str(server.make_url("")), max_body_bytes=4096) as rs:
         with pytest.raises(RsProtocolError) as caught:
             await rs.get_json("/v1/schema", token=TOKEN)
     assert problem in caught.value.problem
