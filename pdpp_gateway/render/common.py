@@ -10,7 +10,9 @@ one-line rows) within a budget, or reports how many fit so the caller can say wh
 are left out; ``kv`` formats ``key=value`` with strings JSON-quoted only when they
 contain spaces or quotes; ``merged_note`` is the one line every tool uses when its
 answer merged several connections holding one stream name (which, what that did to the
-answer, and the call that reads one source).
+answer, and the call that reads one source; each connection's label clipped);
+``warning_lines`` lists an RS's warnings within a bound (the first few in full, the
+rest counted with their distinct codes).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import orjson
 from pdpp_gateway.documents import blob_uri, is_blob_ref
 
 MERGED_LISTED: Final = 6
+MAX_WARNINGS_SHOWN: Final = 5
+_MAX_CONNECTION_LABEL: Final = 120
 # Structured output key: the connections an answer merged because no connection_id narrowed it.
 MERGED_CONNECTIONS: Final = "merged_connections"
 
@@ -159,6 +163,22 @@ def fit_rows(
     return [*detailed[:upgraded], *compact[upgraded:]], len(compact), upgraded
 
 
+def warning_lines(warnings: object, limit: int) -> list[str]:
+    """Lines for an RS ``warnings`` list: the first ``MAX_WARNINGS_SHOWN`` with their code and
+    message (each within ``limit`` characters), then one line counting the rest and naming
+    their distinct codes (within ``limit`` too): an answer's text stays bounded however many
+    warnings an RS sends, and every one is still in the structured output."""
+    found = [w for w in warnings if isinstance(w, Mapping)] if isinstance(warnings, list) else []
+    lines = [
+        clip(f"warning {w.get('code')}: {w.get('message', '')}", limit) for w in found[:MAX_WARNINGS_SHOWN]
+    ]
+    rest = found[MAX_WARNINGS_SHOWN:]
+    if rest:
+        codes = ", ".join(dict.fromkeys(str(w.get("code")) for w in rest))
+        lines.append(clip(f"+{len(rest)} more warning(s) in the structured output: {codes}", limit))
+    return lines
+
+
 def merged_note(
     tool: str, arguments: Mapping[str, Any], connections: Sequence[Mapping[str, Any]], effect: str
 ) -> str:
@@ -187,4 +207,4 @@ def _connection_label(connection: Mapping[str, Any]) -> str:
         label += f" ({connection['display_name']})"
     if connection.get("connector_key"):
         label += f" [{connection['connector_key']}]"
-    return label
+    return clip(label, _MAX_CONNECTION_LABEL)

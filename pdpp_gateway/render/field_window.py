@@ -18,7 +18,7 @@ from typing import Any
 from middleware import ToolResult
 from pdpp_gateway.context import Call
 from pdpp_gateway.ids import handle_arguments
-from pdpp_gateway.render.common import as_mapping, call_text
+from pdpp_gateway.render.common import as_mapping, call_text, warning_lines
 
 
 def render_field_window(call: Call, result: ToolResult) -> str:
@@ -66,9 +66,7 @@ def render_field_window(call: Call, result: ToolResult) -> str:
             if isinstance(limit, int):
                 arguments["limit_chars"] = limit
             lines.append(f"{label}: {call_text('read_record_field', arguments)}")
-    for warning in result.structured.get("warnings") or ():
-        if isinstance(warning, Mapping):
-            lines.append(f"warning {warning.get('code')}: {warning.get('message', '')}")
+    lines.extend(warning_lines(result.structured.get("warnings"), 300))
     lines.append("---")
     lines.append(str(window.get("text", "")))
     return "\n".join(lines)

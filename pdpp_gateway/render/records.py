@@ -2,7 +2,9 @@
 
 Contract: the text always carries, verbatim, ``next_cursor`` (with the exact next-page
 call), ``next_changes_since`` and count metadata when the RS returned them, and every
-warning code; a page that merged several connections (``merged_connections``, or the
+warning code (``render.common.warning_lines``: the first few in full, the rest counted by
+their distinct codes, so an RS's warnings, window or source names cannot crowd the records
+out of the budget); a page that merged several connections (``merged_connections``, or the
 RS's fan-in shape: more records and no cursor) says so in the one merged-sources line
 every tool uses (``render.common.merged_note``); then, within ``BUDGET`` characters, every record of the page: the first
 ones (as many as ``BUDGET`` allows) with their handle and compact JSON of their data (long
@@ -36,6 +38,7 @@ from pdpp_gateway.render.common import (
     fit_rows,
     merged_note,
     preview_value,
+    warning_lines,
 )
 
 BUDGET: Final = 4_000
@@ -74,10 +77,8 @@ def render_records(call: Call, result: ToolResult) -> str:
         lines.append(f"count={count.get('kind')}:{count.get('value')}")
     window = meta.get("window")
     if window is not None and isinstance(window, Mapping):
-        lines.append(f"window={dumps(window)}")
-    for warning in meta.get("warnings") or ():
-        if isinstance(warning, Mapping):
-            lines.append(clip(f"warning {warning.get('code')}: {warning.get('message', '')}", 300))
+        lines.append(clip(f"window={dumps(window)}", 300))
+    lines.extend(warning_lines(meta.get("warnings"), 300))
     fan_in = bool(has_more and not next_cursor and not next_changes)
     connections = result.structured.get(MERGED_CONNECTIONS)
     if fan_in or isinstance(connections, list):

@@ -27,7 +27,7 @@ from typing import Any, Final
 from middleware import ToolResult
 from pdpp_gateway.context import Call
 from pdpp_gateway.documents import parse_marks, preview_around_mark
-from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows
+from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows, warning_lines
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 BUDGET: Final = 5_000
@@ -67,9 +67,7 @@ def render_search(call: Call, result: ToolResult) -> str:
         lines.append(f"sources: {mix}")
     if isinstance(package, Mapping) and package.get("order"):
         lines.append(_package_order(package))
-    for warning in meta.get("warnings") or ():
-        if isinstance(warning, Mapping):
-            lines.append(clip(f"warning {warning.get('code')}: {warning.get('message', '')}", 240))
+    lines.extend(warning_lines(meta.get("warnings"), 240))
     footer = (
         [
             "Ids are self-contained (pass connection_id only where it is shown separately); fetch any "

@@ -136,3 +136,60 @@ def test_any_json_page_renders_within_budget_and_accounts_for_every_record(
     assert lines[0].startswith(f"query_records stream=messages: {total} record(s)")
     if listed < total:
         assert f"Records {listed + 1}–{total} ({total - listed}) are not listed" in text
+
+
+LONG = st.text(min_size=0, max_size=2_000)
+RS_HEADERS = st.fixed_dictionaries(
+    {},
+    optional={
+        "warnings": st.lists(st.fixed_dictionaries({"code": LONG, "message": LONG}), max_size=60),
+        "window": st.dictionaries(st.text(max_size=20), LONG, max_size=8),
+        "count": st.fixed_dictionaries({"kind": st.just("exact"), "value": st.integers()}),
+    },
+)
+MERGED = st.lists(
+    st.fixed_dictionaries({"connection_id": LONG, "display_name": LONG, "connector_key": LONG}), max_size=12
+)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=bool(os.environ.get("CI")),
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(PAGE, RS_HEADERS, MERGED, st.booleans())
+def test_what_an_rs_says_above_the_records_cannot_push_the_text_past_its_budget(
+    page: dict[str, Any], meta: dict[str, Any], merged: list[dict[str, Any]], fan_in: bool
+) -> None:
+    """Warnings, the window and merged sources' names come from the RS, in any number and
+    length; only the cursor must stay verbatim (the next call needs it whole)."""
+    page = {**page, "meta": meta}
+    if fan_in:
+        page = {**page, "has_more": True, "next_cursor": None}
+    call = ToolCall("query_records", {"stream": "messages"}, None)
+    text = render_records(call, ToolResult({"data": page, "merged_connections": merged}))
+    verbatim = len(str(page.get("next_cursor") or "")) * 2  # the cursor line and the next call both carry it
+    assert len(text) <= BUDGET + verbatim
+    if meta.get("warnings"):
+        assert f"warning {meta['warnings'][0]['code']}"[:200] in text
+
+
+def test_forty_long_warnings_and_long_source_names_still_leave_a_bounded_text() -> None:
+    warnings = [{"code": f"code_{n % 4}", "message": "m" * 1_000} for n in range(40)]
+    merged = [
+        {"connection_id": f"cin_{n}", "display_name": "n" * 1_000, "connector_key": "k" * 1_000}
+        for n in range(12)
+    ]
+    page = {
+        "data": [{"id": f"r{n}", "data": {"subject": "s"}} for n in range(5)],
+        "has_more": False,
+        "meta": {"warnings": warnings, "window": {"from": "x" * 5_000}},
+    }
+    call = ToolCall("query_records", {"stream": "messages"}, None)
+    text = render_records(call, ToolResult({"data": page, "merged_connections": merged}))
+    assert len(text) <= BUDGET
+    assert text.count("\nwarning code_") == 5
+    assert "+35 more warning(s) in the structured output: code_1, code_2, code_3, code_0" in text
+    assert "[5] messages:r4" in text  # the records still listed
