@@ -110,19 +110,20 @@ RECORD = st.fixed_dictionaries(
         "expanded": VALUE,
     },
 )
+# Derandomised in CI; JSON pages are large and slow to draw by design.
+PAGES = settings(
+    deadline=None,
+    derandomize=bool(os.environ.get("CI")),
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 PAGE = st.fixed_dictionaries(
     {"data": st.lists(RECORD | SCALAR, max_size=120), "has_more": st.booleans()},
     optional={"next_cursor": TEXT, "meta": st.just({"count": {"kind": "exact", "value": 9}})},
 )
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=bool(os.environ.get("CI")),
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(PAGES, max_examples=150)
 @given(PAGE, st.dictionaries(st.sampled_from(["limit", "fields", "cursor"]), st.just(5)))
 def test_any_json_page_renders_within_budget_and_accounts_for_every_record(
     page: dict[str, Any], extra: dict[str, Any]
@@ -152,13 +153,7 @@ MERGED = st.lists(
 )
 
 
-@settings(
-    max_examples=100,
-    deadline=None,
-    derandomize=bool(os.environ.get("CI")),
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(PAGES, max_examples=100)
 @given(PAGE, RS_HEADERS, MERGED, st.booleans())
 def test_what_an_rs_says_above_the_records_cannot_push_the_text_past_its_budget(
     page: dict[str, Any], meta: dict[str, Any], merged: list[dict[str, Any]], fan_in: bool
