@@ -30,12 +30,10 @@ Contract:
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +41,16 @@ from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate
+from pdpp_gateway.grant_cache import (
+    connector_of,
+    label,
+    locked,
+    put_section,
+    read_payload,
+    same_connector,
+    sections,
+    write_grants,
+)
 from pdpp_gateway.refusals import REFUSALS, explain, local_connect
 
 _log = logging.getLogger(__name__)
@@ -105,6 +113,27 @@ class Credential:
     scope: str | None
     expires_at: datetime | None
     cache_file: Path
+    connector: str | None = None  # the source the grant was asked for (``connect --connector``)
+    issued_at: datetime | None = None  # when this access token was issued, where recorded
+    refreshable: bool = False  # a refresh token and a token endpoint are cached with it
+
+    def renew_margin(self) -> float:
+        """Seconds before ``expires_at`` at which a reader renews: a minute, or a tenth of
+        the token's lifetime when that is shorter (a 10-minute token: 60 s; 5 s: 0.5 s)."""
+        if self.expires_at is None or self.issued_at is None:
+            return 60.0
+        lifetime = (self.expires_at - self.issued_at).total_seconds()
+        return max(0.0, min(60.0, lifetime / 10))
+
+    def lapsing(self, now: datetime | None = None) -> bool:
+        """True once less than ``renew_margin`` is left (or it has lapsed)."""
+        if self.expires_at is None:
+            return False
+        left = (self.expires_at - (now or datetime.now(UTC))).total_seconds()
+        return left <= self.renew_margin()
+
+    def lapsed(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
 
 
 def normalize_provider_url(raw: str) -> str:
@@ -125,27 +154,38 @@ def cache_file_for(provider_url: str, cache_root: Path) -> Path:
     return cache_root / "clients" / (re.sub(r"[^A-Za-z0-9.-]", "_", host) + ".json")
 
 
-def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None = None) -> Credential:
-    """The cached scoped credential for ``provider_url``, or a ``CredentialError``."""
+def load_credential(
+    provider_url: str, cache_root: Path, *, connector: str | None = None, now: datetime | None = None
+) -> Credential:
+    """The cached scoped credential for ``provider_url`` (its grant for ``connector``, else
+    its first grant), or a ``CredentialError`` (``credential_expired`` once it has lapsed)."""
+    url = normalize_provider_url(provider_url)
+    (credential,) = load_credentials(url, cache_root, connectors=(connector,) if connector else ())[:1]
+    if credential.lapsed(now):
+        assert credential.expires_at is not None
+        raise problem(
+            "credential_expired", f"the one for {url} expired at {credential.expires_at.isoformat()}", url
+        )
+    return credential
+
+
+def load_credentials(
+    provider_url: str, cache_root: Path, *, connectors: Sequence[str] = ()
+) -> list[Credential]:
+    """Every grant cached for ``provider_url`` (narrowed to ``connectors`` when given, in
+    that order), lapsed ones included (``Credential.lapsed``), or a ``CredentialError``."""
     url = normalize_provider_url(provider_url)
     path = cache_file_for(url, cache_root)
     try:
-        raw = path.read_text(encoding="utf-8")
+        path.stat()
     except FileNotFoundError:
         raise problem("not_connected", f"looked for {url} in {path}", url) from None
     except OSError as error:
         raise problem("credential_invalid", f"cannot read {path}: {error.strerror}", url) from None
     _warn_if_readable_by_others(path)
-    try:
-        payload = json.loads(raw)
-    except json.JSONDecodeError:
-        payload = None
-    if not isinstance(payload, dict) or not isinstance(payload.get("credential"), dict):
+    payload = read_payload(path)
+    if payload is None or not isinstance(payload.get("credential"), dict):
         raise problem("credential_invalid", f"{path} is malformed", url)
-    credential: dict[str, Any] = payload["credential"]
-    label = _refused_kind(payload) or _refused_kind(credential)
-    if label is not None:  # a label can only refuse; the RS decides what the token is
-        judge(BearerFacts(kind=label), url)
     cached_url = payload.get("provider_url")
     if isinstance(cached_url, str) and cached_url and _same_origin(cached_url, url) is False:
         raise problem(
@@ -153,28 +193,64 @@ def load_credential(provider_url: str, cache_root: Path, *, now: datetime | None
             f"{path} holds a credential for another provider; it is never sent to {url}",
             url,
         )
+    if _refused_kind(payload) is not None:  # a label on the file: its first grant's
+        judge(BearerFacts(kind=_refused_kind(payload)), url)
+    grants = sections(payload)
+    if connectors:
+        chosen: list[dict[str, Any]] = []
+        for asked in connectors:
+            found = next((g for g in grants if same_connector(asked, connector_of(g))), None)
+            if found is None:
+                cached = ", ".join(label(g) for g in grants)
+                raise problem(
+                    "not_connected",
+                    f"no grant for connector {asked!r} of {url} in {path}; cached: {cached}",
+                    url,
+                )
+            if all(found is not g for g in chosen):
+                chosen.append(found)
+        grants = chosen
+    return [_credential(url, path, payload, grant) for grant in grants]
+
+
+def _credential(url: str, path: Path, payload: Mapping[str, Any], section: Mapping[str, Any]) -> Credential:
+    """One grant of the file as a ``Credential``; ``CredentialError`` when it is unusable."""
+    credential = section.get("credential")
+    if not isinstance(credential, dict):
+        raise problem("credential_invalid", f"{path} is malformed", url)
+    label = _refused_kind(section) or _refused_kind(credential)
+    if label is not None:  # a label can only refuse; the RS decides what the token is
+        judge(BearerFacts(kind=label), url)
     token = credential.get("access_token")
     token_type = credential.get("token_type") or "Bearer"
     if not isinstance(token, str) or not token.strip() or str(token_type).lower() != "bearer":
         raise problem("credential_invalid", f"{path} has no usable bearer token", url)
     try:
         expires_at = _parse_time(credential.get("expires_at"))
+        issued_at = _parse_time(credential.get("issued_at"))
     except ValueError:
         raise problem(
             "credential_invalid",
             f"{path} has an unreadable expires_at: not an ISO 8601 time or epoch seconds",
             url,
         ) from None
-    if expires_at is not None and expires_at <= (now or datetime.now(UTC)):
-        raise problem("credential_expired", f"the one for {url} expired at {expires_at.isoformat()}", url)
+    client = section.get("client")
     return Credential(
         provider_url=url,
         access_token=token.strip(),
         token_type="Bearer",
-        grant_id=_text(credential.get("grant_id")) or _text(payload.get("grant_id")),
-        scope=_text(credential.get("scope")) or _text(payload.get("scope")),
+        grant_id=_text(credential.get("grant_id")) or _text(section.get("grant_id")),
+        scope=_text(credential.get("scope")) or _text(section.get("scope")),
         expires_at=expires_at,
         cache_file=path,
+        connector=connector_of(section),
+        issued_at=issued_at,
+        refreshable=bool(
+            _text(credential.get("refresh_token"))
+            and _text(credential.get("token_endpoint"))
+            and isinstance(client, dict)
+            and _text(client.get("client_id"))
+        ),
     )
 
 
@@ -198,48 +274,66 @@ def write_credential(
     extra: Mapping[str, Any] | None = None,
     client: Mapping[str, Any] | None = None,
     authorization_details: list[Any] | None = None,
+    connector: str | None = None,
 ) -> Path:
-    """Write a credential file the way ``pdpp-gateway connect`` does (0700 dir, 0600 file, atomic).
+    """Cache a grant the way ``pdpp-gateway connect`` does (0700 dir, 0600 file, atomic),
+    in place of the provider's grant for the same ``connector`` (``grant_cache``); the
+    provider's other grants stay.
 
     ``client`` is the registered client as cached (else ``{client_id}``);
     ``authorization_details`` the granted details, kept for ``connect --list``.
     """
     url = normalize_provider_url(provider_url)
     path = cache_file_for(url, cache_root)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(cache_root, 0o700)
-    os.chmod(path.parent, 0o700)
-    gitignore = cache_root / ".gitignore"
-    if not gitignore.exists():
-        gitignore.write_text("*\n!.gitignore\n", encoding="utf-8")
+    section = grant_section(
+        access_token,
+        grant_id=grant_id,
+        expires_at=expires_at,
+        authorization_server=authorization_server or url,
+        extra=extra,
+        client=dict(client) if client else {"client_id": client_id} if client_id else None,
+        authorization_details=authorization_details,
+        connector=connector,
+    )
+    with locked(path):
+        payload = read_payload(path)
+        same = payload is not None and _same_origin(str(payload.get("provider_url") or url), url)
+        existing = sections(payload) if payload is not None and same else []
+        write_grants(path, url, put_section(existing, section))
+    return path
+
+
+def grant_section(
+    access_token: str,
+    *,
+    grant_id: str | None,
+    expires_at: str | None,
+    authorization_server: str,
+    extra: Mapping[str, Any] | None,
+    client: dict[str, Any] | None,
+    authorization_details: list[Any] | None,
+    connector: str | None,
+) -> dict[str, Any]:
+    """One grant as the cache holds it (``grant_cache.GRANT_KEYS``)."""
     credential: dict[str, Any] = {"access_token": access_token, "token_type": "Bearer", "scope": "pdpp:read"}
     if grant_id:
         credential["grant_id"] = grant_id
     if expires_at:
         credential["expires_at"] = expires_at
     credential.update(extra or {})
-    payload: dict[str, Any] = {
-        "provider_url": url,
-        "authorization_server": authorization_server or url,
+    section: dict[str, Any] = {}
+    if connector:
+        section["connector"] = connector
+    section |= {
+        "authorization_server": authorization_server,
         "scope": "pdpp:read",
-        "client": dict(client) if client else {"client_id": client_id} if client_id else None,
+        "client": client,
         "credential": credential,
         "created_at": datetime.now(UTC).isoformat(),
     }
     if authorization_details is not None:
-        payload["authorization_details"] = authorization_details
-    import tempfile  # only writers need it (and it costs a local door's start ~10 ms)
-
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, indent=2)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path
+        section["authorization_details"] = authorization_details
+    return section
 
 
 def _refused_kind(section: Mapping[str, Any]) -> str | None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from pdpp_gateway.credentials import CredentialError, CredentialRejected, normalize_provider_url
+from pdpp_gateway.credentials import Credential, CredentialError, CredentialRejected, normalize_provider_url
 from pdpp_gateway.refusals import ExitCode
 
 if TYPE_CHECKING:
@@ -157,26 +157,26 @@ def facts_from_schema(document: Mapping[str, Any]) -> MemberFacts | None:
     )
 
 
-def facts_from_cache(cache_file: Path) -> MemberFacts:
-    """A member's facts from the grant ``pdpp-gateway connect`` recorded (every stream when
-    it recorded none)."""
-    try:
-        cached = json.loads(cache_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        cached = None
-    payload: Mapping[str, Any] = cached if isinstance(cached, dict) else {}
-    credential = payload.get("credential")
+def facts_from_cache(cache_file: Path, connector: str | None = None) -> MemberFacts:
+    """A member's facts from the grant ``pdpp-gateway connect`` recorded (its grant for
+    ``connector`` when the provider has several; every stream when it recorded none)."""
+    from pdpp_gateway.grant_cache import connector_of, read_payload, same_connector, sections
+
+    grants = sections(read_payload(cache_file) or {})
+    found = [g for g in grants if connector is None or same_connector(connector, connector_of(g))]
+    section: Mapping[str, Any] = found[0] if found else {}
+    credential = section.get("credential")
     grant_id = _text(credential.get("grant_id")) if isinstance(credential, Mapping) else None
     streams: list[str] = []
     connections: list[str] = []
-    details = payload.get("authorization_details")
+    details = section.get("authorization_details")
     for entry in details if isinstance(details, list) else ():
         for stream in entry.get("streams") or () if isinstance(entry, Mapping) else ():
             if isinstance(stream, Mapping) and _text(stream.get("name")):
                 streams.append(stream["name"])
                 connections += [i for i in stream.get("instance_ids") or () if isinstance(i, str)]
     return MemberFacts(
-        grant_id=grant_id or _text(payload.get("grant_id")),
+        grant_id=grant_id or _text(section.get("grant_id")),
         connection_ids=tuple(dict.fromkeys(connections)),
         streams=tuple(dict.fromkeys(streams)) or EVERY_STREAM,
     )
@@ -184,14 +184,30 @@ def facts_from_cache(cache_file: Path) -> MemberFacts:
 
 @dataclass(slots=True)
 class MemberStart:
-    """One member as the start-up check left it."""
+    """One cached grant as the start-up check left it."""
 
     provider_url: str
-    token: str = field(repr=False)
-    cache_file: Path
+    credential: Credential = field(repr=False)
     verified: str | None = None  # "client" once the RS confirmed it
     recheck: bool = False  # the RS refused the access token: checked again, with renewal, once the SDK is up
     facts: MemberFacts | None = None
+
+    @property
+    def token(self) -> str:
+        return self.credential.access_token
+
+    @property
+    def cache_file(self) -> Path:
+        return self.credential.cache_file
+
+    def describe(self) -> str:
+        """The provider, and the connector when the grant names one (``https://p (gmail)``)."""
+        connector = self.credential.connector
+        return (
+            f"{self.provider_url} ({connector.rstrip('/').rsplit('/', 1)[-1]})"
+            if connector
+            else self.provider_url
+        )
 
 
 Check = Callable[[str, str], tuple[str, dict[str, Any]]]
@@ -226,25 +242,43 @@ def check_members(members: Sequence[MemberStart], check: Check, say: Say, warn: 
         for thread in threads:
             thread.join()
     for member, outcome in zip(members, outcomes, strict=True):
-        if isinstance(outcome, CredentialRejected) and outcome.status == 401 and warn is not None:
-            member.recheck = True  # maybe renewable with the cached refresh token
+        if (
+            isinstance(outcome, CredentialRejected)
+            and token_lapsed(outcome.status, outcome.code)
+            and warn is not None
+            and member.credential.refreshable
+        ):
+            member.recheck = True  # renewable with the cached refresh token
         elif isinstance(outcome, CredentialError):
             say(outcome.message)
             return outcome.exit_code
         elif isinstance(outcome, KindUnknown):
             if warn is None:
                 say(
-                    f"cannot verify the cached credential with {member.provider_url} ({outcome.reason}); "
+                    f"cannot verify the cached credential with {member.describe()} ({outcome.reason}); "
                     "nothing was read. Retry when the resource server is reachable."
                 )
                 return ExitCode.UNAVAILABLE
-            warn(f"{outcome.reason} ({member.provider_url})" if len(members) > 1 else outcome.reason)
+            warn(f"{outcome.reason} ({member.describe()})" if len(members) > 1 else outcome.reason)
         elif isinstance(outcome, tuple):
             member.verified, document = outcome
             member.facts = facts_from_schema(document) if len(members) > 1 else None
         elif isinstance(outcome, Exception):
             raise outcome
     return None
+
+
+# 401 codes that mean "this access token is no longer good" (not "outside the grant":
+# context.stream_not_allowed / instance_mismatch are answered as they are)
+TOKEN_REFUSED: Final = frozenset(
+    {"context.active_false", "active_false", "authentication_error", "invalid_token", "token_expired"}
+)
+
+
+def token_lapsed(status: int, code: str) -> bool:
+    """Whether the RS refused the access token itself, so a renewed one may pass: 401 with a
+    token code, or the reference RS's 403 ``grant_expired`` for a lapsed access token."""
+    return (status == 401 and code in TOKEN_REFUSED) or (status == 403 and code == "grant_expired")
 
 
 def _text(value: object) -> str | None:

@@ -1,13 +1,24 @@
-"""A reader over the cached grant that renews its access token mid-session (stdio).
+"""A reader over one cached grant that keeps its access token alive (stdio and terminal commands).
 
-Contract: ``RenewingRs`` is an ``RsReader`` reading with the token cached for the provider.
-When the RS answers 401 saying the access token itself is no good (``TOKEN_REFUSED``:
-expired, revoked or unknown; not a stream or connection outside the grant) it renews the grant
-once with the cached refresh token (``commands.connect.refresh_cached``: the same
-checks as ``pdpp-gateway connect --refresh``, the cache rewritten), then repeats the
-read with the new token. Concurrent reads that hit the same 401 share one renewal. When
-there is nothing to renew with, or the renewal is refused, the original 401 stands (the
-caller sees the same error as without renewal). No token is logged.
+Contract: ``RenewingRs`` is an ``RsReader`` reading with the cached grant's access token.
+
+- Ahead of time: a read that finds less than the token's renewal margin left
+  (``Credential.lapsing``: a minute, or a tenth of its lifetime when shorter) renews first.
+  If that renewal fails the read still goes ahead with the token it has (it may still
+  be good); only the RS's refusal decides.
+- After the fact: when the RS refuses the access token itself (``local_package.token_lapsed``:
+  401 with a token code, or the reference RS's 403 ``grant_expired``; never a stream or
+  connection outside the grant) it renews once and repeats that read with the new token.
+- Renewals go through ``renewal.renew``: one per grant at a time in this reader (concurrent
+  reads wait for the same one), and across processes the provider file's lock, where a
+  reader that finds a newer token in the cache uses it instead of refreshing.
+- When the renewal is refused (the refresh token is spent or revoked), the read fails
+  with the RS's own error object plus ``reconnect``, the exact ``pdpp-gateway connect``
+  command that approves the grant again (``render.errors.next_step`` words it). Later
+  reads do not ask the authorization server again until the cache holds another token
+  (the person reconnected, in any terminal): then that token is used. When the AS cannot
+  be reached the read fails as ``upstream_unavailable`` (the grant is intact; retry).
+- No token is logged.
 """
 
 from __future__ import annotations
@@ -15,27 +26,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import TypeVar
 
 import anyio
 
+from pdpp_gateway.credentials import Credential, CredentialError, load_credential
+from pdpp_gateway.local_package import token_lapsed
+from pdpp_gateway.renewal import RenewalError, renew
 from pdpp_gateway.rs.client import BoundRsClient, RsBlob, RsClient, RsResponse
-from pdpp_gateway.rs.errors import RsStatusError
+from pdpp_gateway.rs.errors import RsStatusError, RsUnavailableError
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
-# 401 codes that mean "this access token is no longer good" (not "outside the grant":
-# context.stream_not_allowed / instance_mismatch are answered as they are)
-TOKEN_REFUSED: Final = frozenset({"context.active_false", "authentication_error", "invalid_token"})
 
 
 class RenewingRs:
-    def __init__(self, rs: RsClient, provider_url: str, token: str, cache_root: Path) -> None:
+    def __init__(self, rs: RsClient, credential: Credential, cache_root: Path) -> None:
         self._rs = rs
-        self._provider_url = provider_url
+        self._credential = credential
         self._cache_root = cache_root
-        self._reader = rs.bind(token)
+        self._reader = rs.bind(credential.access_token)
         self._lock = anyio.Lock()
+        self._refused: RenewalError | None = None
+
+    @property
+    def credential(self) -> Credential:
+        return self._credential
 
     async def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
         return await self._read(lambda reader: reader.get_json(path, query))
@@ -44,28 +60,67 @@ class RenewingRs:
         return await self._read(lambda reader: reader.get_bytes(path, query, max_bytes=max_bytes))
 
     async def _read(self, call: Callable[[BoundRsClient], Awaitable[T]]) -> T:
-        reader = self._reader
+        if self._credential.lapsing() and self._credential.refreshable and self._refused is None:
+            try:
+                await self._renew(self._credential.access_token)
+            except RenewalError as early:
+                _log.warning("could not renew the access token ahead of its expiry: %s", early.message)
+        used = self._credential.access_token
         try:
-            return await call(reader)
+            return await call(self._reader)
         except RsStatusError as error:
-            if error.status != 401 or error.code not in TOKEN_REFUSED or not await self._renew(reader):
+            if not token_lapsed(error.status, error.code):
                 raise
+            try:
+                await self._renew(used)
+            except RenewalError as failure:
+                raise _failed(error, failure) from None
         return await call(self._reader)
 
-    async def _renew(self, stale: BoundRsClient) -> bool:
-        from pdpp_gateway.commands.connect import refresh_cached
-        from pdpp_gateway.credentials import CredentialError, load_credential
-        from pdpp_gateway.oauth_flow import ConnectError
-
+    async def _renew(self, stale: str) -> None:
+        """Make the reader's token newer than ``stale`` (or raise ``RenewalError``)."""
         async with self._lock:
-            if self._reader is not stale:  # another read renewed it meanwhile
-                return True
+            if self._credential.access_token != stale:
+                return  # another read renewed it meanwhile
+            if self._refused is not None and not self._adopt_cached(stale):
+                raise self._refused
+            if self._credential.access_token != stale:
+                return  # the person reconnected: the cache holds a new grant
             try:
-                await refresh_cached(self._provider_url, self._cache_root)
-                credential = load_credential(self._provider_url, self._cache_root)
-            except (ConnectError, CredentialError) as error:
-                _log.warning("the access token was refused and could not be renewed: %s", error.message)
-                return False
-            self._reader = self._rs.bind(credential.access_token)
-            _log.info("renewed the access token with the cached refresh token")
-            return True
+                credential = await renew(
+                    self._credential.provider_url, self._cache_root, self._credential.connector, stale=stale
+                )
+            except RenewalError as failure:
+                if failure.refused:
+                    self._refused = failure
+                _log.warning("the access token could not be renewed: %s", failure.message)
+                raise
+            self._use(credential)
+
+    def _adopt_cached(self, stale: str) -> bool:
+        """Use the cache's token when it is no longer ``stale``; False when it still is."""
+        try:
+            cached = load_credential(
+                self._credential.provider_url, self._cache_root, connector=self._credential.connector
+            )
+        except CredentialError:
+            return False
+        if cached.access_token == stale:
+            return False
+        self._use(cached)
+        return True
+
+    def _use(self, credential: Credential) -> None:
+        self._credential = credential
+        self._reader = self._rs.bind(credential.access_token)
+        self._refused = None
+
+
+def _failed(error: RsStatusError, failure: RenewalError) -> Exception:
+    """The read's error once renewing failed: the RS's refusal with the command that
+    approves the grant again, or ``upstream_unavailable`` when the AS could not be asked."""
+    if not failure.refused:
+        return RsUnavailableError(
+            "the access token lapsed and the authorization server could not be reached to renew it"
+        )
+    return RsStatusError(error.status, {**error.envelope, "reconnect": failure.reconnect}, error.request_id)

@@ -2,11 +2,12 @@
 
 Contract:
 
-- One caller: a single grant (``serve_stdio``: one token), or a local package of cached
-  grants (``serve_package_stdio``: each member with its own token, routed and merged by
-  ``package`` exactly as a hosted ``mcp_package`` caller is).
+- One caller (``serve_members``): a single grant, or a local package of cached grants
+  (several connectors of one provider, or several providers: each member with its own
+  token, routed and merged by ``package`` exactly as a hosted ``mcp_package`` caller is),
+  its readers built by ``local_readers.caller_context``.
 
-- ``serve_stdio`` takes over from the early answers (``fast_start``): the process's
+- ``serve_members`` takes over from the early answers (``fast_start``): the process's
   stdin and stdout were claimed at start (``fast_start.wire``) and the credential
   checked (``rs.start_probe``); ``verified_kind`` is ``client``, or ``None`` when the RS
   could not be asked then, in which case the reader (``KindCheckedRs``) verifies the kind
@@ -17,8 +18,9 @@ Contract:
   only a pass opens the pump's gate, so no frame is written before. The SDK's
   ``stdio_server`` then reads the pump's lines and writes whole frames to the wire; the
   SDK is the protocol kernel for every request.
-- Given the ``cache_root`` the token came from, reads renew an access token the RS
-  refuses (401) with the cached refresh token, once, and carry on (``renewing_rs``).
+- Reads renew the access token ahead of its expiry, and once after the RS refuses it as
+  lapsed (401, or the reference's 403 ``grant_expired``), with the cached refresh token,
+  and carry on (``renewing_rs``): a session outlives its tokens.
 - It serves until stdin closes AND every request read before that has been answered
   (bounded by ``DRAIN_SECONDS``): the SDK's loop cancels in-flight handlers at end of
   input, which over stdio would lose the answers of a client that pipes its requests and
@@ -63,17 +65,12 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from middleware import ToolError
-from pdpp_gateway.caller import TokenKind
-from pdpp_gateway.context import GatewayContext, PackageMember, RsReader
+from pdpp_gateway.context import GatewayContext, RsReader
 from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
-from pdpp_gateway.local_package import MemberFacts, MemberStart, facts_from_cache, facts_from_schema
-from pdpp_gateway.renewing_rs import RenewingRs
-from pdpp_gateway.rs.bearer_report import COMPACT_QUERY, SCHEMA_PATH
-from pdpp_gateway.rs.client import RsClient
-from pdpp_gateway.rs.errors import RsError
+from pdpp_gateway.local_package import MemberStart
+from pdpp_gateway.local_readers import caller_context
 from pdpp_gateway.rs.start_probe import warn_unverified
-from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindCheckedRs, KindUnknown, verify_at_start
+from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindUnknown, verify_at_start
 from pdpp_gateway.server import build_server
 
 DRAIN_SECONDS: Final = 60.0
@@ -234,65 +231,18 @@ async def verify_credential(rs: RsReader, provider_url: str) -> str | None:
         return None
 
 
-async def serve_stdio(
-    provider_url: str,
-    token: str,
-    server_name: str,
-    verified_kind: str | None,
-    pump: StdinPump,
-    wire: Wire,
-    cache_root: Path | None = None,
-    *,
-    recheck: bool = False,
-) -> None:
-    async with RsClient(provider_url) as rs:
-        bound: RsReader = (
-            rs.bind(token) if cache_root is None else RenewingRs(rs, provider_url, token, cache_root)
-        )
-        if recheck:
-            verified_kind = await verify_credential(bound, provider_url)
-            pump.open_gate()
-        reader = KindCheckedRs(bound, provider_url, verified_kind=verified_kind)
-        context = GatewayContext.for_client(reader, provider_url)
-        await _serve(context, server_name, pump, wire)
-
-
-async def serve_package_stdio(
+async def serve_members(
     members: Sequence[MemberStart], server_name: str, pump: StdinPump, wire: Wire, cache_root: Path
 ) -> None:
-    """``serve_stdio`` for a local package: each member reads with its own cached token
-    through its own renewing, kind-checked reader; one context routes and merges like an
-    ``mcp_package`` caller's (``package``). A member refused with 401 at start is checked
+    """Serve the caller's cached grants: one grant's client context, or several served as one
+    package (``local_readers.caller_context``: each member reads with its own token through
+    its own renewing, kind-checked reader). A member refused as lapsed at start is checked
     again here, with renewal, before the gate opens; one that cannot be renewed stops the
     process (``CredentialError``) before any frame."""
     async with contextlib.AsyncExitStack() as stack:
-        package: list[PackageMember] = []
-        for member in members:
-            rs = await stack.enter_async_context(RsClient(member.provider_url))
-            bound = RenewingRs(rs, member.provider_url, member.token, cache_root)
-            kind = await verify_credential(bound, member.provider_url) if member.recheck else member.verified
-            reader = KindCheckedRs(bound, member.provider_url, verified_kind=kind)
-            facts = member.facts or await read_facts(reader) or facts_from_cache(member.cache_file)
-            package.append(facts.member(reader, member.provider_url))
+        context = await caller_context(stack, members, cache_root, recheck=verify_credential)
         pump.open_gate()
-        await _serve(
-            GatewayContext.for_package(package, members[0].provider_url, TokenKind.CLIENT),
-            server_name,
-            pump,
-            wire,
-        )
-
-
-async def read_facts(reader: RsReader) -> MemberFacts | None:
-    """A member's facts from its own compact schema, or ``None`` when the RS does not answer
-    in time (the member's first read then verifies its token again)."""
-    with anyio.move_on_after(START_PROBE_SECONDS):
-        try:
-            response = await reader.get_json(SCHEMA_PATH, COMPACT_QUERY)
-        except (RsError, ToolError):
-            return None
-        return facts_from_schema(response.body)
-    return None
+        await _serve(context, server_name, pump, wire)
 
 
 async def _serve(context: GatewayContext, server_name: str, pump: StdinPump, wire: Wire) -> None:

@@ -38,5 +38,10 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(members, int):
         return members
     return local_call.call_members(
-        members, args.tool, arguments, as_json=args.json, flags=local_call.credential_flags(args)
+        members,
+        args.tool,
+        arguments,
+        as_json=args.json,
+        flags=local_call.credential_flags(args),
+        cache_root=local_credential.cache_root_of(args),
     )

@@ -9,14 +9,23 @@ Contract:
   RS what the token is, and writes the credential cache ``stdio`` and the terminal
   commands read (``credentials.write_credential``: 0600 file, atomic). ``--connector``
   and ``--stream`` narrow the request; without them the consent page offers everything.
+- A provider keeps one grant per connector (the reference AS issues one client grant per
+  source): ``connect URL --connector gmail`` then ``--connector github`` caches both, and
+  connecting the same connector again replaces only that grant (``grant_cache``).
+  ``--connector`` repeats: ``connect URL --connector gmail --connector github`` asks for each
+  in turn, one consent each.
 - An owner token is never cached (by the token answer's ``pdpp_token_kind`` or by the
   RS's own answer): exit 77. Nor is a multi-source package token (``grant_package_id``,
   what the reference issues when nothing narrows the request): 77, naming ``--connector``.
 - ``connect --refresh URL``: a new access token from the cached refresh token, no
-  browser. ``refresh_cached`` is also what the local commands use when the cached access
-  token has expired.
-- ``connect --list``: one line per cached grant (provider, grant, connections, streams,
-  expiry, whether it can refresh), never a token. ``connect --forget URL``: deletes one.
+  browser (``renewal.renew``, what every local reader uses too). What the authorization
+  server issued is written before the RS is asked about it, so an RS that cannot be
+  reached leaves a renewed, usable cache and says so (exit 0 with a notice: the stdio
+  door checks the token before its first read).
+- ``connect --list``: one line per cached grant (provider, connector, grant, connections,
+  streams, expiry, whether it can refresh), never a token. ``--forget URL`` deletes the
+  provider's grants and ``--refresh URL`` renews them; with ``--connector`` only that
+  connector's, and either says how many.
 - Exit codes (README "Connect"): 0, 64 usage, 65 registration refused, 66 consent denied,
   67 timed out, 68 state mismatch, 69 provider or AS unreachable or unusable, 70 the AS
   refused the request or the token exchange, 77 owner credential refused, 78 nothing
@@ -28,6 +37,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +49,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "provider_url", nargs="?", help="the provider (RS) URL, e.g. https://pdpp.example.com"
     )
     parser.add_argument("--cache-root", help="credential cache root (env PDPP_CACHE_ROOT, default .pdpp).")
-    parser.add_argument("--connector", help="ask for one connector's streams (its source id or key)")
+    parser.add_argument(
+        "--connector",
+        action="append",
+        metavar="ID",
+        help="ask for one connector's grant (its source id or key); repeat it to connect several, one "
+        "consent each. With --forget or --refresh: only that connector's grant.",
+    )
     parser.add_argument(
         "--stream",
         action="append",
         default=[],
-        help="ask for this stream only (repeatable; needs --connector)",
+        help="ask for this stream only (repeatable; needs exactly one --connector)",
     )
     parser.add_argument(
         "--purpose",
@@ -59,9 +75,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     actions = parser.add_mutually_exclusive_group()
     actions.add_argument("--list", action="store_true", help="show cached grants (never their tokens)")
-    actions.add_argument("--forget", action="store_true", help="delete the cached grant for PROVIDER_URL")
     actions.add_argument(
-        "--refresh", action="store_true", help="renew the cached grant with its refresh token"
+        "--forget", action="store_true", help="delete the grants cached for PROVIDER_URL (or --connector's)"
+    )
+    actions.add_argument(
+        "--refresh",
+        action="store_true",
+        help="renew the grants cached for PROVIDER_URL (or --connector's) with their refresh tokens",
     )
 
 
@@ -82,9 +102,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.provider_url:
         say("missing PROVIDER_URL. Example: pdpp-gateway connect https://pdpp.example.com")
         return ExitCode.USAGE
-    if args.stream and not args.connector:
+    connectors: list[str] = list(dict.fromkeys(args.connector or []))
+    if args.stream and len(connectors) != 1:
         say(
-            "--stream needs --connector (the connector whose stream it is); see `pdpp-gateway connect --help`."
+            "--stream needs exactly one --connector (the connector whose stream it is); "
+            "see `pdpp-gateway connect --help`."
         )
         return ExitCode.USAGE
     if not 1 <= args.timeout <= 3600:
@@ -93,18 +115,24 @@ def run(args: argparse.Namespace) -> int:
     try:
         provider_url = normalize_provider_url(args.provider_url)
         if args.forget:
-            return _forget(provider_url, cache_root)
+            return _forget(provider_url, cache_root, connectors)
         if args.refresh:
-            path = asyncio.run(refresh_cached(provider_url, cache_root))
-            print(f"Renewed the grant for {provider_url} ({path}).")
-            return 0
-        return asyncio.run(_connect(args, provider_url, cache_root))
+            return asyncio.run(_refresh(provider_url, cache_root, connectors))
+        asked: list[str | None] = [*connectors] or [None]
+        for connector in asked:
+            asyncio.run(_connect(args, provider_url, cache_root, connector))
     except (ConnectError, CredentialError) as error:
         say(error.message)
         return error.exit_code
+    # An MCP client spawns stdio from a directory of its own: name the cache absolutely.
+    print(f"Next: pdpp-gateway stdio --provider-url {provider_url} --cache-root {cache_root}")
+    return 0
 
 
-async def _connect(args: argparse.Namespace, provider_url: str, cache_root: Path) -> int:
+async def _connect(
+    args: argparse.Namespace, provider_url: str, cache_root: Path, connector: str | None
+) -> None:
+    """One consent, for ``connector``'s grant (``None``: whatever the page offers), cached."""
     import secrets
     import webbrowser
 
@@ -118,27 +146,26 @@ async def _connect(args: argparse.Namespace, provider_url: str, cache_root: Path
         async with flow.LoopbackReceiver(state, provider) as receiver:
             client = await flow.register(session, provider, receiver.redirect_uri)
             verifier, challenge = flow.pkce_pair()
-            narrowing = flow.requested_details(args.connector, args.stream, args.purpose)
+            narrowing = flow.requested_details(connector, args.stream, args.purpose)
             url = flow.authorization_url(
                 provider, client["client_id"], receiver.redirect_uri, state, challenge, narrowing
             )
-            print(
-                f"Open this URL to approve read access to {provider_url}:\n  {url}",
-                file=sys.stderr,
-                flush=True,
-            )
+            what = f"{connector} at {provider_url}" if connector else provider_url
+            print(f"Open this URL to approve read access to {what}:\n  {url}", file=sys.stderr, flush=True)
             if not args.no_browser:
                 webbrowser.open(url)
             code = await _wait(receiver, args.timeout)
         answer = await flow.exchange_code(
             session, provider, client["client_id"], code, verifier, receiver.redirect_uri
         )
-    await _refuse_owner(provider_url, answer)
-    path = _cache(cache_root, provider, client, answer)
-    print(_summary(provider_url, answer, path))
-    # An MCP client spawns stdio from a directory of its own: name the cache absolutely.
-    print(f"Next: pdpp-gateway stdio --provider-url {provider_url} --cache-root {cache_root}")
-    return 0
+    unchecked = await _refuse_owner(provider_url, answer)
+    path = _cache(cache_root, provider, client, answer, connector)
+    print(_summary(provider_url, answer, path, connector))
+    if unchecked:
+        say(
+            f"the new token could not be checked with {provider_url} ({unchecked}); it is cached and "
+            "will be checked before its first read."
+        )
 
 
 async def _wait(receiver: Any, seconds: float) -> str:
@@ -162,8 +189,8 @@ async def _wait(receiver: Any, seconds: float) -> str:
                     "(--timeout gives more time).",
                     ExitCode.TIMEOUT,
                 )
-            minutes, seconds = divmod(int(left + 0.999), 60)
-            line = f"Waiting for approval in the browser: {minutes}:{seconds:02d} left (Ctrl-C to stop)"
+            minutes, rest = divmod(int(left + 0.999), 60)
+            line = f"Waiting for approval in the browser: {minutes}:{rest:02d} left (Ctrl-C to stop)"
             if tty:
                 print(f"\r{line}", end="", file=sys.stderr, flush=True)
             elif time.monotonic() >= next_line:
@@ -178,8 +205,10 @@ async def _wait(receiver: Any, seconds: float) -> str:
         waiter.cancel()
 
 
-async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> None:
-    """No owner (or package) token reaches the cache: by the AS's label, then by the RS's answer."""
+async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> str | None:
+    """No owner (or package) token reaches the cache: by the AS's label, then by the RS's
+    answer. Returns why the RS could not be asked (the token is then checked before its
+    first read), else ``None``."""
     from pdpp_gateway.caller import BearerFacts
     from pdpp_gateway.credentials import REFUSED_KINDS, CredentialRejected, judge
     from pdpp_gateway.oauth_flow import ConnectError
@@ -206,26 +235,21 @@ async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> None:
             ExitCode.TOKEN_REFUSED,
         ) from None
     except KindUnknown as unknown:
-        raise ConnectError(
-            f"the new grant could not be checked with {provider_url} ({unknown.reason}); nothing was cached. "
-            "Retry when the resource server is reachable.",
-            ExitCode.UNAVAILABLE,
-        ) from None
-
-
-def _expires_at(answer: dict[str, Any]) -> str | None:
-    from datetime import UTC, datetime, timedelta
-
-    seconds = answer.get("expires_in")
-    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
-        return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat(timespec="seconds")
+        return unknown.reason
     return None
 
 
-def _cache(cache_root: Path, provider: Any, client: dict[str, Any], answer: dict[str, Any]) -> Path:
+def _cache(
+    cache_root: Path, provider: Any, client: dict[str, Any], answer: dict[str, Any], connector: str | None
+) -> Path:
     from pdpp_gateway.credentials import write_credential
+    from pdpp_gateway.renewal import expiry_of
 
-    extra: dict[str, Any] = {"token_endpoint": provider.token_endpoint}
+    now = datetime.now(UTC)
+    extra: dict[str, Any] = {
+        "token_endpoint": provider.token_endpoint,
+        "issued_at": now.isoformat(timespec="milliseconds"),
+    }
     if isinstance(answer.get("refresh_token"), str):
         extra["refresh_token"] = answer["refresh_token"]
     details = answer.get("authorization_details")
@@ -234,53 +258,43 @@ def _cache(cache_root: Path, provider: Any, client: dict[str, Any], answer: dict
         provider.url,
         answer["access_token"],
         grant_id=answer.get("grant_id") if isinstance(answer.get("grant_id"), str) else None,
-        expires_at=_expires_at(answer),
+        expires_at=expiry_of(answer, now),
         authorization_server=provider.issuer,
         client=client,
         extra=extra,
         authorization_details=details if isinstance(details, list) else None,
+        connector=connector,
     )
 
 
-async def refresh_cached(provider_url: str, cache_root: Path) -> Path:
-    """Renew the cached grant with its refresh token; ``ConnectError`` (78) when it cannot."""
-    import json
+async def _refresh(provider_url: str, cache_root: Path, connectors: list[str]) -> int:
+    """Renew the provider's grants (or ``connectors``'), each written as soon as the AS
+    answers; then each new token is checked with the RS. Says how many were renewed."""
+    from pdpp_gateway.credentials import load_credentials
+    from pdpp_gateway.renewal import RenewalError, renew
 
-    import aiohttp
-
-    from pdpp_gateway import oauth_flow as flow
-    from pdpp_gateway.credentials import cache_file_for
-    from pdpp_gateway.refusals import ExitCode
-
-    path = cache_file_for(provider_url, cache_root)
-    try:
-        cached = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        cached = None
-    credential = cached.get("credential") if isinstance(cached, dict) else None
-    client = cached.get("client") if isinstance(cached, dict) else None
-    if not isinstance(credential, dict) or not isinstance(client, dict):
-        raise flow.ConnectError(
-            f"no grant cached for {provider_url} in {path}. Run `pdpp-gateway connect {provider_url}`.",
-            ExitCode.NO_CREDENTIAL,
-        )
-    refresh_token, endpoint = credential.get("refresh_token"), credential.get("token_endpoint")
-    client_id = client.get("client_id")
-    if not (isinstance(refresh_token, str) and isinstance(endpoint, str) and isinstance(client_id, str)):
-        raise flow.ConnectError(
-            f"the grant cached for {provider_url} has no refresh token. Run `pdpp-gateway connect {provider_url}` "
-            "to approve a new one.",
-            ExitCode.NO_CREDENTIAL,
-        )
-    async with aiohttp.ClientSession() as session:
-        answer = await flow.refresh(session, endpoint, client_id, refresh_token, provider_url)
-    await _refuse_owner(provider_url, answer)
-    provider = flow.Provider(provider_url, str(cached.get("authorization_server")), "", endpoint, None, ())
-    answer.setdefault("refresh_token", refresh_token)
-    answer.setdefault("grant_id", credential.get("grant_id"))
-    if "authorization_details" not in answer and isinstance(cached.get("authorization_details"), list):
-        answer["authorization_details"] = cached["authorization_details"]
-    return _cache(cache_root, provider, client, answer)
+    grants = load_credentials(provider_url, cache_root, connectors=connectors)
+    failed: RenewalError | None = None
+    renewed = 0
+    for grant in grants:
+        name = f"the {grant.connector} grant" if grant.connector else "the grant"
+        try:
+            credential = await renew(provider_url, cache_root, grant.connector, stale=None)
+        except RenewalError as error:
+            say(f"{name}: {error.message}")
+            failed = failed or error
+            continue
+        renewed += 1
+        unchecked = await _refuse_owner(provider_url, {"access_token": credential.access_token})
+        print(f"Renewed {name} for {provider_url} ({credential.cache_file}).")
+        if unchecked:
+            say(
+                f"the renewed token could not be checked with {provider_url} ({unchecked}); it is saved "
+                "and will be checked before its first read."
+            )
+    if len(grants) > 1:
+        print(f"Renewed {renewed} of {len(grants)} grants for {provider_url}.")
+    return failed.exit_code if failed is not None else 0
 
 
 def _grant_lines(details: object) -> tuple[list[str], list[str]]:
@@ -294,16 +308,19 @@ def _grant_lines(details: object) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(streams)), list(dict.fromkeys(connections))
 
 
-def _summary(provider_url: str, answer: dict[str, Any], path: Path) -> str:
+def _summary(provider_url: str, answer: dict[str, Any], path: Path, connector: str | None) -> str:
+    from pdpp_gateway.renewal import expiry_of
+
     streams, connections = _grant_lines(answer.get("authorization_details"))
-    expiry = _expires_at(answer)
+    expiry = expiry_of(answer, datetime.now(UTC))
     renew = (
-        "renewed with its refresh token when it expires"
+        "renewed with its refresh token before it expires"
         if answer.get("refresh_token")
         else f"run `pdpp-gateway connect {provider_url}` again after it expires"
     )
+    which = f" ({connector})" if connector else ""
     return (
-        f"Connected to {provider_url}: grant {answer.get('grant_id') or '(no id)'}"
+        f"Connected to {provider_url}{which}: grant {answer.get('grant_id') or '(no id)'}"
         f"{', streams ' + ', '.join(streams) if streams else ''}"
         f"{' on ' + ', '.join(connections) if connections else ''}.\n"
         f"Cached in {path} (mode 600); expires {expiry or 'when the provider says'}, {renew}."
@@ -311,44 +328,61 @@ def _summary(provider_url: str, answer: dict[str, Any], path: Path) -> str:
 
 
 def _list(cache_root: Path) -> int:
-    import json
+    from pdpp_gateway.grant_cache import label, read_payload, sections
 
     files = sorted((cache_root / "clients").glob("*.json"))
     if not files:
         print(f"No grants cached in {cache_root}. Run `pdpp-gateway connect PROVIDER_URL`.")
         return 0
     for path in files:
-        try:
-            cached = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        payload = read_payload(path)
+        if payload is None:
             print(f"{path}: unreadable")
             continue
-        if not isinstance(cached, dict):
-            print(f"{path}: unreadable")
-            continue
-        found = cached.get("credential")
-        credential: dict[str, Any] = found if isinstance(found, dict) else {}
-        streams, connections = _grant_lines(cached.get("authorization_details"))
-        print(
-            f"{cached.get('provider_url', path.stem)}  grant={credential.get('grant_id') or '-'}  "
-            f"connections={','.join(connections) or '-'}  streams={','.join(streams) or '-'}  "
-            f"expires={credential.get('expires_at') or '-'}  "
-            f"refresh={'yes' if credential.get('refresh_token') else 'no'}"
-        )
+        for section in sections(payload):
+            found = section.get("credential")
+            credential: dict[str, Any] = found if isinstance(found, dict) else {}
+            streams, connections = _grant_lines(section.get("authorization_details"))
+            print(
+                f"{payload.get('provider_url', path.stem)}  connector={label(section)}  "
+                f"grant={credential.get('grant_id') or '-'}  "
+                f"connections={','.join(connections) or '-'}  streams={','.join(streams) or '-'}  "
+                f"expires={credential.get('expires_at') or '-'}  "
+                f"refresh={'yes' if credential.get('refresh_token') else 'no'}"
+            )
     return 0
 
 
-def _forget(provider_url: str, cache_root: Path) -> int:
+def _forget(provider_url: str, cache_root: Path, connectors: list[str]) -> int:
     from pdpp_gateway.credentials import cache_file_for
+    from pdpp_gateway.grant_cache import (
+        connector_of,
+        label,
+        locked,
+        read_payload,
+        same_connector,
+        sections,
+        write_grants,
+    )
     from pdpp_gateway.refusals import ExitCode
 
     path = cache_file_for(provider_url, cache_root)
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        say(f"nothing cached for {provider_url} in {cache_root}; nothing to forget.")
-        return ExitCode.NO_CREDENTIAL
+    with locked(path):
+        payload = read_payload(path)
+        grants = sections(payload) if payload is not None else []
+        gone = [
+            g for g in grants if not connectors or any(same_connector(c, connector_of(g)) for c in connectors)
+        ]
+        if not gone:
+            what = f"no grant for {', '.join(connectors)}" if connectors else "nothing"
+            say(f"{what} cached for {provider_url} in {cache_root}; nothing to forget.")
+            return ExitCode.NO_CREDENTIAL
+        kept = [g for g in grants if all(g is not f for f in gone)]
+        write_grants(path, provider_url, kept)
+    names = ", ".join(label(g) for g in gone)
+    count = f"{len(gone)} grant{'s' if len(gone) != 1 else ''} ({names})"
     print(
-        f"Forgot the grant for {provider_url} ({path}). Revoke it at the provider too if you no longer trust it."
+        f"Forgot {count} for {provider_url} ({path}; {len(kept)} left). "
+        "Revoke them at the provider too if you no longer trust them."
     )
     return 0

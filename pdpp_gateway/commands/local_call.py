@@ -24,6 +24,7 @@ import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -71,83 +72,41 @@ def call_members(
     *,
     as_json: bool,
     flags: Sequence[str],
+    cache_root: Path,
 ) -> int:
-    """``call_tool`` for one member, or for a package of cached grants (each member checked
-    with its RS first, all at once, and read with its own token)."""
-    if len(members) == 1:
-        return call_tool(
-            members[0].provider_url, members[0].token, tool, arguments, as_json=as_json, flags=flags
-        )
+    """Run ``tool`` as the caller these cached grants make: one grant, or a package (each
+    member checked with its RS first, all at once, and read with its own token). Reads renew
+    a lapsing or lapsed access token (``local_readers``)."""
     import asyncio
 
-    from pdpp_gateway.commands.local_credential import say
-    from pdpp_gateway.local_package import check_members
-    from pdpp_gateway.rs.start_probe import check_and_describe
+    if len(members) > 1:
+        from pdpp_gateway.commands.local_credential import say
+        from pdpp_gateway.local_package import check_members
+        from pdpp_gateway.rs.start_probe import check_and_describe
 
-    stop = check_members(members, check_and_describe, say, None)
-    if stop is not None:
-        return stop
-    return asyncio.run(_call_package(members, tool, arguments, as_json=as_json, flags=flags))
+        stop = check_members(members, check_and_describe, say, None)
+        if stop is not None:
+            return stop
+    return asyncio.run(_call(members, tool, arguments, as_json=as_json, flags=flags, cache_root=cache_root))
 
 
-async def _call_package(
+async def _call(
     members: Sequence[MemberStart],
     tool: str,
     arguments: dict[str, Any],
     *,
     as_json: bool,
     flags: Sequence[str],
+    cache_root: Path,
 ) -> int:
     from contextlib import AsyncExitStack
 
     from middleware import ToolCall
-    from pdpp_gateway.caller import TokenKind
-    from pdpp_gateway.context import GatewayContext
-    from pdpp_gateway.local_package import facts_from_cache
-    from pdpp_gateway.rs.client import RsClient
+    from pdpp_gateway.local_readers import caller_context
     from pdpp_gateway.tools.pipeline import build_pipeline
 
     async with AsyncExitStack() as stack:
-        package = []
-        for member in members:
-            rs = await stack.enter_async_context(RsClient(member.provider_url))
-            facts = member.facts or facts_from_cache(member.cache_file)
-            package.append(facts.member(rs.bind(member.token), member.provider_url))
-        context = GatewayContext.for_package(package, members[0].provider_url, TokenKind.CLIENT)
-        result = await build_pipeline()(ToolCall(tool, arguments, context))
-    return _print_result(result, tool, as_json=as_json, flags=flags)
-
-
-def call_tool(
-    provider_url: str,
-    token: str,
-    tool: str,
-    arguments: dict[str, Any],
-    *,
-    as_json: bool,
-    flags: Sequence[str] = (),
-) -> int:
-    import asyncio
-
-    return asyncio.run(_call(provider_url, token, tool, arguments, as_json=as_json, flags=flags))
-
-
-async def _call(
-    provider_url: str,
-    token: str,
-    tool: str,
-    arguments: dict[str, Any],
-    *,
-    as_json: bool,
-    flags: Sequence[str],
-) -> int:
-    from middleware import ToolCall
-    from pdpp_gateway.context import GatewayContext
-    from pdpp_gateway.rs.client import RsClient
-    from pdpp_gateway.tools.pipeline import build_pipeline
-
-    async with RsClient(provider_url) as rs:
-        context = GatewayContext.for_client(rs.bind(token), provider_url)
+        context = await caller_context(stack, members, cache_root)
         result = await build_pipeline()(ToolCall(tool, arguments, context))
     return _print_result(result, tool, as_json=as_json, flags=flags)
 

@@ -1,20 +1,25 @@
-"""Shared by the local commands (stdio, search, read-field): provider URL and scoped token.
+"""Shared by the local commands (stdio, search, call, read-field, resource): which cached grants, with which tokens.
 
-Commands that serve a package (``add_arguments(package=True)``) take ``--provider-url``
-repeated or ``--package NAME`` and get every member from ``resolve_members``.
+Contract: ``add_arguments`` declares ``--provider-url`` (env ``PDPP_PROVIDER_URL``),
+``--connector`` and ``--cache-root`` (env ``PDPP_CACHE_ROOT``, default ``.pdpp``); with
+``package=True`` ``--provider-url`` repeats and ``--package NAME`` names a package file
+(``local_package``). ``resolve_members`` returns one ``MemberStart`` per cached grant to
+serve, or an exit code after printing one actionable line to stderr:
 
-Contract: ``add_arguments`` declares ``--provider-url`` and ``--cache-root`` (env
-``PDPP_PROVIDER_URL`` / ``PDPP_CACHE_ROOT``, default cache root ``.pdpp``);
-``resolve`` returns ``(provider_url, token)`` from the ``pdpp-gateway connect`` cache, or an
-exit code after printing one actionable line to stderr. Owner credentials in the
-environment are announced as ignored and never read.
+- One provider: every grant cached for it (one per connector, ``grant_cache``), narrowed
+  by ``--connector`` (repeatable). One grant is the single-grant door, exactly as before;
+  several are served as one package (routed and merged like any local package).
+- Several providers (``--provider-url`` repeated, or ``--package``): every grant of each.
+- A grant whose access token has lapsed is renewed first, once, with its refresh token
+  (``renewal.renew``: under the cache lock, so a concurrent process's renewal is reused).
+- A cache label can be missing or wrong, so with ``verify`` a single grant is also checked
+  with the RS (``GET /v1/schema`` → ``bearer.token_kind``) before a command reads
+  anything: 77 for an owner or mcp_package token, 78 for one the RS rejects, 69 when the
+  RS cannot be asked (a one-shot command fails closed). The members of a package are
+  checked together by ``local_package.check_members``. The stdio server passes
+  ``verify=False`` and verifies itself, since it may start before the RS is up.
 
-A cache label can be missing or wrong, so ``resolve`` also asks the RS what the token
-is (``GET /v1/schema`` → ``bearer.token_kind``) before a command reads anything: 77 for
-an owner or mcp_package token, 78 for one the RS rejects, 69 when the RS cannot be
-asked (a one-shot command fails closed). An expired access token with a cached refresh
-token (``pdpp-gateway connect``) is renewed first, once, without a browser. The stdio server passes ``verify=False`` and
-verifies itself, since it may start before the RS is up.
+Owner credentials in the environment are announced as ignored and never read.
 """
 
 from __future__ import annotations
@@ -28,17 +33,20 @@ from typing import TYPE_CHECKING
 from pdpp_gateway.refusals import ExitCode
 
 if TYPE_CHECKING:
+    from pdpp_gateway.credentials import Credential
     from pdpp_gateway.local_package import MemberStart
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, package: bool = False) -> None:
-    """``--provider-url`` and ``--cache-root``; with ``package``, ``--provider-url`` repeats and
-    ``--package NAME`` names a package file (several cached grants served as one)."""
+    """``--provider-url``, ``--connector`` and ``--cache-root``; with ``package``,
+    ``--provider-url`` repeats and ``--package NAME`` names a package file (several
+    providers' cached grants served as one)."""
     if package:
         parser.add_argument(
             "--provider-url",
             action="append",
-            help="RS public origin (env PDPP_PROVIDER_URL); repeat it to use several cached grants as one package.",
+            help="RS public origin (env PDPP_PROVIDER_URL); every grant cached for it is served. "
+            "Repeat it to serve several providers as one package.",
         )
         parser.add_argument(
             "--package",
@@ -47,100 +55,96 @@ def add_arguments(parser: argparse.ArgumentParser, *, package: bool = False) -> 
         )
     else:
         parser.add_argument("--provider-url", help="RS public origin (env PDPP_PROVIDER_URL).")
+    parser.add_argument(
+        "--connector",
+        action="append",
+        metavar="ID",
+        help="serve only this connector's grant of the provider (repeatable; default: every cached grant).",
+    )
     parser.add_argument("--cache-root", help="credential cache root (env PDPP_CACHE_ROOT, default .pdpp).")
 
 
 def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> list[MemberStart] | int:
-    """Each member's provider URL and cached token, or the exit code (after saying why).
-
-    One provider (``--provider-url`` once, or none: ``PDPP_PROVIDER_URL``) is ``resolve``
-    exactly, checked with the RS when ``verify``; the members of a package are never checked
-    here (``local_package.check_members`` checks them all at once).
-    """
-    from pdpp_gateway.credentials import CredentialError, cache_file_for
+    """One ``MemberStart`` per cached grant to serve, or the exit code (after saying why)."""
+    from pdpp_gateway.credentials import CredentialError, load_credentials, owner_env_warning
     from pdpp_gateway.local_package import MemberStart, package_providers
 
-    urls: list[str] = args.provider_url or []
+    urls: list[str] = _as_list(args.provider_url)
+    connectors: list[str] = getattr(args, "connector", None) or []
+    package = getattr(args, "package", None)
     cache_root = cache_root_of(args)
-    if args.package is None and len(urls) <= 1:
-        single = argparse.Namespace(provider_url=urls[0] if urls else None, cache_root=args.cache_root)
-        resolved = resolve(single, command, verify=verify)
-        if isinstance(resolved, int):
-            return resolved
-        provider_url, token = resolved
-        return [MemberStart(provider_url, token, cache_file_for(provider_url, cache_root))]
+    if package is None and not urls:
+        env_url = os.environ.get("PDPP_PROVIDER_URL")
+        if not env_url:
+            say(
+                f"missing --provider-url (or PDPP_PROVIDER_URL). Example: pdpp-gateway {command} "
+                "--provider-url https://pdpp.example.com"
+            )
+            return ExitCode.USAGE
+        urls = [env_url]
+    notice = owner_env_warning(os.environ)
+    if notice:
+        say(notice)
     try:
-        providers = package_providers(urls, args.package, cache_root)
+        providers = package_providers(urls, package, cache_root)
+        if connectors and len(providers) > 1:
+            say("--connector narrows one provider's grants; name one --provider-url with it.")
+            return ExitCode.USAGE
+        credentials = [
+            c for url in providers for c in load_credentials(url, cache_root, connectors=connectors)
+        ]
     except CredentialError as error:
         say(error.message)
         return error.exit_code
     members = []
-    for index, provider_url in enumerate(providers):
-        one = argparse.Namespace(provider_url=provider_url, cache_root=args.cache_root)
-        resolved = resolve(one, command, verify=False, announce=index == 0)
-        if isinstance(resolved, int):
-            return resolved
-        members.append(MemberStart(provider_url, resolved[1], cache_file_for(provider_url, cache_root)))
+    for credential in credentials:
+        if credential.lapsed():
+            renewed = _renewed(credential, cache_root)
+            if isinstance(renewed, int):
+                return renewed
+            credential = renewed
+        members.append(MemberStart(credential.provider_url, credential))
+    if verify and len(members) == 1:
+        stop = _verify_with_rs(members[0].provider_url, members[0].token)
+        if stop is not None:
+            return stop
+        members[0].verified = "client"
     return members
 
 
-def resolve(
-    args: argparse.Namespace, command: str, *, verify: bool = True, announce: bool = True
-) -> tuple[str, str] | int:
-    """The provider URL and cached scoped token, or the exit code to stop with (``announce``:
-    say that owner credentials in the environment are ignored)."""
-    from pdpp_gateway.credentials import (
-        CredentialError,
-        load_credential,
-        normalize_provider_url,
-        owner_env_warning,
-    )
-
-    raw_url = args.provider_url or os.environ.get("PDPP_PROVIDER_URL")
-    if not raw_url:
-        say(
-            f"missing --provider-url (or PDPP_PROVIDER_URL). Example: pdpp-gateway {command} "
-            "--provider-url https://pdpp.example.com"
-        )
-        return ExitCode.USAGE
-    notice = owner_env_warning(os.environ) if announce else None
-    if notice:
-        say(notice)
-    cache_root = cache_root_of(args)
-    try:
-        provider_url = normalize_provider_url(raw_url)
-        credential = load_credential(provider_url, cache_root)
-    except CredentialError as error:
-        if error.code != "credential_expired" or not _renewed(provider_url, cache_root):
-            say(error.message)
-            return error.exit_code
-        credential = load_credential(provider_url, cache_root)
-    if verify:
-        stop = _verify_with_rs(provider_url, credential.access_token)
-        if stop is not None:
-            return stop
-    return provider_url, credential.access_token
+def _as_list(value: object) -> list[str]:
+    if isinstance(value, list):
+        return value
+    return [value] if isinstance(value, str) and value else []
 
 
 def cache_root_of(args: argparse.Namespace) -> Path:
     return Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
 
 
-def _renewed(provider_url: str, cache_root: Path) -> bool:
-    """Renew an expired cached grant with its refresh token, when it has one."""
+def _renewed(credential: Credential, cache_root: Path) -> Credential | int:
+    """The lapsed grant renewed with its refresh token, or the exit code (after saying why)."""
     import asyncio
 
-    from pdpp_gateway.commands.connect import refresh_cached
-    from pdpp_gateway.credentials import CredentialError
-    from pdpp_gateway.oauth_flow import ConnectError
+    from pdpp_gateway.renewal import RenewalError, reconnect_command, renew
 
+    if not credential.refreshable:
+        again = reconnect_command(credential.provider_url, credential.connector, cache_root)
+        assert credential.expires_at is not None
+        say(
+            f"the cached credential for {credential.provider_url} expired at "
+            f"{credential.expires_at.isoformat()} and has no refresh token. Connect again: {again}"
+        )
+        return ExitCode.NO_CREDENTIAL
     try:
-        asyncio.run(refresh_cached(provider_url, cache_root))
-    except (ConnectError, CredentialError) as error:
+        renewed = asyncio.run(
+            renew(credential.provider_url, cache_root, credential.connector, stale=credential.access_token)
+        )
+    except RenewalError as error:
         say(error.message)
-        return False
-    say(f"the cached access token had expired; renewed it with the refresh token ({provider_url})")
-    return True
+        return error.exit_code
+    say(f"the cached access token had expired; renewed it with the refresh token ({credential.provider_url})")
+    return renewed
 
 
 def _verify_with_rs(provider_url: str, token: str) -> int | None:

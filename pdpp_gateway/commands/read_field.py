@@ -44,4 +44,5 @@ def run(args: argparse.Namespace) -> int:
         arguments,
         as_json=args.json,
         flags=local_call.credential_flags(args),
+        cache_root=local_credential.cache_root_of(args),
     )

@@ -45,31 +45,18 @@ def run(args: argparse.Namespace) -> int:
         stop = check_members(members, check_and_describe, local_credential.say, None)
         if stop is not None:
             return stop
-    return asyncio.run(_read(members, args.uri, args.output))
+    return asyncio.run(_read(members, args.uri, args.output, local_credential.cache_root_of(args)))
 
 
-async def _read(members: Sequence[MemberStart], uri: str, output: str | None) -> int:
+async def _read(members: Sequence[MemberStart], uri: str, output: str | None, cache_root: Path) -> int:
     from mcp.shared.exceptions import MCPError
 
-    from pdpp_gateway.caller import TokenKind
-    from pdpp_gateway.context import GatewayContext
-    from pdpp_gateway.local_package import facts_from_cache
+    from pdpp_gateway.local_readers import caller_context
     from pdpp_gateway.resources import read
-    from pdpp_gateway.rs.client import RsClient
 
     async with AsyncExitStack() as stack:
-        readers = [
-            (member, (await stack.enter_async_context(RsClient(member.provider_url))).bind(member.token))
-            for member in members
-        ]
-        if len(readers) == 1:
-            member, reader = readers[0]
-            context = GatewayContext.for_client(reader, member.provider_url)
-        else:  # routed to the member the URI names, as at the other doors
-            package = [
-                (m.facts or facts_from_cache(m.cache_file)).member(r, m.provider_url) for m, r in readers
-            ]
-            context = GatewayContext.for_package(package, members[0].provider_url, TokenKind.CLIENT)
+        # a package routes to the member the URI names, as at the other doors
+        context = await caller_context(stack, members, cache_root)
         try:
             result = await read(context, uri)
         except MCPError as error:

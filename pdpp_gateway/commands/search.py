@@ -37,5 +37,10 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, name) is not None:
             arguments[name] = getattr(args, name)
     return local_call.call_members(
-        members, "search", arguments, as_json=args.json, flags=local_call.credential_flags(args)
+        members,
+        "search",
+        arguments,
+        as_json=args.json,
+        flags=local_call.credential_flags(args),
+        cache_root=local_credential.cache_root_of(args),
     )

@@ -18,10 +18,13 @@ leaves every answer to the SDK. An RS that cannot be asked at start does not sto
 process: it serves and verifies the credential before the first read instead. An access
 token the RS refuses with 401 is checked again once the SDK has loaded, through the
 reader that renews it with the cached refresh token (``renewing_rs``); the early answers
-stay held until that check passes.
+stay held until that check passes. While serving, every read renews the access token ahead
+of its expiry and once after the RS refuses it as lapsed, so a session outlives its tokens.
 
-A package (``--provider-url`` repeated, or ``--package NAME``: ``local_package``) serves
-several cached grants as one: every member is checked at once, as above, and the first
+Every grant cached for the provider is served (one per connector; ``--connector ID``
+narrows them): one grant is the single-grant server; several, or several providers
+(``--provider-url`` repeated, or ``--package NAME``: ``local_package``), are served as one
+package: every member is checked at once, as above, and the first
 refused member in package order decides the exit; the gate opens only when every member
 passed (a member refused with 401 is rechecked with renewal once the SDK is up). The early
 answers are the same for a package.
@@ -90,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
     server_name = args.server_name or os.environ.get("PDPP_MCP_SERVER_NAME") or "pdpp-gateway"
     if len(members) == 1:
         local_credential.say(
-            f"checking the cached credential with {members[0].provider_url}, then serving over stdio"
+            f"checking the cached credential with {members[0].describe()}, then serving over stdio"
         )
     else:
         local_credential.say(
-            f"checking the cached credentials with {', '.join(m.provider_url for m in members)}, "
+            f"checking the cached grants {', '.join(m.describe() for m in members)}, "
             "then serving them as one package over stdio"
         )
 
@@ -130,16 +133,11 @@ def run(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from pdpp_gateway.stdio import serve_package_stdio, serve_stdio
+    from pdpp_gateway.stdio import serve_members
 
     cache_root = local_credential.cache_root_of(args)
     try:
-        if len(members) > 1:
-            anyio.run(partial(serve_package_stdio, members, server_name, pump, wire, cache_root))
-            return 0
-        member = members[0]
-        serve = partial(serve_stdio, cache_root=cache_root, recheck=member.recheck)
-        anyio.run(serve, member.provider_url, member.token, server_name, member.verified, pump, wire)
+        anyio.run(partial(serve_members, members, server_name, pump, wire, cache_root))
     except CredentialError as error:
         local_credential.say(error.message)
         return error.exit_code

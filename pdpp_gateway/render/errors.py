@@ -9,7 +9,9 @@ the tool argument the caller can actually change (``q`` → ``query`` for search
 ``filter[x]`` → ``filter``), keeping the REST name beside it. The envelope in
 structured output stays the RS's, untouched. Bounded; never a traceback or a token.
 
-``next_step(envelope, status)`` is line 2 on its own, the only advice any error gets:
+``next_step(envelope, status)`` is line 2 on its own, the only advice any error gets (a
+``reconnect`` command, which a local door adds when renewing a lapsed grant was refused,
+is named as the step to take):
 resource reads end their JSON-RPC error message with it too, and upstream errors are
 worded without advice (``render.upstream``). An envelope with ``retry_after_seconds``
 (the circuit breaker holding calls back) says when: ``Retry in N s``.
@@ -140,6 +142,12 @@ def next_step(error: Mapping[str, Any], status: object, argument: str | None = N
     """The one thing to do next after ``error`` (an envelope; ``status`` its HTTP status),
     or None; ``argument`` is the tool argument its ``param`` names."""
     code = str(error.get("code", "error"))
+    reconnect = error.get("reconnect")
+    if isinstance(reconnect, str) and reconnect:
+        return (
+            "The access token lapsed and the grant could not be renewed: run "
+            f"`{reconnect}` (the person approves the grant again in the browser), then retry."
+        )
     wait = error.get("retry_after_seconds")
     if isinstance(wait, int) and not isinstance(wait, bool) and wait > 0:
         return f"Retry in {wait} s; calling sooner fails the same way."

@@ -3,7 +3,9 @@
 Contract: ``authenticate`` turns the ``Authorization`` header into a ``Principal`` or
 raises the reference RS's error: 401 ``authentication_error`` (no or malformed bearer),
 401 ``context.active_false`` (unknown token), 401 ``context.audience_mismatch`` (a token
-issued for another resource), 403 ``grant_revoked``/``grant_expired``,
+issued for another resource), 403 ``grant_revoked``/``grant_expired`` (``grant_expired``
+"Grant has expired" also for an access token the sandbox AS issued that has lapsed, as
+the reference RS answers one),
 and 404 ``not_found`` for an ``mcp_package`` token on ``/v1`` (packages are for /mcp).
 ``Access`` resolves a principal's view: which (connector, stream, connections, fields)
 sources it may read. An owner sees everything; a client only its grant (a fixture
@@ -14,6 +16,7 @@ routes a client asking for an ungranted stream or connection gets the reference'
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -77,6 +80,8 @@ def authenticate(request: web.Request) -> Principal:
         raise RsHttpError(403, "grant_revoked", "The grant behind this token was revoked by the owner.")
     if principal.status == "expired":
         raise RsHttpError(403, "grant_expired", "The grant behind this token has expired.")
+    if principal.expires_at is not None and principal.expires_at < time.time():
+        raise RsHttpError(403, "grant_expired", "Grant has expired")
     return principal
 
 

@@ -28,6 +28,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="refuse client filter/expand like the reference RS",
     )
     parser.add_argument("--bulk-records", type=int, default=0, help="extra synthetic records in bulk/events")
+    parser.add_argument(
+        "--access-token-ttl",
+        type=int,
+        default=3600,
+        metavar="SECONDS",
+        help="lifetime of the access tokens its authorization server issues (default 3600; the PDPP "
+        "reference issues 600). A lapsed one is answered 403 grant_expired, as the reference does.",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,8 +44,14 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.sandbox.config import DESCRIPTIONS, SandboxConfig
     from pdpp_gateway.sandbox.runner import start_sandbox
 
+    if args.access_token_ttl < 1:
+        print("pdpp-gateway sandbox: --access-token-ttl must be at least 1 second", file=sys.stderr)
+        return ExitCode.USAGE
     config = SandboxConfig(
-        db_path=args.db, reference_client_rules=args.reference_client_rules, bulk_records=args.bulk_records
+        db_path=args.db,
+        reference_client_rules=args.reference_client_rules,
+        bulk_records=args.bulk_records,
+        access_token_ttl=args.access_token_ttl,
     )
 
     async def serve() -> None:

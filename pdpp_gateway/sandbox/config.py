@@ -34,6 +34,7 @@ class SandboxConfig:
     introspection_client_secret: str = field(default="sandbox-introspection-secret", repr=False)
     bulk_records: int = 0
     oauth_resources: tuple[str, ...] = ()  # RFC 8707 resources the AS also issues tokens for
+    access_token_ttl: int = 3600  # seconds an access token the sandbox AS issues lives (the reference: 600)
 
 
 @dataclass(frozen=True, slots=True)

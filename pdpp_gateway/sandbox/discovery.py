@@ -283,6 +283,8 @@ async def introspect(request: web.Request, config: SandboxConfig, catalog: Catal
         return json_response({"active": False, "inactive_reason": "token_unknown"})
     if principal.status != "active":
         return json_response({"active": False, "inactive_reason": f"grant_{principal.status}"})
+    if principal.expires_at is not None and principal.expires_at < time.time():
+        return json_response({"active": False, "inactive_reason": "token_expired"})
     return json_response(
         _introspection(principal, origin(request, config.public_origin), catalog, dict(overrides))
     )

@@ -29,7 +29,8 @@ Contract (all on the sandbox origin, the ``issuer``):
 - ``POST /oauth/token``: form body. ``authorization_code`` needs ``code``,
   ``redirect_uri`` (identical to the authorize request's), ``client_id`` and a
   ``code_verifier`` whose S256 is the challenge; any mismatch, an expired or replayed
-  code gives 400 ``invalid_grant`` and no token. ``refresh_token`` rotates. The answer
+  code gives 400 ``invalid_grant`` and no token. ``refresh_token`` rotates, and a spent
+  refresh token presented again revokes its whole family (the reference's theft rule). The answer
   carries ``access_token``, ``token_type``, ``expires_in``, ``refresh_token``, ``scope``,
   ``grant_id`` and the granted ``authorization_details``, with ``Cache-Control: no-store``.
 - Issued access tokens are sandbox client grants over exactly the approved streams (all
@@ -58,7 +59,6 @@ from pdpp_gateway.sandbox.discovery import authorization_details
 from pdpp_gateway.sandbox.envelope import json_response, origin
 from pdpp_gateway.sandbox.manifests import Catalog
 from pdpp_gateway.sandbox.oauth_store import (
-    ACCESS_SECONDS,
     CODE_SECONDS,
     CONSENT_SECONDS,
     OAUTH,
@@ -447,7 +447,7 @@ async def token(request: web.Request, catalog: Catalog) -> web.Response:
         {
             "access_token": access,
             "token_type": "Bearer",
-            "expires_in": int(ACCESS_SECONDS),
+            "expires_in": int(store.access_seconds),
             "refresh_token": refresh,
             "scope": SCOPE,
             "grant_id": stamped.grant_id,
@@ -464,7 +464,7 @@ OAUTH_RESOURCES: Final = web.AppKey("oauth_resources", set[str])
 
 def install(app: web.Application, config: SandboxConfig, catalog_of: Any) -> None:
     """Add the AS routes to the sandbox app; ``catalog_of(request)`` gives the live catalog."""
-    app[OAUTH] = OAuthStore()
+    app[OAUTH] = OAuthStore(access_seconds=float(config.access_token_ttl))
     app[OAUTH_RESOURCES] = {r.rstrip("/") for r in config.oauth_resources}
 
     async def as_metadata(request: web.Request) -> web.Response:

@@ -8,9 +8,15 @@ Contract: one ``OAuthStore`` per sandbox app (``app[OAUTH]``), in memory, lost o
   match). It lives ``CONSENT_SECONDS`` and is consumed by the first decision.
 - An authorization code lives ``CODE_SECONDS`` and is consumed by its first exchange; a
   second exchange of the same code revokes every token issued from it (RFC 6749 §4.1.2).
-- Access tokens live ``ACCESS_SECONDS``; each names a real sandbox ``Principal`` (a client
-  grant over exactly the approved streams) and is honoured by ``/v1`` and introspection.
-  Refresh tokens rotate: each works once and yields a new access and refresh token.
+- Access tokens live ``access_seconds`` (``ACCESS_SECONDS`` unless the sandbox was started
+  with ``--access-token-ttl``); each names a real sandbox ``Principal`` (a client grant over
+  exactly the approved streams, its ``expires_at`` stamped) and is honoured by ``/v1`` and
+  introspection until then. A lapsed one is still known (``principal`` returns it), so
+  ``/v1`` can answer it as the reference RS does: 403 ``grant_expired``.
+- Refresh tokens rotate: each works once and yields a new access and refresh token. As at
+  the reference authorization server, presenting one a second time is taken for theft: it
+  revokes every token of its family (``take_refresh``), so a client that renews twice with
+  the same refresh token loses the grant.
 - Every table is bounded (``MAX_ENTRIES``): expired entries go first, then the oldest.
 - Token values are random; ``repr`` never shows them.
 """
@@ -97,6 +103,8 @@ class OAuthStore:
     access: dict[str, Principal] = field(default_factory=dict, repr=False)
     refresh: dict[str, RefreshEntry] = field(default_factory=dict, repr=False)
     families: dict[str, set[str]] = field(default_factory=dict, repr=False)  # code -> tokens issued
+    used_refresh: dict[str, str] = field(default_factory=dict, repr=False)  # spent refresh token -> family
+    access_seconds: float = ACCESS_SECONDS
 
     def register(self, name: str, redirect_uris: tuple[str, ...]) -> Client:
         client = Client(f"sbx_dcr_{secrets.token_hex(8)}", name, redirect_uris, int(time.time()))
@@ -131,7 +139,7 @@ class OAuthStore:
 
     def issue(self, client_id: str, principal: Principal, code: str) -> tuple[str, str, Principal]:
         """A new access token (with its expiry stamped on the principal) and refresh token."""
-        expires = time.time() + ACCESS_SECONDS
+        expires = time.time() + self.access_seconds
         stamped = Principal(
             principal.kind,
             principal.client_id,
@@ -152,8 +160,16 @@ class OAuthStore:
         return access, refresh, stamped
 
     def take_refresh(self, token: str) -> RefreshEntry | None:
+        """The refresh token's grant, once. A spent one presented again revokes its family."""
         entry = self.refresh.pop(token, None)
-        return entry if entry is not None and entry.expires >= time.time() else None
+        if entry is None:
+            family = self.used_refresh.get(token)
+            if family is not None:
+                self.revoke_family(family)
+            return None
+        _bound(self.used_refresh, lambda _family: False)
+        self.used_refresh[token] = entry.code
+        return entry if entry.expires >= time.time() else None
 
     def revoke_family(self, code: str) -> None:
         for token in self.families.pop(code, set()):
@@ -161,10 +177,8 @@ class OAuthStore:
             self.refresh.pop(token, None)
 
     def principal(self, token: str) -> Principal | None:
-        principal = self.access.get(token)
-        if principal is None or (principal.expires_at or 0) < time.time():
-            return None
-        return principal
+        """The grant an issued access token names, lapsed or not (``expires_at`` says)."""
+        return self.access.get(token)
 
 
 def _bound(table: dict[str, V], expired: Callable[[V], bool]) -> None:
