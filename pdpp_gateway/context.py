@@ -69,6 +69,35 @@ class PackageMember:
             entry["display_name"] = self.display_name
         return entry
 
+    def connection_entries(self) -> list[dict[str, Any]]:
+        """One entry per connection the member's grant lists (the member's entry when it lists none)."""
+        if len(self.connection_ids) <= 1:
+            return [self.connection_entry()]
+        return [
+            {"connection_id": cid, "connector_key": self.connector_key, "grant_id": self.grant_id}
+            for cid in self.connection_ids
+        ]
+
+
+def ambiguous_connection(members: Sequence[PackageMember]) -> ToolError:
+    """409 ``ambiguous_connection`` listing the connections of ``members`` (those that may
+    hold the stream asked for), so each listed choice is one the call can be retried with."""
+    entries = [entry for member in members for entry in member.connection_entries()]
+    listed = entries[:MAX_LISTED_CONNECTIONS]
+    envelope: dict[str, Any] = {
+        "type": "api_error",
+        "code": "ambiguous_connection",
+        "message": "This grant package spans several sources. Pass connection_id to pick one; "
+        "schema() lists every granted connection.",
+        "param": "connection_id",
+        "retry_with": "connection_id",
+        "available_connections": listed,
+        "available_connection_count": len(entries),
+    }
+    if len(entries) > len(listed):
+        envelope["available_connections_truncated"] = True
+    return ToolError(envelope, http_status=409)
+
 
 @dataclass(frozen=True, slots=True)
 class UnroutedRs:
@@ -77,20 +106,7 @@ class UnroutedRs:
     members: tuple[PackageMember, ...]
 
     def _refuse(self) -> ToolError:
-        listed = [member.connection_entry() for member in self.members[:MAX_LISTED_CONNECTIONS]]
-        envelope: dict[str, Any] = {
-            "type": "api_error",
-            "code": "ambiguous_connection",
-            "message": "This grant package spans several sources. Pass connection_id to pick one; "
-            "schema() lists every granted connection.",
-            "param": "connection_id",
-            "retry_with": "connection_id",
-            "available_connections": listed,
-            "available_connection_count": len(self.members),
-        }
-        if len(self.members) > len(listed):
-            envelope["available_connections_truncated"] = True
-        return ToolError(envelope, http_status=409)
+        return ambiguous_connection(self.members)
 
     async def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
         raise self._refuse()

@@ -13,6 +13,9 @@ Routing (``plan``), for a context whose ``package`` is non-empty:
   ``invalid_cursor`` (it continues several sources, not one).
 - ``schema`` fans out to the members that may hold the stream (all for the index);
   ``detail: "full"`` must resolve to one member, else 409 ``ambiguous_schema_detail``.
+- a call on one stream (``query_records``, ``aggregate``, a handle's stream) routes to the
+  one member granting that stream; when several do, a typed ``ambiguous_connection``
+  lists only their connections (every connection each grant lists).
 - anything else stays unrouted: the context's ``UnroutedRs`` answers a typed
   ``ambiguous_connection`` built from membership alone (no health probes).
 
@@ -35,7 +38,13 @@ from typing import Any, Final
 
 from middleware import FanOut, Outcome, ToolError, ToolResult
 from pdpp_gateway.caller import Caller, TokenKind
-from pdpp_gateway.context import MAX_LISTED_CONNECTIONS, Call, GatewayContext, PackageMember
+from pdpp_gateway.context import (
+    MAX_LISTED_CONNECTIONS,
+    Call,
+    GatewayContext,
+    PackageMember,
+    ambiguous_connection,
+)
 from pdpp_gateway.ids import parse_handle
 from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
 from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
@@ -68,6 +77,12 @@ def plan(call: Call) -> Sequence[Call] | None:
         return [_routed(call, members[0])]
     if call.name == "search":
         return search_calls(call, members, _routed)
+    if stream is not None and call.name != "schema":
+        holders = [m for m in members if _grants_stream(m, stream)]
+        if len(holders) == 1:
+            return [_routed(call, holders[0])]
+        if 1 < len(holders) < len(members):
+            raise ambiguous_connection(holders)
     if call.name == "schema":
         candidates = [m for m in members if stream is None or _grants_stream(m, stream)]
         if args.get("detail") == "full" and len(candidates) > 1:
