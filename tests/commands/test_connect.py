@@ -212,3 +212,42 @@ async def test_an_owner_token_is_never_cached(sandbox: Any) -> None:
     with pytest.raises(ConnectError) as rejected:
         await _refuse_owner(sandbox.url, {"access_token": "sbx_at_not_issued"})
     assert rejected.value.exit_code == 70
+
+
+async def test_connect_asks_for_each_connector_in_turn_and_keeps_both(sandbox: Any, tmp_path: Path) -> None:
+    cache = tmp_path / ".pdpp"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *("-m", "pdpp_gateway", "connect", sandbox.url, "--connector", "gmail", "--connector", "github"),
+        *("--cache-root", str(cache), "--no-browser"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=gateway_env(),
+    )
+    assert process.stderr is not None
+    asked, approved = [], 0
+    try:
+        async with ConsentBrowser() as browser:
+            while approved < 2:
+                line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+                assert line, "connect exited before asking for both connectors"
+                if line.startswith("Open this URL"):
+                    asked.append(line)
+                if line.startswith("  http"):
+                    _, form, _ = await browser.open(line.strip())
+                    offered = {value.split("#")[0].rsplit("/", 1)[-1] for value in form.streams}
+                    assert len(offered) == 1  # connector_id narrowed the page to one connector
+                    _, location = await browser.submit(form, "approve")
+                    assert location
+                    await _follow(browser, location)
+                    approved += 1
+        code, out, err = await _finish(process)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert code == 0, err
+    assert "gmail at" in asked[0] and "github at" in asked[1]
+    assert out.count("Connected to") == 2
+    listed = await asyncio.to_thread(run_cli, "connect", "--list", "--cache-root", str(cache))
+    assert [line.split()[1] for line in listed.stdout.splitlines()] == ["connector=gmail", "connector=github"]
