@@ -56,7 +56,9 @@ async def main(args: argparse.Namespace) -> None:
             )
             tally = {"calls": 0, "failed": 0}
             started = time.monotonic()
-            await asyncio.gather(*(session(params, args.seconds, args.pause, tally) for _ in range(args.sessions)))
+            await asyncio.gather(
+                *(session(params, args.seconds, args.pause, tally) for _ in range(args.sessions))
+            )
             took = time.monotonic() - started
             renewals = refreshes(sandbox)
     expiries = took / args.ttl
@@ -69,7 +71,9 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--ttl", type=int, default=5)
     parser.add_argument("--sessions", type=int, default=2)

@@ -247,7 +247,8 @@ async def test_connect_asks_for_each_connector_in_turn_and_keeps_both(sandbox: A
             process.kill()
             await process.wait()
     assert code == 0, err
-    assert "gmail at" in asked[0] and "github at" in asked[1]
+    assert "gmail at" in asked[0]
+    assert "github at" in asked[1]
     assert out.count("Connected to") == 2
     listed = await asyncio.to_thread(run_cli, "connect", "--list", "--cache-root", str(cache))
     assert [line.split()[1] for line in listed.stdout.splitlines()] == ["connector=gmail", "connector=github"]
