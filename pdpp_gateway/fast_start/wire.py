@@ -175,16 +175,22 @@ class StdinPump:
         decoder = io.IncrementalNewlineDecoder(
             codecs.getincrementaldecoder("utf-8")("replace"), translate=True
         )
-        partial = ""
+        pieces: list[str] = []  # the line read so far, joined once when it ends: linear in its size
         while True:
             chunk = _read(self._fd)
-            text = partial + decoder.decode(chunk, final=not chunk)
-            *lines, partial = text.split("\n")
-            for line in lines:
-                self._take(line + "\n")
+            text = decoder.decode(chunk, final=not chunk)
+            if "\n" in text:
+                first, *lines, last = text.split("\n")
+                pieces.append(first)
+                self._take("".join(pieces) + "\n")
+                for line in lines:
+                    self._take(line + "\n")
+                pieces = [last] if last else []
+            elif text:
+                pieces.append(text)
             if not chunk:
-                if partial:
-                    self._take(partial)
+                if pieces:
+                    self._take("".join(pieces))
                 self._take(_EOF)
                 return
 
