@@ -6,7 +6,8 @@ Run: ``.venv/bin/python benchmarks/limiter_bench.py [--calls N]`` (the Redis row
 One sandbox RS, then one hosted gateway per mode on it (introspection on, one worker),
 each driven by the same sequential ``tools/call`` (``query_records``, one page) with
 limits high enough that nothing is refused. The baseline is the unlimited gateway in the
-same run; the limiter's cost is the difference of the p50s.
+same run; the limiter's cost is the difference of the p50s. The last row freezes Redis
+(SIGSTOP) after the warm-up: a hung shared store, which the gateway must skip at once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import asyncio
 import shutil
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -25,7 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.redis_server import RedisServer
 
 
-async def measure(rs_url: str, calls: int, extra: list[str]) -> list[float]:
+async def measure(
+    rs_url: str, calls: int, extra: list[str], *, then: Callable[[], None] | None = None
+) -> list[float]:
+    """``then`` runs after the warm-up (freezing Redis, say), before the measured calls."""
     async with running_gateway(rs_url, *extra) as (url, _), aiohttp.ClientSession() as http:
 
         async def once() -> None:
@@ -34,6 +39,9 @@ async def measure(rs_url: str, calls: int, extra: list[str]) -> list[float]:
                 await response.read()
 
         await timed(300, once)
+        if then is not None:
+            then()
+            await once()  # the one call that meets the hang and misses its deadline
         return await timed(calls, once)
 
 
@@ -46,9 +54,12 @@ async def main(calls: int) -> None:
         if binary:
             redis = RedisServer(binary)
             try:
+                shared = [*generous, "--redis-url", redis.url]
+                rows.append(("Redis buckets", await measure(rs_url, calls, shared)))
                 rows.append(
-                    ("Redis buckets", await measure(rs_url, calls, [*generous, "--redis-url", redis.url]))
+                    ("Redis frozen (SIGSTOP)", await measure(rs_url, calls, shared, then=redis.freeze))
                 )
+                redis.thaw()
             finally:
                 redis.kill()
         base = statistics.median(rows[0][1])

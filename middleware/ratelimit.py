@@ -11,11 +11,13 @@ Contract:
   callers never share a bucket, and a key is never a credential (hash it if in doubt).
 - ``LocalLimiter``: the buckets of this process (bounded: the least recently used
   callers are forgotten first, which only ever gives a forgotten caller a full bucket).
-- ``FailoverLimiter(shared, local)``: a shared limiter (Redis, see ``ratelimit_redis``)
-  with this process's buckets as the fallback. When the shared store fails, requests are
-  limited per process and ``degraded`` says why (logged once per outage); the shared
-  store is tried again after ``retry_seconds``. Limiting never fails open to "no limit",
-  and never fails closed to "refuse everyone".
+- ``FailoverLimiter(shared, local, guard)``: a shared limiter (Redis, see
+  ``ratelimit_redis``) with this process's buckets as the fallback, reached through
+  ``guard`` (``outage.Guard``: a deadline of a few milliseconds per call). When the shared
+  store fails or is slow, requests are limited per process at once and ``degraded`` says
+  why (logged once per outage), until the guard's background probe finds the store
+  answering steadily again. Limiting never fails open to "no limit", and never fails
+  closed to "refuse everyone".
 - ``rate_limit(limiter, caller_of, refuse)``: an aiohttp middleware. ``caller_of``
   returns the caller key of an authenticated request (``None``: not limited here);
   ``refuse(request, decision)`` builds the gateway's own 429 answer.
@@ -34,7 +36,7 @@ from typing import Final, Protocol
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from middleware.outage import Outage
+from middleware.outage import DependencyDown, Guard
 
 _log = logging.getLogger(__name__)
 GLOBAL: Final = "*global*"
@@ -107,38 +109,21 @@ class LocalLimiter:
 class FailoverLimiter:
     """A shared limiter, falling back to this process's buckets while it is down."""
 
-    def __init__(
-        self,
-        shared: Limiter,
-        local: LocalLimiter,
-        *,
-        retry_seconds: float = 5.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, shared: Limiter, local: LocalLimiter, guard: Guard) -> None:
         self._shared = shared
         self._local = local
-        self._retry_seconds = retry_seconds
-        self._clock = clock
-        self._down_since: float | None = None
-        self._outage = Outage("shared rate-limit store", "limiting per process", _log)
+        self._guard = guard
 
     @property
     def degraded(self) -> str | None:
         """Why the shared store is not in use (for /readyz), or ``None``."""
-        return self._outage.reason
+        return self._guard.reason
 
     async def take(self, caller: str) -> Decision:
-        if self._down_since is not None and self._clock() - self._down_since < self._retry_seconds:
-            return self._local.take_now(caller)
         try:
-            decision = await self._shared.take(caller)
-        except Exception as error:  # any failure of the store: limit locally, say so once
-            self._outage.down(error)
-            self._down_since = self._clock()
+            return await self._guard.call(lambda: self._shared.take(caller))
+        except DependencyDown:  # down, slow or failing: limit locally (the guard says so once)
             return self._local.take_now(caller)
-        self._outage.up()
-        self._down_since = None
-        return decision
 
 
 Refuse = Callable[[web.Request, Decision], Awaitable[web.StreamResponse] | web.StreamResponse]

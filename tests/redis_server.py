@@ -2,12 +2,14 @@
 
 ``scripts/test`` installs Debian's ``redis-server`` where the machine allows (root with
 apt); elsewhere the tests that need it skip and say why. ``RedisServer.kill()`` stops it
-mid-test, to show what the gateway does when Redis goes away.
+mid-test, to show what the gateway does when Redis goes away; ``freeze()`` / ``thaw()``
+stop and resume it (SIGSTOP / SIGCONT), a Redis that hangs.
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -37,6 +39,13 @@ class RedisServer:
                 time.sleep(0.05)
         self.kill()
         raise RuntimeError("redis-server did not start within 10 s")
+
+    def freeze(self) -> None:
+        """SIGSTOP: the server keeps its port and answers nothing (a hung Redis)."""
+        self._process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self._process.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
         if self._process.poll() is None:

@@ -61,7 +61,7 @@ from pdpp_gateway.hosted.origin import OriginPolicy, host_guard
 from pdpp_gateway.hosted.packages import FilePackageResolver, IntrospectionPackageResolver, PackageResolver
 from pdpp_gateway.hosted.readiness import ReadinessProbe
 from pdpp_gateway.hosted.refusals import icon_link
-from pdpp_gateway.hosted.shared_state import SharedRefusals, redis_client
+from pdpp_gateway.hosted.shared_state import SharedRefusals, shared_store
 from pdpp_gateway.hosted.tokens import (
     BearerValidator,
     CachedValidator,
@@ -243,11 +243,11 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
         async with (
             RsClient(settings.upstream_url, observer=gateway.metrics.observe_upstream) as rs,
             aiohttp.ClientSession() as introspection,
-            redis_client(settings) as redis,
+            shared_store(settings) as store,
         ):
-            gateway.limits = limits = rate_limits(settings, redis)
+            gateway.limits = limits = rate_limits(settings, store)
             gateway.shared = (
-                None if redis is None else SharedRefusals(redis, settings.introspection_cache_seconds)
+                None if store is None else SharedRefusals(store, settings.introspection_cache_seconds)
             )
             gateway.rs = rs
             gateway.discovery = RsDiscovery(rs, introspection)

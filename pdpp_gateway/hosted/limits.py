@@ -10,8 +10,9 @@ Contract:
   callers together a global one (``--global-rate-limit``); ``0`` turns either off.
 - Without ``--redis-url`` the buckets live in each process. With it they live in Redis
   (``middleware.ratelimit_redis``), shared by every worker and replica; if Redis fails,
-  each process limits on its own, logs it once and says so in ``/readyz``'s detail
-  (``degraded``), and goes back to Redis when it answers again.
+  or is slow, each process limits on its own at once, logs it once and says so in
+  ``/readyz``'s detail (``degraded``), and goes back to Redis when it answers steadily
+  again (``shared_state.shared_store``).
 - A refused call is a 429 with ``Retry-After`` and a JSON-RPC error (``rate_limited``)
   whose message says when to try again; it is counted with outcome ``rate_limited``.
 """
@@ -21,13 +22,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from aiohttp import web
 
 from middleware.ratelimit import Decision, FailoverLimiter, Limiter, LocalLimiter, Rate, Stage, rate_limit
 from pdpp_gateway.caller import BearerFacts, TokenKind
 from pdpp_gateway.hosted.refusals import refusal
+from pdpp_gateway.hosted.shared_state import SharedStore
 from pdpp_gateway.settings import HostedSettings
 
 CALLER: Final = web.RequestKey("rate_limit_caller", str)
@@ -73,14 +75,14 @@ class RateLimits:
         return [rate_limit(self.limiter, lambda request: request.get(CALLER), refuse)]
 
 
-def rate_limits(settings: HostedSettings, redis: Any | None) -> RateLimits:
-    """The limits the settings ask for; shared through ``redis`` when there is a client."""
+def rate_limits(settings: HostedSettings, store: SharedStore | None) -> RateLimits:
+    """The limits the settings ask for; shared through Redis when there is a ``store``."""
     per_caller, ceiling = Rate(*settings.caller_rate), Rate(*settings.global_rate)
     if per_caller.unlimited and ceiling.unlimited:
         return RateLimits(None)
     local = LocalLimiter(per_caller, ceiling)
-    if redis is None:
+    if store is None:
         return RateLimits(local)
     from middleware.ratelimit_redis import RedisLimiter
 
-    return RateLimits(FailoverLimiter(RedisLimiter(redis, per_caller, ceiling), local))
+    return RateLimits(FailoverLimiter(RedisLimiter(store.client, per_caller, ceiling), local, store.guard))

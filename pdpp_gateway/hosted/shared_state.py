@@ -2,72 +2,89 @@
 
 Contract:
 
-- ``redis_client(settings)``: one asyncio Redis client for the app's life (short socket
-  timeouts, so a dead Redis costs a request at most about half a second once, then the
-  fallbacks take over), or ``None`` without ``--redis-url``.
+- ``shared_store(settings)``: one asyncio Redis client for the app's life with the
+  ``Guard`` every use of it goes through (``middleware.outage``): a call gets
+  ``REDIS_DEADLINE`` seconds; after the first miss (refused, failing or hung: a frozen
+  Redis answers nothing) every call skips Redis at once and serves from this process's
+  own state, while one background probe (``PING``) waits for it to answer steadily. One
+  log line when it goes, one when it is back, however it flaps. ``None`` without
+  ``--redis-url``.
 - ``SharedRefusals``: a token refused by one replica (inactive: revoked, expired, wrong
   audience...) is refused by every replica within the verdict cache bound. The replica
   that learns it writes ``<prefix>:<sha256 of the token>`` with the refusal's reason for
   that bound; every replica checks the key before trusting a cached active verdict.
   Only hashes reach Redis, never a token. If Redis fails, the replica keeps its own
   cache (the single-process bound: never a pass it would not have given alone), and
-  ``degraded`` says so until Redis answers again.
+  ``degraded`` says so until Redis answers steadily again.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Final
 
-from middleware.outage import Outage
+from middleware.outage import DependencyDown, Guard, Outage
 from pdpp_gateway.settings import HostedSettings
 
 _log = logging.getLogger(__name__)
 PREFIX: Final = "pdpp:refused"
 
 
+REDIS_DEADLINE: Final = 0.01  # a loopback or one-hop Redis answers in well under a millisecond
+
+
+@dataclass(frozen=True, slots=True)
+class SharedStore:
+    client: Any
+    guard: Guard
+
+
 @asynccontextmanager
-async def redis_client(settings: HostedSettings) -> AsyncIterator[Any]:
+async def shared_store(settings: HostedSettings) -> AsyncIterator[SharedStore | None]:
     if not settings.redis_url:
         yield None
         return
     import redis.asyncio as aioredis
 
     client = aioredis.from_url(settings.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5)
+    outage = Outage("shared Redis store", "rate limits and token verdicts are per process", _log)
+    guard = Guard(outage, client.ping, deadline=REDIS_DEADLINE)
+    with contextlib.suppress(Exception):  # connect before serving, so no call pays for it
+        await asyncio.wait_for(client.ping(), 1.0)
     try:
-        yield client
+        yield SharedStore(client, guard)
     finally:
+        await guard.aclose()
         await client.aclose()
 
 
 class SharedRefusals:
-    def __init__(self, client: Any, ttl: float, *, prefix: str = PREFIX) -> None:
-        self._client = client
+    def __init__(self, store: SharedStore, ttl: float, *, prefix: str = PREFIX) -> None:
+        self._client = store.client
+        self._guard = store.guard
         self._ttl_ms = max(1, int(ttl * 1000))
         self._prefix = prefix
-        self._outage = Outage("shared verdict store", "verdicts are per process", _log)
 
     @property
     def degraded(self) -> str | None:
         """Why the shared store is not in use (for /readyz), or ``None``."""
-        return self._outage.reason
+        return self._guard.reason
 
     async def refused(self, token_hash: str) -> str | None:
         """The reason another replica refused this token, if it did within the bound."""
         try:
-            reason = await self._client.get(f"{self._prefix}:{token_hash}")
-        except Exception as error:  # Redis down: keep the local cache, say so
-            self._outage.down(error)
+            reason = await self._guard.call(lambda: self._client.get(f"{self._prefix}:{token_hash}"))
+        except DependencyDown:  # keep the local cache; the guard says so once
             return None
-        self._outage.up()
         return reason.decode() if isinstance(reason, bytes) else reason
 
     async def publish(self, token_hash: str, reason: str) -> None:
-        try:
-            await self._client.set(f"{self._prefix}:{token_hash}", reason, px=self._ttl_ms)
-        except Exception as error:
-            self._outage.down(error)
-            return
-        self._outage.up()
+        with contextlib.suppress(DependencyDown):
+            await self._guard.call(
+                lambda: self._client.set(f"{self._prefix}:{token_hash}", reason, px=self._ttl_ms)
+            )

@@ -99,4 +99,37 @@ async def test_two_gateways_share_limits_and_refusals_and_survive_redis_dying(sa
                 assert await gateway.stop() == 0
             logs = "".join(quick.raw + slow.raw)
             assert token not in logs
-            assert "shared rate-limit store unavailable" in logs
+            assert "shared Redis store unavailable" in logs
+
+
+async def test_a_frozen_redis_is_skipped_after_one_call_and_said_once(sandbox: Any) -> None:
+    """A hung Redis (SIGSTOP) answers nothing: after the first call missed its deadline no call
+    waits for it (the old client waited out a 0.5 s socket timeout on every call), and the
+    outage is one log line down and one back once Redis answers steadily again."""
+    env = {"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET}
+    args = [*introspection_args(sandbox), "--rate-limit", "1000", "--rate-burst", "1000"]
+    with redis_server() as redis:
+        async with (
+            serve(*args, "--redis-url", redis.url, env=env) as gateway,
+            aiohttp.ClientSession() as http,
+        ):
+            url = await gateway.wait_listening()
+            token = sandbox.tokens["client_broad"]
+            assert (await post(http, url, token))[0] == 200
+            redis.freeze()
+            took = []
+            for _ in range(40):
+                started = asyncio.get_running_loop().time()
+                assert (await post(http, url, token))[0] == 200
+                took.append(asyncio.get_running_loop().time() - started)
+            async with http.get(url.replace("/mcp", "/readyz")) as response:
+                assert "per process" in (await response.json())["detail"]["rate_limits"]
+            redis.thaw()
+            await asyncio.sleep(3)  # the background probe: three answers in a row, 0.5 s apart
+            async with http.get(url.replace("/mcp", "/readyz")) as response:
+                assert (await response.json()).get("detail", {}).get("rate_limits") is None
+            assert await gateway.stop() == 0
+    assert max(took[1:]) < 0.4  # nothing waits for the hung Redis after the first miss
+    logs = "".join(gateway.raw)
+    assert logs.count("shared Redis store unavailable") == 1
+    assert logs.count("shared Redis store is back") == 1

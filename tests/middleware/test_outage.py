@@ -1,12 +1,14 @@
-"""``middleware.outage``: an outage is logged once when it starts and once when it ends."""
+"""``middleware.outage``: an outage is logged once when it starts and once when it ends, and a
+guarded dependency that hangs or flaps stays off the hot path until it answers steadily."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
 
-from middleware.outage import Outage
+from middleware.outage import DependencyDown, Guard, Outage
 
 
 def test_an_outage_is_said_once_and_its_end_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -25,3 +27,55 @@ def test_an_outage_is_said_once_and_its_end_once(caplog: pytest.LogCaptureFixtur
         "shared store is back",
     ]
     assert "secret" not in caplog.text  # only the error's type is ever said
+
+
+class Flaky:
+    """A dependency that fails, hangs or answers, as a test sets it."""
+
+    def __init__(self) -> None:
+        self.mode = "answer"
+        self.calls = 0
+
+    async def __call__(self) -> str:
+        self.calls += 1
+        if self.mode == "fail":
+            raise ConnectionRefusedError
+        if self.mode == "hang":
+            await asyncio.sleep(3600)
+        return "ok"
+
+
+async def test_a_hung_dependency_costs_one_call_its_deadline_then_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dependency = Flaky()
+    guard = Guard(
+        Outage("store", "alone", logging.getLogger("test.guard")),
+        dependency,
+        deadline=0.02,
+        probe_every=0.02,
+        steady=3,
+    )
+    caplog.set_level(logging.WARNING, "test.guard")
+    assert await guard.call(dependency) == "ok"
+    dependency.mode = "hang"
+    with pytest.raises(DependencyDown):
+        await guard.call(dependency)
+    used = dependency.calls
+    for _ in range(50):  # skipped at once: the dependency is not touched
+        with pytest.raises(DependencyDown):
+            await guard.call(dependency)
+    assert dependency.calls <= used + 3  # only the background probe reached it meanwhile
+    for mode in ("fail", "answer", "fail", "answer"):  # flapping: one line down, one line back
+        dependency.mode = mode
+        await asyncio.sleep(0.05)
+    deadline = asyncio.get_running_loop().time() + 5
+    while guard.reason is not None and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    assert guard.reason is None
+    assert await guard.call(dependency) == "ok"
+    assert [r.getMessage() for r in caplog.records] == [
+        "store unavailable (TimeoutError); alone",
+        "store is back",
+    ]
+    await guard.aclose()

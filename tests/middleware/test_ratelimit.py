@@ -4,6 +4,7 @@ the failover between them, and the aiohttp stage."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest_asyncio
 import redis.asyncio as aioredis
 from aiohttp import web
 
+from middleware.outage import Guard, Outage
 from middleware.ratelimit import Decision, FailoverLimiter, LocalLimiter, Rate, rate_limit
 from middleware.ratelimit_redis import RedisLimiter
 from tests.redis_server import RedisServer, redis_server
@@ -46,6 +48,10 @@ async def test_the_global_ceiling_holds_across_callers() -> None:
     assert allowed == [True] * 5 + [False] * 3
 
 
+async def _never() -> None:
+    raise ConnectionError("store down")
+
+
 class Broken:
     async def take(self, caller: str) -> Decision:
         raise ConnectionError("store down")
@@ -55,7 +61,8 @@ async def test_a_failed_store_falls_back_to_local_limits_and_says_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock = Clock()
-    limiter = FailoverLimiter(Broken(), LocalLimiter(Rate(1, 2), UNLIMITED, clock=clock), clock=clock)
+    guard = Guard(Outage("shared rate-limit store", "limiting per process", logging.getLogger("t")), _never)
+    limiter = FailoverLimiter(Broken(), LocalLimiter(Rate(1, 2), UNLIMITED, clock=clock), guard)
     decisions = [await limiter.take("a") for _ in range(3)]
     assert [d.allowed for d in decisions] == [True, True, False]  # still limited: never fails open
     assert {d.backend for d in decisions} == {"local"}
@@ -86,8 +93,9 @@ async def test_two_replicas_share_one_bucket_in_redis(redis: tuple[RedisServer, 
 
 async def test_redis_going_away_keeps_limits_per_process(redis: tuple[RedisServer, Any]) -> None:
     server, client = redis
+    guard = Guard(Outage("shared store", "limiting per process", logging.getLogger("t")), client.ping)
     limiter = FailoverLimiter(
-        RedisLimiter(client, Rate(1, 3), UNLIMITED, prefix="t2"), LocalLimiter(Rate(1, 3), UNLIMITED)
+        RedisLimiter(client, Rate(1, 3), UNLIMITED, prefix="t2"), LocalLimiter(Rate(1, 3), UNLIMITED), guard
     )
     assert (await limiter.take("g")).backend == "shared"
     server.kill()
