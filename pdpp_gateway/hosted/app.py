@@ -77,6 +77,7 @@ from pdpp_gateway.hosted.transport import (
     method_not_allowed,
 )
 from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.rs.resilience import Breakers
 from pdpp_gateway.server import build_server
 from pdpp_gateway.settings import HostedSettings
 from pdpp_gateway.tools.pipeline import build_pipeline
@@ -241,7 +242,13 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         async with (
-            RsClient(settings.upstream_url, observer=gateway.metrics.observe_upstream) as rs,
+            RsClient(
+                settings.upstream_url,
+                observer=gateway.metrics.observe_upstream,
+                breakers=Breakers(
+                    observer=gateway.metrics.observe_circuit, on_held=gateway.metrics.count_held
+                ),
+            ) as rs,
             aiohttp.ClientSession() as introspection,
             shared_store(settings) as store,
         ):

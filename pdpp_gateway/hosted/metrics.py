@@ -20,40 +20,19 @@ code of our own with none of its users.
 from __future__ import annotations
 
 import os
-import re
-from functools import lru_cache
 from typing import Any, Final
 
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 
+from pdpp_gateway.rs.resilience import CircuitState
+from pdpp_gateway.rs.routes import route_class
 from pdpp_gateway.tools.specs import TOOL_NAMES
 
 LATENCY_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-_ROUTES: Final = (
-    (re.compile(r"^/v1/schema$"), "schema"),
-    (re.compile(r"^/v1/streams$"), "streams"),
-    (re.compile(r"^/v1/connectors$"), "connectors"),
-    (re.compile(r"^/v1/streams/[^/]+$"), "stream"),
-    (re.compile(r"^/v1/streams/[^/]+/records$"), "records"),
-    (re.compile(r"^/v1/streams/[^/]+/records/[^/]+$"), "record"),
-    (re.compile(r"^/v1/streams/[^/]+/records/[^/]+/field-window$"), "field_window"),
-    (re.compile(r"^/v1/streams/[^/]+/aggregate$"), "aggregate"),
-    (re.compile(r"^/v1/search(/semantic|/hybrid)?$"), "search"),
-    (re.compile(r"^/v1/blobs/[^/]+$"), "blob"),
-)
+upstream_route = route_class  # a bounded label for an RS path (``rs.routes``)
 
 __all__ = ["CONTENT_TYPE", "Metrics", "upstream_route"]
-
-
-@lru_cache(maxsize=1024)  # bounded: paths carry stream names and record ids
-def upstream_route(path: str) -> str:
-    """A bounded label for an RS path (ids and stream names removed)."""
-    plain = path.split("?", 1)[0]
-    for pattern, label in _ROUTES:
-        if pattern.match(plain):
-            return label
-    return "other"
 
 
 def tool_label(name: object) -> str:
@@ -102,6 +81,20 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.circuit = Gauge(
+            "pdpp_gateway_upstream_circuit",
+            "1 for the state each route class's circuit breaker is in (closed, open, half_open), else 0.",
+            ["route", "state"],
+            registry=self.registry,
+            multiprocess_mode="max",
+        )
+        self.held = Counter(
+            "pdpp_gateway_upstream_held",
+            "RS reads the circuit breaker held back (failed fast, nothing sent), by coarse route.",
+            ["route"],
+            registry=self.registry,
+        )
+
         self.servers = Gauge(
             "pdpp_gateway_mcp_servers",
             "MCP servers held, one per public origin served (bounded).",
@@ -133,6 +126,13 @@ class Metrics:
         self._child(self.upstream_latency, route, label).observe(seconds)
         if status is None or status >= 400:
             self._child(self.upstream_errors, route, str(status) if status is not None else "no_answer").inc()
+
+    def observe_circuit(self, route: str, state: CircuitState) -> None:
+        for each in CircuitState:
+            self.circuit.labels(route, each.value).set(1 if each is state else 0)
+
+    def count_held(self, route: str) -> None:
+        self._child(self.held, route).inc()
 
     def observe_token_cache(self, hit: bool) -> None:
         self._child(self.token_cache, "hit" if hit else "miss").inc()

@@ -17,8 +17,9 @@ Contract:
   ``request_too_large`` refusal below, a caller mistake caught before sending, is a
   ``ToolError`` already.
 - Retries draw on a ``RetryBudget`` (at most about one retry per five requests in an
-  outage), and a ``CircuitBreaker`` fails calls fast after repeated upstream failures
-  (``rs.resilience``); both are per client, that is per upstream.
+  outage), per client, that is per upstream; a circuit breaker per route class
+  (``Breakers``: searches apart from record reads) fails calls of that class fast while
+  most of them fail (``rs.resilience``).
 - A base URL path prefix (``https://host/rs``) is kept: paths are appended to it.
   ``rs_path`` percent-encodes each segment (``/`` inside a segment becomes ``%2F``).
 - JSON bodies are read with a size cap and must be objects nested at most
@@ -61,7 +62,8 @@ from pdpp_gateway.rs.errors import (
     RsUnavailableError,
     TimeoutPhase,
 )
-from pdpp_gateway.rs.resilience import CircuitBreaker, CircuitOpen, RetryBudget
+from pdpp_gateway.rs.resilience import Breakers, CircuitOpen, RetryBudget
+from pdpp_gateway.rs.routes import route_class
 
 _log = logging.getLogger(__name__)
 
@@ -174,13 +176,13 @@ class RsClient:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         user_agent: str = f"pdpp-gateway/{__version__}",
         observer: Observer | None = None,
-        breaker: CircuitBreaker | None = None,
+        breakers: Breakers | None = None,
         budget: RetryBudget | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._timeouts = timeouts or RsTimeouts()
         self._retry = retry or RetryPolicy()
-        self.breaker = breaker or CircuitBreaker()
+        self.breakers = breakers or Breakers()
         self.budget = budget or RetryBudget()
         self._max_body_bytes = max_body_bytes
         self._user_agent = user_agent
@@ -223,13 +225,18 @@ class RsClient:
         self._check_size(path, query)
         started = time.perf_counter()
         answered: int | None = None
+        sent = True
         try:
             async with self._request(path, query, token, "application/json", headers) as response:
                 status = answered = response.status
                 request_id = response.headers.get("Request-Id")
                 raw = await self._read_capped(response, self._max_body_bytes)
+        except RsUnavailableError as error:
+            sent = error.retry_after is None  # held back by the breaker: nothing was sent
+            raise
         finally:
-            self._observe(path, answered, started)
+            if sent:
+                self._observe(path, answered, started)
         if 300 <= status < 400:
             raise RsProtocolError(_REDIRECTED)
         if status >= 400 or status < 200:
@@ -250,6 +257,7 @@ class RsClient:
         self._check_size(path, query)
         started = time.perf_counter()
         status: int | None = None
+        sent = True
         try:
             blob = await self._read_blob(path, query, token, max_bytes)
             status = 200
@@ -257,8 +265,12 @@ class RsClient:
         except RsStatusError as error:
             status = error.status
             raise
+        except RsUnavailableError as error:
+            sent = error.retry_after is None  # held back by the breaker: nothing was sent
+            raise
         finally:
-            self._observe(path, status, started)
+            if sent:
+                self._observe(path, status, started)
 
     def _observe(self, path: str, status: int | None, started: float) -> None:
         elapsed = time.perf_counter() - started
@@ -308,6 +320,7 @@ class RsClient:
             raise RuntimeError("RsClient.start() was not called")
         return _Exchange(
             self,
+            route_class(path),
             self._client,
             self.base_url + path,
             list(query),
@@ -338,6 +351,7 @@ class _Exchange:
     def __init__(
         self,
         owner: RsClient,
+        scope: str,
         client: RetryClient,
         url: str,
         query: list[tuple[str, str]],
@@ -345,6 +359,8 @@ class _Exchange:
         token: str,
     ) -> None:
         self._owner = owner
+        self._scope = scope
+        self._breaker = owner.breakers.for_scope(scope)
         self._client = client
         self._token = token
         self._url = url
@@ -354,12 +370,14 @@ class _Exchange:
         self._response: aiohttp.ClientResponse | None = None
 
     async def __aenter__(self) -> aiohttp.ClientResponse:
-        breaker = self._owner.breaker
+        breaker = self._breaker
         try:
             breaker.admit()
         except CircuitOpen as held:
+            self._owner.breakers.count_held(self._scope)
             raise RsUnavailableError(
-                f"it failed {held.failures} times in a row, so the gateway is holding calls back",
+                f"{held.failed} of its last {held.calls} answers to such calls failed, so the gateway is "
+                "holding them back",
                 retry_after=held.retry_after,
             ) from None
         try:
@@ -407,7 +425,7 @@ class _Exchange:
     ) -> None:
         if self._response is not None:
             self._response.release()
-        breaker = self._owner.breaker
+        breaker = self._breaker
         if isinstance(exc, TimeoutError):
             breaker.failed()
             raise _timeout_error(exc, self._timeouts) from None

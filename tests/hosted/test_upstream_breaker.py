@@ -42,3 +42,12 @@ async def test_a_dead_rs_trips_the_breaker_and_calls_fail_fast(sandbox: Any) -> 
             text = body["result"]["content"][0]["text"]
             assert text.startswith("Error upstream_unavailable")
             assert f"Retry in {wait} s" in text
+            async with http.get(url.replace("/mcp", "/metrics")) as response:
+                metrics = await response.text()
+            assert 'pdpp_gateway_upstream_circuit{route="records",state="open"} 1.0' in metrics
+            assert 'pdpp_gateway_upstream_held_total{route="records"} 1.0' in metrics
+            board.fault = None
+            healthy = {**CALL, "params": {"name": "schema", "arguments": {}}}
+            async with http.post(url, json=healthy, headers=headers) as response:
+                body = await response.json()
+            assert not body["result"].get("isError")  # another route class is not held back

@@ -69,9 +69,7 @@ async def test_a_hung_dependency_costs_one_call_its_deadline_then_nothing(
     for mode in ("fail", "answer", "fail", "answer"):  # flapping: one line down, one line back
         dependency.mode = mode
         await asyncio.sleep(0.05)
-    deadline = asyncio.get_running_loop().time() + 5
-    while guard.reason is not None and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.5)  # three probes 0.02 s apart, with room for a loaded machine
     assert guard.reason is None
     assert await guard.call(dependency) == "ok"
     assert [r.getMessage() for r in caplog.records] == [

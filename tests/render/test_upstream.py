@@ -90,7 +90,7 @@ def test_an_rs_status_keeps_its_envelope_whole_with_status_and_request_id() -> N
 @pytest.mark.parametrize("wait", [0.2, 1.0, 7.01])
 def test_a_held_back_call_says_when_in_whole_seconds(wait: float) -> None:
     error = RsUnavailableError(
-        "it failed 5 times in a row, so the gateway is holding calls back", retry_after=wait
+        "5 of its last 5 answers to such calls failed, so the gateway is holding them back", retry_after=wait
     )
     converted = tool_error(error)
     seconds = math.ceil(wait)

@@ -4,6 +4,7 @@ client against a real HTTP upstream that fails on purpose."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,9 +12,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from pdpp_gateway.render.upstream import tool_error
-from pdpp_gateway.rs.client import RetryPolicy, RsClient
-from pdpp_gateway.rs.errors import RsUnavailableError
-from pdpp_gateway.rs.resilience import CircuitBreaker, CircuitOpen, CircuitState, RetryBudget
+from pdpp_gateway.rs.client import RetryPolicy, RsClient, RsTimeouts
+from pdpp_gateway.rs.errors import RsTimeoutError, RsUnavailableError
+from pdpp_gateway.rs.resilience import Breakers, CircuitBreaker, CircuitOpen, CircuitState, RetryBudget
 
 TOKEN = "tok_secret_do_not_leak"
 FAST = RetryPolicy(attempts=3, start_delay=0.01, max_delay=0.02)
@@ -47,34 +48,88 @@ def test_unused_retries_are_given_back_and_time_refills() -> None:
     assert budget.reserve(4) == 3
 
 
-def test_the_breaker_opens_after_the_threshold_then_probes_once() -> None:
+def test_the_breaker_opens_on_a_failure_rate_then_lets_a_few_probes_through() -> None:
     clock = Clock()
-    breaker = CircuitBreaker(threshold=3, cool_down=10, clock=clock)
-    for _ in range(2):
+    changes: list[tuple[CircuitState, str]] = []
+    breaker = CircuitBreaker(
+        window=10,
+        min_calls=4,
+        failure_rate=0.75,
+        cool_down=5,
+        probes=2,
+        clock=clock,
+        on_change=_note(changes),
+    )
+    for _ in range(3):  # too few calls to judge, however they ended
         breaker.admit()
         breaker.failed()
     breaker.admit()
-    breaker.succeeded()  # a success resets the count
-    for _ in range(3):
-        breaker.admit()
-        breaker.failed()
-    assert breaker.state is CircuitState.OPEN
+    breaker.succeeded()
+    assert breaker.state is CircuitState.CLOSED  # 3 of 4 failed: 0.75, not yet
+    breaker.admit()
+    breaker.failed()
+    assert breaker.state is CircuitState.OPEN  # 4 of 5 failed
     with pytest.raises(CircuitOpen) as held:
         breaker.admit()
-    assert held.value.retry_after == pytest.approx(10)
-    clock.now += 10
-    breaker.admit()  # the one half-open probe
+    assert held.value.retry_after == pytest.approx(5)
+    assert (held.value.failed, held.value.calls) == (4, 5)
+    clock.now += 5
+    breaker.admit()
+    breaker.admit()  # two probes at once
     with pytest.raises(CircuitOpen):
-        breaker.admit()  # everyone else waits for it
-    breaker.failed()  # the probe failed: open again for a whole cool-down
+        breaker.admit()  # everyone else waits for them
+    breaker.failed()  # a probe failed: open again for a whole cool-down
     with pytest.raises(CircuitOpen) as again:
         breaker.admit()
-    assert again.value.retry_after == pytest.approx(10)
-    clock.now += 10
+    assert again.value.retry_after == pytest.approx(5)
+    breaker.released()  # the other probe was cancelled
+    clock.now += 5
     breaker.admit()
     breaker.succeeded()
     assert breaker.state is CircuitState.CLOSED
+    assert [state for state, _ in changes] == [
+        CircuitState.OPEN,
+        CircuitState.HALF_OPEN,
+        CircuitState.OPEN,
+        CircuitState.HALF_OPEN,
+        CircuitState.CLOSED,
+    ]
+    assert "4 of 5 calls failed" in changes[0][1]
+
+
+def test_an_rs_that_answers_half_the_calls_is_never_held_back() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker(clock=clock)
+    answered = 0
+    for n in range(400):  # healthy half of each second, as a flapping RS is
+        clock.now += 0.01
+        breaker.admit()
+        if (n // 50) % 2:
+            breaker.failed()
+        else:
+            breaker.succeeded()
+            answered += 1
+    assert breaker.state is CircuitState.CLOSED
+    assert answered == 200
+
+
+def test_old_failures_leave_the_window() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker(window=10, min_calls=5, failure_rate=0.8, clock=clock)
+    for _ in range(4):
+        breaker.admit()
+        breaker.failed()
+    clock.now += 11
+    for _ in range(4):
+        breaker.admit()
+        breaker.succeeded()
     breaker.admit()
+    breaker.failed()
+    assert breaker.state is CircuitState.CLOSED  # 1 of 5 in the window, not 5 of 9
+
+
+def _note(changes: list[tuple[CircuitState, str]]) -> Callable[[CircuitState, str], None]:
+    return lambda state, why: changes.append((state, why))
 
 
 class Flaky:
@@ -101,8 +156,8 @@ async def flaky(aiohttp_server: Any) -> tuple[Flaky, TestServer]:
 
 async def test_a_dead_upstream_is_held_back_then_probed_back_to_health(flaky: Any) -> None:
     upstream, server = flaky
-    breaker = CircuitBreaker(threshold=3, cool_down=0.3)
-    async with RsClient(str(server.make_url("")), retry=FAST, breaker=breaker) as rs:
+    breakers = Breakers(min_calls=3, cool_down=0.3)
+    async with RsClient(str(server.make_url("")), retry=FAST, breakers=breakers) as rs:
         for _ in range(3):
             with pytest.raises(RsUnavailableError):
                 await rs.get_json("/v1/schema", token=TOKEN)
@@ -111,22 +166,54 @@ async def test_a_dead_upstream_is_held_back_then_probed_back_to_health(flaky: An
             await rs.get_json("/v1/schema", token=TOKEN)
         assert upstream.sends == sent  # failed fast: nothing sent
         assert 0 < held.value.retry_after <= 0.3
-        assert "holding calls back" in held.value.reason
+        assert "3 of its last 3 answers to such calls failed" in held.value.reason
         assert tool_error(held.value).envelope["retry_after_seconds"] == 1  # whole seconds, rounded up
         upstream.healthy = True
         await asyncio.sleep(0.35)
         response = await rs.get_json("/v1/schema", token=TOKEN)  # the half-open probe
         assert response.body == {"object": "schema"}
-        assert breaker.state is CircuitState.CLOSED
+        assert breakers.states() == {"schema": CircuitState.CLOSED}
 
 
 async def test_retries_in_an_outage_stay_within_the_budget(flaky: Any) -> None:
     upstream, server = flaky
     budget = RetryBudget(ratio=0.2, capacity=4, refill_per_second=0)
-    breaker = CircuitBreaker(threshold=10_000)  # measure the budget alone
-    async with RsClient(str(server.make_url("")), retry=FAST, budget=budget, breaker=breaker) as rs:
+    breakers = Breakers(min_calls=10_000)  # measure the budget alone
+    async with RsClient(str(server.make_url("")), retry=FAST, budget=budget, breakers=breakers) as rs:
         for _ in range(50):
             with pytest.raises(RsUnavailableError):
                 await rs.get_json("/v1/schema", token=TOKEN)
     retries = upstream.sends - 50
     assert 4 <= retries <= 4 + 0.2 * 50  # without the budget: 100 retries
+
+
+async def test_failing_searches_hold_back_searches_only(
+    aiohttp_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One kind of call failing (searches that time out) never holds another caller's record reads."""
+
+    async def search(request: web.Request) -> web.Response:
+        await asyncio.sleep(5)
+        return web.json_response({})
+
+    async def records(request: web.Request) -> web.Response:
+        return web.json_response({"data": []})
+
+    app = web.Application()
+    app.router.add_get("/v1/search", search)
+    app.router.add_get("/v1/streams/{stream}/records", records)
+    server = await aiohttp_server(app, host="127.0.0.1")
+    states: list[tuple[str, CircuitState]] = []
+    breakers = Breakers(observer=lambda scope, state: states.append((scope, state)))
+    timeouts = RsTimeouts(connect=1, read=0.05, total=0.1)
+    async with RsClient(str(server.make_url("")), retry=FAST, breakers=breakers, timeouts=timeouts) as rs:
+        for _ in range(6):
+            with pytest.raises((RsTimeoutError, RsUnavailableError)):
+                await rs.get_json("/v1/search", [("q", "x")], token="grant_a")
+        with pytest.raises(RsUnavailableError) as held:
+            await rs.get_json("/v1/search", [("q", "x")], token="grant_a")
+        assert held.value.retry_after is not None
+        answer = await rs.get_json("/v1/streams/messages/records", token="grant_b")
+    assert answer.body == {"data": []}
+    assert states == [("search", CircuitState.OPEN)]
+    assert "circuit for search calls to the RS: open" in caplog.text
