@@ -63,11 +63,18 @@ def _set_event() -> asyncio.Event:
 
 @dataclass
 class Drain:
-    """Shutdown state shared by the app and its serve loop."""
+    """Shutdown state shared by the app and its serve loop.
+
+    ``answer_by`` (loop time) is set when the serve loop starts draining: every call in
+    flight then, and every call that arrives after, must be answered by it (``bounded``):
+    ``McpEndpoint`` answers one that is still running with a JSON-RPC error saying the
+    server is restarting, so no connection is closed on a call without an answer."""
 
     draining: bool = False
     in_flight: int = 0
     idle: asyncio.Event = field(default_factory=_set_event)  # set while nothing is in flight
+    answer_by: float | None = None
+    _bounds: set[asyncio.Timeout] = field(default_factory=set)
 
     def enter(self) -> None:
         self.in_flight += 1
@@ -77,6 +84,22 @@ class Drain:
         self.in_flight -= 1
         if self.in_flight <= 0:
             self.idle.set()
+
+    def bound(self) -> asyncio.Timeout:
+        """A deadline for one call: none while serving, ``answer_by`` once draining."""
+        timeout = asyncio.timeout_at(self.answer_by)
+        self._bounds.add(timeout)
+        return timeout
+
+    def unbound(self, timeout: asyncio.Timeout) -> None:
+        self._bounds.discard(timeout)
+
+    def answer_everything_by(self, when: float) -> None:
+        """Start draining: every call in flight must be answered by ``when`` (loop time)."""
+        self.draining = True
+        self.answer_by = when
+        for timeout in self._bounds:
+            timeout.reschedule(when)
 
 
 DRAIN: Final = web.AppKey("drain", Drain)

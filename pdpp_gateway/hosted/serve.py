@@ -15,8 +15,11 @@ Contract:
   directory.
 - Shutdown (each worker): ``/readyz`` turns 503 at once; the listener stays open while
   requests are in flight (at most half of ``shutdown_grace_seconds``, so a load
-  balancer probing readiness sees the 503 and stops routing), then it closes, requests
-  still running get the rest of the grace, and upstream clients close. Each worker logs
+  balancer probing readiness sees the 503 and stops routing), then it closes. Every call
+  in flight, or arriving meanwhile, is answered by 60% of the grace: a call
+  still running then is stopped and answered with a JSON-RPC error (503
+  ``server_restarting``, ``Retry-After``), never a closed connection; then upstream
+  clients close and the process exits within the grace. Each worker logs
   one ``listening`` line with the bound URL, its pid, its event loop and the settings
   file read (``config_file``, null when none). With no settings file read, a
   ``config/gateway.toml`` in the working directory is named in one warning: it is not
@@ -85,6 +88,9 @@ def bind_socket(host: str, port: int, *, reuse_port: bool = False, listen: bool 
     return sock
 
 
+ANSWER_BY_SHARE: Final = 0.6  # of the shutdown grace: every call in flight is answered by then
+
+
 async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     from pdpp_gateway.hosted.app import create_app
     from pdpp_gateway.hosted.http_server import GatewayRunner
@@ -127,7 +133,8 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
         loop.remove_signal_handler(signal.SIGTERM)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         drain = app[DRAIN]
-        drain.draining = True
+        grace = settings.shutdown_grace_seconds
+        drain.answer_everything_by(loop.time() + grace * ANSWER_BY_SHARE)
         _log.info(
             "draining: /readyz answers 503; %d request(s) in flight (grace %.0f s)",
             drain.in_flight,

@@ -103,6 +103,7 @@ from middleware.http import shape_checks
 from pdpp_gateway.hosted.fast_call import FastToolCall, PlainCall
 from pdpp_gateway.hosted.http_server import END_CONNECTION
 from pdpp_gateway.hosted.metrics import tool_label
+from pdpp_gateway.hosted.ops import DRAIN
 from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.server import RETRY_AFTER_META
 
@@ -170,6 +171,8 @@ class Inbound:
 
 
 INBOUND: Final = web.RequestKey("mcp_inbound", Inbound)
+SERVER_RESTARTING: Final = -32003  # JSON-RPC server-defined range: the server stopped the call
+RESTART_RETRY_SECONDS: Final = 2
 MCP_LABELS: Final = web.RequestKey("mcp_labels", tuple[str, str])  # (method, tool) metric labels
 MCP_OUTCOME: Final = web.RequestKey("mcp_outcome", str)
 
@@ -318,6 +321,31 @@ class McpEndpoint:
         message = inbound.message
         if message is None:
             return web.Response(status=202)
+        drain = request.app.get(DRAIN)
+        if drain is None:
+            return await self._answer(request, inbound, message)
+        bound = drain.bound()
+        try:
+            async with bound:
+                return await self._answer(request, inbound, message)
+        except TimeoutError:
+            if not bound.expired():
+                raise
+            request[MCP_OUTCOME] = "unavailable"
+            return refusal(
+                503,
+                "server_restarting",
+                f"The gateway is restarting and stopped this call before it finished. Retry in "
+                f"{RESTART_RETRY_SECONDS} s: another instance answers it.",
+                rpc_code=SERVER_RESTARTING,
+                request_id=message.id,
+                headers={"Retry-After": str(RESTART_RETRY_SECONDS)},
+                retry_after_seconds=RESTART_RETRY_SECONDS,
+            )
+        finally:
+            drain.unbound(bound)
+
+    async def _answer(self, request: web.Request, inbound: Inbound, message: Request) -> web.StreamResponse:
         header = request.headers.get(VERSION_HEADER)
         version = inbound.modern_version or header or DEFAULT_NEGOTIATED_VERSION
         call = None if self._fast is None else self._fast.match(inbound.decoded, version)

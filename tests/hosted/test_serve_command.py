@@ -413,3 +413,27 @@ async def test_readyz_turns_503_while_draining() -> None:
             assert response.status == 200
             assert "finished after the signal" in json.dumps(await response.json())
         assert await gateway.stop(already_signalled=True) == 0
+
+
+async def test_a_call_still_running_at_the_end_of_the_grace_gets_an_answer() -> None:
+    """The RS never answers: within the 2 s grace the call gets a JSON-RPC error saying the
+    server is restarting (with Retry-After), not a closed connection, and the process exits
+    within the grace."""
+    async with slow_rs() as rs, serve("--provider-url", rs.url, "--shutdown-grace-seconds", "2") as gateway:
+        url = await gateway.wait_listening()
+        async with aiohttp.ClientSession() as http:
+            in_flight = asyncio.create_task(http.post(url, json=QUERY_CALL, headers=ANY_CLIENT))
+            await asyncio.wait_for(rs.started.wait(), timeout=30)
+            started = asyncio.get_running_loop().time()
+            stopping = asyncio.create_task(gateway.stop())
+            response = await in_flight
+            body = await response.json()
+            code = await stopping
+            took = asyncio.get_running_loop().time() - started
+    assert response.status == 503
+    assert response.headers["Retry-After"] == "2"
+    assert body["id"] == QUERY_CALL["id"]
+    assert body["error"]["data"]["code"] == "server_restarting"
+    assert "restarting" in body["error"]["message"]
+    assert code == 0
+    assert took < 2.0, took
