@@ -8,7 +8,10 @@ middleware`` does not load aiohttp).
 
 Contract:
 
-- ``bearer_check(authenticate, refuse, key, rejection=R)``: hands the ``Authorization``
+- ``bearer_check(authenticate, refuse, key, rejection=R, duplicate=r)``: a request that
+  sends the ``Authorization`` header more than once names two credentials, which is
+  ambiguous: it is answered with ``refuse(request, duplicate)`` and ``authenticate`` never
+  sees either. Otherwise it hands the ``Authorization``
   header (``None`` when absent) to ``authenticate``, an async function answering either
   the accepted caller (stored under ``key`` for the stages and handler below) or a
   value of type ``R`` (answered with ``refuse(request, rejection)``; the handler never
@@ -57,12 +60,16 @@ def bearer_check(
     key: web.RequestKey[A],
     *,
     rejection: type[R],
+    duplicate: R,
 ) -> Stage:
     """A stage admitting only callers ``authenticate`` accepts (see the module contract)."""
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        verdict = await authenticate(request.headers.get("Authorization"))
+        headers = request.headers
+        if len(headers.getall("Authorization", ())) > 1:
+            return refuse(request, duplicate)
+        verdict = await authenticate(headers.get("Authorization"))
         if isinstance(verdict, rejection):
             return refuse(request, verdict)
         request[key] = cast(A, verdict)  # not a rejection, so the accepted caller

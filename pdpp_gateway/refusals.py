@@ -77,6 +77,14 @@ REFUSALS: Final[Mapping[str, Refusal]] = {
     "invalid_token": _unauthenticated(
         "The bearer token is malformed (RFC 6750 allows only letters, digits and -._~+/ followed by =)."
     ),
+    "duplicate_credentials": Refusal(
+        "invalid_request_error",
+        400,
+        ExitCode.USAGE,
+        "The request names more than one credential (the Authorization header appears more than once), "
+        "so which one speaks for the caller is ambiguous.",
+        "Send exactly one Authorization: Bearer header.",
+    ),
     # The authorization server or RS says the bearer is not active.
     "grant_revoked": _unauthenticated("The grant behind this token was revoked.", _REAPPROVE),
     "grant_expired": _unauthenticated("The grant behind this token has expired.", _REAPPROVE),

@@ -6,6 +6,7 @@ Contract (an aiohttp middleware over the ``/mcp`` handler: the generic
 then ``caller.authenticate``); ``refuse`` renders every refusal from the one table
 (``refusals.rejected``):
 
+- the header sent twice → 400 ``duplicate_credentials`` (two credentials: ambiguous);
 - the header alone: no ``Authorization: Bearer <token>`` (scheme case-insensitive) →
   ``missing_token``; a token outside RFC 6750's ``b64token`` characters (for instance
   non-ASCII or non-UTF-8 bytes) → ``invalid_token``, without any call;
@@ -76,7 +77,13 @@ class BearerCheck:
     policy: OriginPolicy
 
     def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-        admit = bearer_check(self.authenticate, self.refuse, _ADMISSION, rejection=Rejection)
+        admit = bearer_check(
+            self.authenticate,
+            self.refuse,
+            _ADMISSION,
+            rejection=Rejection,
+            duplicate=Rejection("duplicate_credentials"),
+        )
 
         async def seat(request: web.Request, handler: Handler) -> web.StreamResponse:
             admission = request[_ADMISSION]

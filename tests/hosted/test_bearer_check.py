@@ -247,3 +247,22 @@ async def test_refusals_are_counted_with_their_outcome(shared_sandbox: Any) -> N
                 metrics = await response.text()
     # bearer refusals come before the body is read, so none of the four has a method label
     assert 'pdpp_gateway_mcp_requests_total{method="unparsed",outcome="refused",tool=""} 4.0' in metrics
+
+
+async def test_two_authorization_headers_are_a_400_and_neither_is_checked(sandbox: Any) -> None:
+    async with start_gateway(sandbox_settings(sandbox.url, introspection=True), public_self=True) as url:
+        sandbox.reset_calls()
+        headers = [
+            *HEADERS.items(),
+            ("Authorization", f"Bearer {sandbox.tokens['client_narrow']}"),
+            ("Authorization", f"Bearer {sandbox.tokens['client_broad']}"),
+        ]
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(url, json=LIST_TOOLS, headers=headers) as response,
+        ):
+            status, body = response.status, await response.json(content_type=None)
+        assert status == 400
+        assert body["error"]["data"]["code"] == "duplicate_credentials"
+        assert "exactly one Authorization" in body["error"]["message"]
+        assert sandbox.calls == []

@@ -169,7 +169,13 @@ def build_app(
     app = web.Application(
         middlewares=[
             shape_checks(refused, max_body_bytes=max_body_bytes),
-            bearer_check(authenticate, refuse_key, ACCOUNT, rejection=Refusal),
+            bearer_check(
+                authenticate,
+                refuse_key,
+                ACCOUNT,
+                rejection=Refusal,
+                duplicate=Refusal(400, "two_keys", "Send one Authorization header."),
+            ),
             refuse_token_kinds(lambda account: account.kind, {"admin"}, refuse_kind, ACCOUNT),
             rate_limit(limiter, lambda request: request[ACCOUNT].name, refuse_rate),
         ],

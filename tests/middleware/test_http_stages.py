@@ -39,11 +39,14 @@ async def test_the_bearer_stage_hands_the_header_to_authenticate_and_seats_the_a
     def refuse(request: web.Request, rejection: ValueError) -> web.Response:
         return web.json_response({"refused": str(rejection)}, status=401)
 
-    client = await serve(aiohttp_client, bearer_check(authenticate, refuse, WHO, rejection=ValueError))
+    stage = bearer_check(authenticate, refuse, WHO, rejection=ValueError, duplicate=ValueError("two"))
+    client = await serve(aiohttp_client, stage)
     assert await (await client.get("/", headers={"Authorization": "Key good"})).json() == {"who": "ada"}
     refused = await client.get("/", headers={"Authorization": "Key bad"})
     assert (refused.status, await refused.json()) == (401, {"refused": "no"})
     assert (await client.get("/")).status == 401
+    twice = await client.get("/", headers=[("Authorization", "Key good"), ("Authorization", "Key bad")])
+    assert await twice.json() == {"refused": "two"}  # two credentials: neither is looked at
     assert seen == ["Key good", "Key bad", None]
 
 
