@@ -201,6 +201,14 @@ def refuse(line: str) -> tuple[JSONRPCError, str] | None:
     try:
         message = _object(line)
     except ValueError:
+        readable = _lenient_id(line)
+        if readable is not None:  # JSON, but with a lone surrogate escape the SDK's parser refuses
+            return _error(
+                readable,
+                PARSE_ERROR,
+                "Parse error: the line holds an unpaired UTF-16 surrogate escape (such as \\ud800), which "
+                "is not valid Unicode. Send each character as UTF-8 or as a surrogate pair.",
+            ), "holds an unpaired surrogate escape"
         return _error(
             None, PARSE_ERROR, "Parse error: the line is not JSON. Send one JSON-RPC message per line."
         ), ("is not JSON")
@@ -230,6 +238,17 @@ def refuse(line: str) -> tuple[JSONRPCError, str] | None:
         'Invalid Request: a JSON-RPC message needs "jsonrpc": "2.0", a string "method" and, for a '
         'request, an integer or string "id".',
     ), "is not a valid JSON-RPC message"
+
+
+def _lenient_id(line: str) -> int | str | None:
+    """A request's id read by Python's own JSON parser (which admits lone surrogate escapes),
+    for a line the SDK's parser refused; ``None`` when that does not read it either."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    raw_id = message.get("id") if isinstance(message, dict) else None
+    return raw_id if isinstance(raw_id, str) or type(raw_id) is int else None
 
 
 def _object(line: str) -> Any:

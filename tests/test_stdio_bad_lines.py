@@ -30,6 +30,8 @@ BAD_LINES = [
     ('{"jsonrpc":"2.0","id":null,"method":"ping"}', None, -32600),
     ('{"jsonrpc":"2.0","id":11,"method":42}', 11, -32600),
     ('{"jsonrpc":"2.0","method":"notifications/initialized","params":"x"}', None, -32602),
+    # JSON, but the SDK's parser refuses a lone surrogate escape: the id is still readable
+    ('{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"search","arguments":{"query":"\\ud800"}}}', 14, -32700),
 ]
 MALFORMED_RESPONSE = '{"jsonrpc":"2.0","id":12,"result":"not an object"}'
 PING = '{"jsonrpc":"2.0","id":13,"method":"ping"}'
