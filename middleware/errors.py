@@ -46,7 +46,10 @@ def echo(value: Any, limit: int = ECHO_CHARS) -> str:
     """``repr(value)`` for a refusal message, at most ``limit`` characters (a caller's
     value is quoted so they can find it, never copied back whole)."""
     text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, str) else len(text)  # the value's own length, not its quoted form
+    return f"{text[: limit - 1]}… ({size} characters)"
 
 
 def gateway_error(

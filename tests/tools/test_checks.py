@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from middleware import ToolCall, ToolResult, ValidateArguments
+from middleware import ToolCall, ToolError, ToolResult, ValidateArguments
 from pdpp_gateway.tools.checks import CHECKS
 from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward, scalar
 from pdpp_gateway.tools.specs import INPUT_SCHEMAS
@@ -274,3 +274,13 @@ def test_expand_limit_and_arrays_encode_as_repeated_keys() -> None:
         ("fields", "subject"),
         ("limit", "5"),
     ]
+
+
+def test_a_long_id_is_quoted_bounded_with_its_own_length() -> None:
+    from pdpp_gateway.ids import parse_handle
+
+    with pytest.raises(ToolError) as refused:
+        parse_handle("x" * 2048)
+    message = refused.value.envelope["message"]
+    assert "(2048 characters)" in message
+    assert len(message) < 300
