@@ -69,6 +69,7 @@ from pdpp_gateway.context import GatewayContext, RsReader
 from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
 from pdpp_gateway.local_package import MemberStart
 from pdpp_gateway.local_readers import caller_context
+from pdpp_gateway.rpc_params import params_problem
 from pdpp_gateway.rs.start_probe import warn_unverified
 from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindUnknown, verify_at_start
 from pdpp_gateway.server import build_server
@@ -153,8 +154,18 @@ def check_line(line: str, wire: Wire) -> bool:
     """True for a JSON-RPC message (the SDK takes it); otherwise it is answered or dropped here."""
     if not line.strip():
         return False
-    if _plain_request(line):
-        return True  # the SDK's model takes it as it is: no second full validation (a 50 MB line: 0.14 s)
+    plain = _plain_request(line)
+    if plain is not None:
+        problem = params_problem(plain["method"], plain.get("params"))
+        if problem is None:
+            return True  # the SDK's model takes it as it is: no second full validation (a 50 MB line: 0.14 s)
+        wire.write(_frame(_error(plain["id"], INVALID_PARAMS, problem)))
+        _log.warning(
+            "stdin: answered -32602 to a %s request whose params the SDK would refuse (%d bytes)",
+            plain["method"],
+            len(line.encode()),
+        )
+        return False
     try:
         message = jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError:
@@ -175,24 +186,25 @@ def check_line(line: str, wire: Wire) -> bool:
     return False
 
 
-def _plain_request(line: str) -> bool:
-    """Whether the line is a request exactly as ``JSONRPCRequest`` reads one: an object with
-    ``"jsonrpc": "2.0"``, a string ``method``, an integer or string ``id``, ``params`` an
-    object if present, and no ``result`` or ``error``. Parsed once, by the SDK's own parser."""
+def _plain_request(line: str) -> dict[str, Any] | None:
+    """The line's request when it is one exactly as ``JSONRPCRequest`` reads it: an object
+    with ``"jsonrpc": "2.0"``, a string ``method``, an integer or string ``id``, ``params``
+    an object if present, and no ``result`` or ``error``. Parsed once, by the SDK's own parser."""
     try:
         message = _object(line)
     except ValueError:
-        return False
+        return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return False
+        return None
     request_id, params = message.get("id"), message.get("params")
-    return (
+    plain = (
         isinstance(message.get("method"), str)
         and (isinstance(request_id, str) or type(request_id) is int)
         and isinstance(params, dict | None)
         and "result" not in message
         and "error" not in message
     )
+    return message if plain else None
 
 
 def refuse(line: str) -> tuple[JSONRPCError, str] | None:

@@ -30,8 +30,19 @@ BAD_LINES = [
     ('{"jsonrpc":"2.0","id":null,"method":"ping"}', None, -32600),
     ('{"jsonrpc":"2.0","id":11,"method":42}', 11, -32600),
     ('{"jsonrpc":"2.0","method":"notifications/initialized","params":"x"}', None, -32602),
+    # params the SDK's model refuses with a bare "Invalid request parameters": said in words
+    (
+        '{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"schema","arguments":[1]}}',
+        15,
+        -32602,
+    ),
+    ('{"jsonrpc":"2.0","id":16,"method":"resources/read","params":{"uri":7}}', 16, -32602),
     # JSON, but the SDK's parser refuses a lone surrogate escape: the id is still readable
-    ('{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"search","arguments":{"query":"\\ud800"}}}', 14, -32700),
+    (
+        '{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"search","arguments":{"query":"\\ud800"}}}',
+        14,
+        -32700,
+    ),
 ]
 MALFORMED_RESPONSE = '{"jsonrpc":"2.0","id":12,"result":"not an object"}'
 PING = '{"jsonrpc":"2.0","id":13,"method":"ping"}'
@@ -76,6 +87,9 @@ def test_every_bad_line_is_answered_and_the_session_goes_on(
                 "Invalid Request",
                 "Invalid params",
             }
+    said = {reply["id"]: reply["error"]["message"] for reply in replies if "error" in reply}
+    assert '"arguments" must be a JSON object' in said[15]
+    assert '"uri", a pdpp:// URI string (got number)' in said[16]
     assert done.stderr.count("stdin: answered") == len(BAD_LINES)
     assert done.stderr.count("stdin: dropped a malformed JSON-RPC response") == 1
     assert SECRET not in done.stderr + done.stdout

@@ -105,6 +105,7 @@ from pdpp_gateway.hosted.http_server import END_CONNECTION
 from pdpp_gateway.hosted.metrics import tool_label
 from pdpp_gateway.hosted.ops import DRAIN
 from pdpp_gateway.hosted.refusals import refusal
+from pdpp_gateway.rpc_params import params_problem
 from pdpp_gateway.server import RETRY_AFTER_META
 
 _log = logging.getLogger(__name__)
@@ -279,6 +280,9 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
             return _invalid(None, _NOT_A_REQUEST)
         return Inbound(decoded, None, modern, None)
     message = Request(decoded["id"], method, decoded.get("params"))
+    problem = params_problem(method, message.params)
+    if problem is not None:
+        return refusal(400, "invalid_params", problem, rpc_code=INVALID_PARAMS, request_id=message.id)
     if modern is None:
         return Inbound(decoded, message, None, None)
     duplicated = find_duplicated_routing_header(

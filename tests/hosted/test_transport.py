@@ -190,3 +190,23 @@ async def test_allowed_host_setting_admits_a_proxy_name(shared_sandbox: Any) -> 
         headers = auth(shared_sandbox, Host="mcp.example.org")
         status, _, _ = await send("POST", url, headers, b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
         assert status == 200
+
+
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        ({"name": "schema", "arguments": [1]}, '"arguments" must be a JSON object'),
+        ({"name": "schema", "arguments": "stream=messages"}, "(got string)"),
+        ({"arguments": {}}, 'needs "name"'),
+    ],
+)
+async def test_tool_call_params_the_sdk_would_refuse_say_what_is_wrong(
+    gateway: str, shared_sandbox: Any, params: dict[str, Any], says: str
+) -> None:
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": params})
+    got, _, answer = await send("POST", gateway, auth(shared_sandbox), body)
+    error = orjson.loads(answer)
+    assert got == 400
+    assert error["id"] == 41
+    assert error["error"]["code"] == -32602
+    assert says in error["error"]["message"]

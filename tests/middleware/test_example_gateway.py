@@ -168,7 +168,9 @@ async def test_an_unknown_tool_is_named_back_bounded(client: Any) -> None:
     _, answer = await call(client, "x" * 300)
     assert answer["structured"]["error"]["code"] == "unknown_tool"
     assert len(answer["text"]) < 160
-    assert answer["text"].endswith("(300 characters); the tools are search and add_note.")  # its length, not its repr's
+    assert answer["text"].endswith(
+        "(300 characters); the tools are search and add_note."
+    )  # its length, not its repr's
 
 
 async def test_a_caller_over_its_rate_is_told_when_to_retry(client: Any) -> None:
