@@ -23,6 +23,7 @@ import errno
 import sys
 from pathlib import Path
 
+from pdpp_gateway.commands.serve import RATE_BURST_HELP, RATE_LIMIT_HELP
 from pdpp_gateway.refusals import ExitCode
 
 HELP = "Run the hosted gateway on the embedded sandbox RS and print how to connect an MCP client."
@@ -37,6 +38,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cache-root", default=".pdpp-demo", help="where the demo grant is cached for stdio")
     parser.add_argument("--once", action="store_true", help="exit after the smoke session instead of serving")
+    parser.add_argument(
+        "--rate-limit", type=float, default=20.0, help=RATE_LIMIT_HELP.replace("env PDPP_RATE_LIMIT; ", "")
+    )
+    parser.add_argument(
+        "--rate-burst", type=int, default=40, help=RATE_BURST_HELP.replace("env PDPP_RATE_BURST; ", "")
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,7 +83,13 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
     configure_logging("WARNING", json_lines=True)
     async with start_sandbox(host=args.host, port=args.port) as sandbox:
         token = sandbox.tokens[DEMO_TOKEN_NAME]
-        settings = sandbox_settings(sandbox.url, host=args.host, port=args.gateway_port)
+        settings = sandbox_settings(
+            sandbox.url,
+            host=args.host,
+            port=args.gateway_port,
+            rate_limit=args.rate_limit,
+            rate_burst=args.rate_burst,
+        )
         facts = PageFacts(demo_token=token, cache_root=str(cache_root))
         async with start_gateway(settings, public_self=True, demo=facts) as url:
             sandbox.allow_resource(url)  # OAuth clients ask the sandbox AS for a token for this /mcp

@@ -23,6 +23,13 @@ from pdpp_gateway.refusals import ExitCode
 HELP = "Serve the read tools over Streamable HTTP at /mcp (the hosted gateway)."
 
 
+RATE_LIMIT_HELP = (
+    "tool calls and resource reads per second per caller, a grant or a package (env PDPP_RATE_LIMIT; "
+    "default 20; 0: none)"
+)
+RATE_BURST_HELP = "calls a caller may make at once (env PDPP_RATE_BURST; default 40)"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--provider-url", help="the RS's public origin (env PDPP_PROVIDER_URL)")
@@ -85,9 +92,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add(
         "--rate-limit",
         type=float,
-        help="tool calls per second per caller, a grant or a package (env PDPP_RATE_LIMIT; default 20; 0: none)",
+        help=RATE_LIMIT_HELP,
     )
-    add("--rate-burst", type=int, help="calls a caller may make at once (env PDPP_RATE_BURST; default 40)")
+    add("--rate-burst", type=int, help=RATE_BURST_HELP)
     add(
         "--global-rate-limit",
         type=float,

@@ -69,6 +69,7 @@ from pdpp_gateway.hosted.tokens import (
     SchemaProbeValidator,
 )
 from pdpp_gateway.hosted.transport import (
+    INBOUND,
     MCP_LABELS,
     MCP_OUTCOME,
     McpEndpoint,
@@ -274,14 +275,20 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
                 [
                     header_checks(settings.max_body_bytes),
                     bearer.middleware(),
-                    *limits.stages(gateway.policy.origin_of),
                     body_checks(settings.max_body_bytes, settings.body_timeout_seconds),
+                    *limits.stages(gateway.policy.origin_of, reads_the_rs),
                 ],
                 dispatch,
             )
             yield
 
     return lifecycle
+
+
+def reads_the_rs(request: web.Request) -> bool:
+    """Whether a request is one the rate limit counts: a call that reads the RS."""
+    message = request[INBOUND].message
+    return message is not None and message.method in ("tools/call", "resources/read")
 
 
 def _validator(

@@ -2,10 +2,13 @@
 
 Contract:
 
-- The stage runs right after the bearer check, so it limits authenticated callers only
-  (an unauthenticated request is refused before it could spend anyone's tokens). The
-  caller is the grant (``grant:<grant_id>``), the package (``package:<id>``) or, when
-  the authorization server names neither, a SHA-256 of the token: never the token.
+- The stage runs after the bearer check and the body's shape checks, so it limits
+  authenticated callers only (an unauthenticated request is refused before it could
+  spend anyone's tokens), and it counts what the README says: the calls that read the
+  RS (``tools/call`` and ``resources/read``: ``counted``), never ``initialize``,
+  ``tools/list``, pings or notifications. The caller is the grant (``grant:<grant_id>``),
+  the package (``package:<id>``) or, when the authorization server names neither, a
+  SHA-256 of the token: never the token.
 - Each caller has a token bucket (``--rate-limit`` per second, ``--rate-burst``), all
   callers together a global one (``--global-rate-limit``); ``0`` turns either off.
 - Without ``--redis-url`` the buckets live in each process. With it they live in Redis
@@ -54,8 +57,11 @@ class RateLimits:
     def degraded(self) -> str | None:
         return self.limiter.degraded if isinstance(self.limiter, FailoverLimiter) else None
 
-    def stages(self, origin_of: Callable[[web.Request], str]) -> list[Stage]:
-        """The aiohttp stage for the ``/mcp`` chain, or none when no limit is configured."""
+    def stages(
+        self, origin_of: Callable[[web.Request], str], counted: Callable[[web.Request], bool]
+    ) -> list[Stage]:
+        """The aiohttp stage for the ``/mcp`` chain, or none when no limit is configured;
+        ``counted(request)`` says whether a request spends from its caller's bucket."""
         if self.limiter is None:
             return []
 
@@ -72,7 +78,10 @@ class RateLimits:
                 retry_after_seconds=wait,
             )
 
-        return [rate_limit(self.limiter, lambda request: request.get(CALLER), refuse)]
+        def caller_of(request: web.Request) -> str | None:
+            return request.get(CALLER) if counted(request) else None
+
+        return [rate_limit(self.limiter, caller_of, refuse)]
 
 
 def rate_limits(settings: HostedSettings, store: SharedStore | None) -> RateLimits:

@@ -16,7 +16,16 @@ from tests.conftest import run_cli
 
 def test_demo_runs_the_hosted_gateway_on_the_sandbox_and_prints_client_setup(tmp_path: Path) -> None:
     done = run_cli(
-        "demo", "--port", "0", "--gateway-port", "0", "--cache-root", str(tmp_path / "cache"), "--once"
+        "demo",
+        "--port",
+        "0",
+        "--gateway-port",
+        "0",
+        "--cache-root",
+        str(tmp_path / "cache"),
+        "--once",
+        "--rate-limit",
+        "0",  # the same flag as serve: no limit for a demo run
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout

@@ -12,13 +12,16 @@ from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
 from tests.hosted.test_serve_command import SECRET, introspection_args, serve
 from tests.redis_server import redis_server
 
-CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}
+CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "schema", "arguments": {}}}
+LIST = {"jsonrpc": "2.0", "id": 8, "method": "tools/list"}
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-async def post(http: aiohttp.ClientSession, url: str, token: str) -> tuple[int, dict[str, str], Any]:
+async def post(
+    http: aiohttp.ClientSession, url: str, token: str, message: dict[str, Any] = CALL
+) -> tuple[int, dict[str, str], Any]:
     headers = {**HEADERS, "Authorization": f"Bearer {token}"}
-    async with http.post(url, json=CALL, headers=headers) as response:
+    async with http.post(url, json=message, headers=headers) as response:
         return response.status, dict(response.headers), await response.json(content_type=None)
 
 
@@ -38,6 +41,18 @@ async def test_a_caller_over_its_limit_gets_a_429_that_says_when(sandbox: Any) -
         async with http.get(url.replace("/mcp", "/metrics")) as response:
             metrics = await response.text()
         assert 'outcome="rate_limited"' in metrics
+
+
+async def test_only_calls_that_read_the_rs_are_counted(sandbox: Any) -> None:
+    settings = sandbox_settings(sandbox.url, rate_limit=0.01, rate_burst=2)
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    async with start_gateway(settings, public_self=True) as url, aiohttp.ClientSession() as http:
+        token = sandbox.tokens["client_broad"]
+        for _ in range(10):  # listing tools and notifying spend nothing
+            assert (await post(http, url, token, LIST))[0] == 200
+            assert (await post(http, url, token, notification))[0] == 202
+        statuses = [(await post(http, url, token))[0] for _ in range(3)]
+    assert statuses == [200, 200, 429]
 
 
 async def test_no_limit_when_turned_off(sandbox: Any) -> None:
