@@ -7,17 +7,15 @@ no ``Mcp-Session-Id``, no server-sent events):
   stream, no sessions to ``DELETE``).
 - ``header_checks`` runs BEFORE the bearer check and decides everything visible in the
   headers, so such a malformed request never costs an upstream call (no RS probe, no
-  token introspection), in this order (1-4 are the generic
-  ``middleware.http.shape_checks`` in this door's words, 5 is MCP's own):
+  token introspection), in this order (the generic ``middleware.http.shape_checks`` in
+  this door's words):
 
   1. ``Accept`` must admit ``application/json`` with a non-zero quality (the most
      specific matching range decides: ``application/json;q=0, */*`` refuses) → 406;
   2. ``Content-Type`` must be ``application/json`` → 415;
   3. ``Content-Encoding``, when present, must be ``identity`` → 415 (the gateway never
      decompresses a request: no decompression bomb, no buffer it did not size);
-  4. a declared body over the cap → 413;
-  5. an ``MCP-Protocol-Version`` this server does not speak → 400 ``-32022`` naming the
-     supported versions.
+  4. a declared body over the cap → 413.
 
 - ``body_checks`` runs AFTER the bearer check (an unauthenticated caller never makes
   the gateway read, buffer or parse a body):
@@ -27,7 +25,9 @@ no ``Mcp-Session-Id``, no server-sent events):
      → 413;
   2. one JSON object: unparsable → 400 ``-32700``; a batch, a posted response, or an
      envelope without ``"jsonrpc": "2.0"``, a string ``method`` or a valid ``id`` →
-     400 ``-32600``; ``params`` that is not an object → 400 ``-32602`` (the id echoed
+     400 ``-32600``; an ``MCP-Protocol-Version`` this server does not speak → 400
+     ``-32022`` with the request's id, ``data.supported`` (what ``server/discover``
+     lists) and ``data.requested``, as the SDK answers it at the stdio door; ``params`` that is not an object → 400 ``-32602`` (the id echoed
      when it is a valid one: JSON-RPC 2.0 §5 keeps ``null`` for requests whose id
      could not be read);
   3. era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
@@ -96,7 +96,11 @@ from mcp_types import (
     ErrorData,
     JSONRPCNotification,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    SUPPORTED_PROTOCOL_VERSIONS,
+)
 from pydantic import ValidationError
 
 from middleware.http import shape_checks
@@ -180,7 +184,8 @@ MCP_OUTCOME: Final = web.RequestKey("mcp_outcome", str)
 
 def header_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
     """The checks that need only the headers (run before the bearer check): the generic
-    shape stage in this door's words, then the protocol version."""
+    shape stage in this door's words. (The protocol version is checked with the body, so
+    its refusal carries the request's id.)"""
     texts = {
         "not_acceptable": "Not acceptable: this endpoint answers application/json only. Send "
         "Accept: application/json, text/event-stream.",
@@ -195,18 +200,7 @@ def header_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Await
             _too_large(max_body_bytes) if status == 413 else refusal(status, code, texts.get(code, message))
         )
 
-    shape = shape_checks(refuse, max_body_bytes=max_body_bytes)
-
-    async def version(request: web.Request, handler: Handler) -> web.StreamResponse:
-        requested = request.headers.get(VERSION_HEADER)
-        if requested is not None and requested not in _SUPPORTED:
-            return _unsupported_version(requested)
-        return await handler(request)
-
-    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        return await shape(request, lambda shaped: version(shaped, handler))
-
-    return check
+    return shape_checks(refuse, max_body_bytes=max_body_bytes)
 
 
 def body_checks(
@@ -263,6 +257,9 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
     echo = decoded["id"] if valid_id and isinstance(method, str) else None
     if decoded.get("jsonrpc") != "2.0" or not isinstance(method, str) or not (notification or valid_id):
         return _invalid(echo, _NOT_A_REQUEST)
+    requested = request.headers.get(VERSION_HEADER)
+    if requested is not None and requested not in _SUPPORTED:
+        return _unsupported_version(requested, echo)
     if decoded.get("params") is not None and not isinstance(decoded["params"], dict):
         return refusal(
             400,
@@ -487,18 +484,24 @@ def _invalid(request_id: Any, message: str) -> web.Response:
     return refusal(400, "invalid_request", message, rpc_code=INVALID_REQUEST, request_id=request_id)
 
 
-def _unsupported_version(version: str) -> web.Response:
-    """400 naming the supported versions; the requested value is echoed only when it is
-    shaped like a version (a date), so no other header content is ever reflected."""
-    supported = list(SUPPORTED_PROTOCOL_VERSIONS)
-    shown = f" {version!r}" if _VERSION_SHAPE.fullmatch(version) else " (not a YYYY-MM-DD version)"
+def _unsupported_version(version: str, request_id: Any) -> web.Response:
+    """400 with the request's id, as the SDK words it at the stdio door: ``data.supported``
+    lists what ``server/discover`` lists (the 2026-era versions) and ``data.requested``
+    echoes the value only when it is shaped like a version (a date), so no other header
+    content is ever reflected. The message also names the handshake era's versions."""
+    supported = list(MODERN_PROTOCOL_VERSIONS)
+    shaped = _VERSION_SHAPE.fullmatch(version) is not None
+    shown = f" {version!r}" if shaped else " (not a YYYY-MM-DD version)"
     return refusal(
         400,
         "unsupported_protocol_version",
-        f"Unsupported MCP-Protocol-Version{shown}. This server speaks {', '.join(supported)}: send "
-        "one of them, or leave the header out before initialize.",
+        f"Unsupported MCP-Protocol-Version{shown}. Send {', '.join(supported)} with every request, or "
+        f"use the initialize handshake ({', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}) and leave the header "
+        "out before it.",
         rpc_code=UNSUPPORTED_PROTOCOL_VERSION,
+        request_id=request_id,
         supported=supported,
+        requested=version if shaped else None,
     )
 
 

@@ -72,14 +72,6 @@ CASES = [
     ("POST", {"Content-Length": "99999999"}, "client_narrow", 413, -32600, "request_too_large"),
     ("POST", {"Host": "evil.example"}, "client_narrow", 421, -32600, "misdirected_request"),
     ("POST", {"Origin": "https://evil.example"}, "client_narrow", 403, -32001, "origin_not_allowed"),
-    (
-        "POST",
-        {"MCP-Protocol-Version": "1999-01-01"},
-        "client_narrow",
-        400,
-        -32022,
-        "unsupported_protocol_version",
-    ),
 ]
 
 
@@ -99,7 +91,6 @@ CASES = [
         "413",
         "421",
         "403-origin",
-        "400-version",
     ],
 )
 async def test_http_refusals_are_json_rpc_errors(
@@ -192,8 +183,9 @@ async def test_unknown_protocol_version_names_the_supported_ones(gateway: str, s
     assert status == 400
     message = body["error"]["message"]
     assert "_meta" not in message
-    assert all(version in message for version in SUPPORTED)
-    assert body["error"]["data"]["supported"] == SUPPORTED
+    assert all(version in message for version in SUPPORTED)  # both eras named in words
+    assert body["error"]["data"]["supported"] == ["2026-07-28"]  # what server/discover lists
+    assert body["id"] == 9
 
 
 async def test_non_ascii_bearer_is_a_401_without_a_traceback(
@@ -268,3 +260,17 @@ async def test_unauthenticated_body_is_never_awaited(gateway: str, shared_sandbo
     )
     assert answer.status == 401
     assert answer.json()["id"] is None
+
+
+async def test_an_unsupported_protocol_version_keeps_the_id_and_says_what_discover_lists(
+    gateway: str, shared_sandbox: Any
+) -> None:
+    bearer = shared_sandbox.tokens["client_narrow"]
+    message = {"jsonrpc": "2.0", "id": 31, "method": "tools/list"}
+    headers = sent_headers(bearer, **{"MCP-Protocol-Version": "1999-01-01"})
+    got, _, body = await exchange("POST", gateway, headers, orjson.dumps(message))
+    assert got == 400
+    assert body["id"] == 31
+    assert body["error"]["code"] == -32022
+    assert body["error"]["data"]["supported"] == ["2026-07-28"]  # as server/discover lists them
+    assert body["error"]["data"]["requested"] == "1999-01-01"

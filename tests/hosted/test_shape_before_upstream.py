@@ -69,14 +69,6 @@ HEADER_REFUSALS = [
     ({"Accept": "application/json;q=0, */*"}, PING, 406, -32600, None),
     ({"Content-Type": "text/plain"}, PING, 415, -32600, None),
     ({"Content-Encoding": "gzip"}, PING, 415, -32600, None),
-    (
-        {"MCP-Protocol-Version": "1999-01-01"},
-        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        400,
-        -32022,
-        None,
-    ),
-    ({"MCP-Protocol-Version": "1999-01-01"}, PING, 400, -32022, None),
 ]
 HEADER_REFUSAL_IDS = [
     "accept-html",
@@ -84,10 +76,17 @@ HEADER_REFUSAL_IDS = [
     "accept-json-q0-wildcard",
     "content-type",
     "content-encoding",
-    "notification-unsupported-version",
-    "request-unsupported-version",
 ]
 BODY_REFUSALS = [
+    # checked with the body, so the refusal carries the request's id
+    (
+        {"MCP-Protocol-Version": "1999-01-01"},
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        400,
+        -32022,
+        None,
+    ),
+    ({"MCP-Protocol-Version": "1999-01-01"}, b'{"jsonrpc":"2.0","id":4,"method":"ping"}', 400, -32022, 4),
     ({}, b'{"jsonrpc": "2.0", "id": 1, "method":', 400, -32700, None),
     ({}, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', 400, -32600, None),
     ({}, b'"just a string"', 400, -32600, None),
@@ -120,6 +119,8 @@ BODY_REFUSALS = [
     ),
 ]
 BODY_REFUSAL_IDS = [
+    "notification-unsupported-version",
+    "request-unsupported-version",
     "malformed-json",
     "batch",
     "not-an-object",
