@@ -68,13 +68,23 @@ _SHARED_STREAM_HINT: Final = (
     "one of them only: pass that source's connection_id."
 )
 # The shape each argument takes, for invalid_* refusals that name it.
-_ARGUMENT_HINTS: Final = {
-    "filter": 'Filters are {"field": value} (exact, fields flagged eq) or {"field": {"gte"|"gt"|"lte"|"lt": value}} '
-    "(range, fields flagged r=); schema(stream) shows the flags.",
-    "group_by": "group_by takes a field flagged a=…group_by in schema(stream).",
-    "group_by_time": "group_by_time takes a date field flagged a=…group_by_time in schema(stream), with granularity.",
-    "field": "field takes a field whose a=… flags in schema(stream) include this metric.",
+# (tool, argument) -> what the argument takes; a tool of None: any tool with that argument.
+_ARGUMENT_HINTS: Final[dict[tuple[str | None, str], str]] = {
+    (None, "filter"): 'Filters are {"field": value} (exact, fields flagged eq) or '
+    '{"field": {"gte"|"gt"|"lte"|"lt": value}} (range, fields flagged r=); schema(stream) shows the flags.',
+    ("aggregate", "group_by"): "group_by takes a field flagged a=…group_by in schema(stream).",
+    ("aggregate", "group_by_time"): "group_by_time takes a date field flagged a=…group_by_time in "
+    "schema(stream), with granularity.",
+    ("aggregate", "field"): "field takes a field whose a=… flags in schema(stream) include this metric.",
+    ("read_record_field", "field"): "field takes one top-level field of the record, as fetch or "
+    "query_records shows it (schema(stream) lists them).",
 }
+
+
+def _argument_hint(tool: str, argument: str | None) -> str | None:
+    if argument is None:
+        return None
+    return _ARGUMENT_HINTS.get((tool, argument)) or _ARGUMENT_HINTS.get((None, argument))
 
 
 def render_error(call: Call, result: ToolResult) -> str:
@@ -92,8 +102,9 @@ def render_error(call: Call, result: ToolResult) -> str:
         and not call.arguments.get("connection_id")
     ):
         step += f" {_SHARED_STREAM_HINT}"
-    if step and code.startswith("invalid_") and argument in _ARGUMENT_HINTS:
-        step += f" {_ARGUMENT_HINTS[argument]}"
+    hint = _argument_hint(call.name, argument) if code.startswith("invalid_") else None
+    if step and hint:
+        step += f" {hint}"
     if step:
         lines.append(clip(step, 900))
     extras = []

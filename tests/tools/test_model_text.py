@@ -75,3 +75,15 @@ async def test_a_refused_filter_shows_the_filter_shapes(stdio_gateway: Client) -
     )
     assert result.is_error
     assert '{"field": {"gte"|"gt"|"lte"|"lt": value}}' in text
+
+
+async def test_each_tool_argument_error_gets_that_tool_s_hint(stdio_gateway: Client) -> None:
+    result, text = await _call(
+        stdio_gateway, "read_record_field", id="cin_mail_work/messages:m1", field="a/b"
+    )
+    assert result.is_error
+    assert "top-level field of the record" in text
+    assert "metric" not in text  # aggregate's hint for its own field argument
+    result, text = await _call(stdio_gateway, "aggregate", stream="messages", metric="sum", field="a/b")
+    assert result.is_error
+    assert "include this metric" in text
