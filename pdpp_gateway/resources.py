@@ -17,12 +17,14 @@ and the JSON-RPC error says it the same way: its ``data`` is that typed envelope
 message (at most ``MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the
 next step a tool result would give (``render.errors.next_step``). The JSON-RPC code
 says whose fault it is: only a caller mistake (a malformed or unknown URI, a bad
-segment) is ``-32602`` (invalid params); an RS 404 is ``-32002`` (resource not found);
+segment) is ``-32602`` (invalid params); an RS 404 is ``-32002`` (resource not found) in
+the handshake era and ``-32602`` in the 2026-07-28 era (which retired ``-32002``);
 everything upstream (the RS unreachable, timing out, answering garbage, any other RS
 error, a refused credential) is ``-32603`` (internal error). (An RS 400/409/422, e.g. an
 ambiguous record handle, is the caller's to fix: ``-32602``.) Segments are checked for traversal
-before any RS call. ``resources/list`` failing upstream logs one line (no traceback)
-and answers ``-32603`` the same way.
+before any RS call. Every read error's ``data`` names the ``uri`` it was about (cut past
+``MAX_URI_ECHO`` characters). ``resources/list`` failing upstream logs one line (no
+traceback) and answers ``-32603`` the same way.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ MAX_BLOB_BYTES: Final = 8 * 1024 * 1024
 RESOURCE_NOT_FOUND: Final = -32002
 MAX_ERROR_MESSAGE: Final = 300
 MAX_STEP_CHARS: Final = 160  # of MAX_ERROR_MESSAGE, kept for the next step
+MAX_URI_ECHO: Final = 1000  # characters of the URI named back in an error's data
 _CALLER_STATUSES: Final = frozenset({400, 409, 422})
 _log = logging.getLogger(__name__)
 
@@ -112,8 +115,24 @@ async def list_stream_resources(context: GatewayContext) -> list[types.Resource]
     ]
 
 
-async def read(context: GatewayContext, uri: str) -> types.ReadResourceResult:
-    """Read one ``pdpp://`` resource with the caller's grant."""
+async def read(context: GatewayContext, uri: str, *, modern: bool = False) -> types.ReadResourceResult:
+    """Read one ``pdpp://`` resource with the caller's grant; ``modern``: the 2026-07-28 era."""
+    try:
+        return await _read(context, uri)
+    except MCPError as error:
+        raise _naming(error, uri, modern=modern) from None
+
+
+def _naming(error: MCPError, uri: str, *, modern: bool) -> MCPError:
+    """``error`` with ``data.uri`` (bounded); in the 2026-07-28 era a missing resource is
+    ``-32602`` (that era retired ``-32002``)."""
+    data = dict(error.data) if isinstance(error.data, Mapping) else {}
+    data["uri"] = uri if len(uri) <= MAX_URI_ECHO else uri[: MAX_URI_ECHO - 1] + "…"
+    code = types.INVALID_PARAMS if modern and error.code == RESOURCE_NOT_FOUND else error.code
+    return MCPError(code, error.message, data=data)
+
+
+async def _read(context: GatewayContext, uri: str) -> types.ReadResourceResult:
     try:
         if uri.startswith(STREAM_PREFIX):
             name = check_segment(unquote(uri[len(STREAM_PREFIX) :]), "stream name", param="uri")

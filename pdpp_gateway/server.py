@@ -20,6 +20,7 @@ from collections.abc import Callable
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from middleware import ToolCall, ToolResult
 from pdpp_gateway import __version__, resources
@@ -98,7 +99,8 @@ def build_server(
     async def read_resource(
         ctx: ServerRequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await resources.read(context_for(ctx), str(params.uri))
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        return await resources.read(context_for(ctx), str(params.uri), modern=modern)
 
     server: Server = Server(
         name,

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 import orjson
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
 from tests.strict_client import error_of
@@ -318,6 +319,16 @@ async def test_stream_and_record_resources_are_readable(stdio_gateway: Client) -
         "pdpp://record/" + handle.replace("/", "%2F").replace(":", "%3A")
     )
     assert orjson.loads(record.contents[0].text)["object"] == "record"  # type: ignore[union-attr]
+
+
+async def test_a_missing_record_resource_names_its_uri_with_the_era_s_code(stdio_gateway: Client) -> None:
+    uri = "pdpp://record/cin_mail_work%2Fmessages%3Anot_there"
+    with pytest.raises(MCPError) as missing:
+        await stdio_gateway.read_resource(uri)
+    modern = stdio_gateway.protocol_version == "2026-07-28"
+    assert missing.value.error.code == (-32602 if modern else -32002)  # 2026-07-28 retired -32002
+    assert missing.value.error.data["uri"] == uri
+    assert missing.value.error.data["code"] == "not_found"
 
 
 # --- helpers (discover data through the tools) ---------------------------------------------
