@@ -47,12 +47,14 @@ MAX_DOCUMENT_BYTES: Final = 256 * 1024
 
 
 class ConnectError(Exception):
-    """``message`` is one stderr-ready line; ``exit_code`` is the process's."""
+    """``message`` is one stderr-ready line; ``exit_code`` is the process's; ``http_status``
+    the authorization server's answer when it refused a token request."""
 
-    def __init__(self, message: str, exit_code: int) -> None:
+    def __init__(self, message: str, exit_code: int, *, http_status: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        self.http_status = http_status
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +386,7 @@ async def _token_request(
             f"the token endpoint refused the {form['grant_type']} exchange ({_refusal(status, raw)}). "
             "Run `pdpp-gateway connect` again.",
             ExitCode.TOKEN_REFUSED,
+            http_status=status,
         )
     try:
         answer = json.loads(raw)

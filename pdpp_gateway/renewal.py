@@ -14,10 +14,10 @@ Contract:
   ``stale=None`` renews unconditionally (``connect --refresh``).
 - Failures raise ``RenewalError`` (a ``ConnectError``, so the CLI prints it as one line
   with its exit code). ``refused`` is true when only a new consent helps (the AS refused
-  the refresh token, or none is cached): the message then names the exact command,
-  ``pdpp-gateway connect URL [--connector ID] --cache-root DIR`` (``reconnect_command``).
-  Otherwise (the AS could not be reached, the lock was held too long) the grant is intact
-  and a later try can succeed.
+  the refresh token with 400 or 401, or none is cached): the message then names the exact
+  command, ``pdpp-gateway connect URL [--connector ID] --cache-root DIR``
+  (``reconnect_command``). Otherwise (the AS could not be reached or failed, the lock was
+  held too long) the grant is intact and a later try can succeed.
 - An AS answer labelled ``owner`` or ``mcp_package`` is never cached: the grant is removed
   from the cache and the renewal refused (77).
 - No message or log line holds a token.
@@ -146,7 +146,9 @@ async def _refreshed(section: dict[str, Any], provider_url: str, again: str) -> 
         async with aiohttp.ClientSession() as session:
             answer = await flow.refresh(session, endpoint, client_id, refresh_token, provider_url)
     except ConnectError as error:
-        refused = error.exit_code == ExitCode.TOKEN_REFUSED
+        # refused: the AS said no to this grant (RFC 6749 §5.2: 400 invalid_grant, 401
+        # invalid_client); anything else (unreachable, 5xx, a wrong endpoint) may pass
+        refused = error.http_status in (400, 401)
         step = f"approve it again: `{again}`." if refused else "the grant is intact; retry in a moment."
         raise RenewalError(
             f"{error.message.split('. Run', 1)[0].rstrip('.')}; {step}",

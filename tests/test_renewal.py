@@ -178,3 +178,27 @@ async def test_without_a_refresh_token_the_error_says_what_to_run(sandbox: Any, 
         await renew(sandbox.url, tmp_path, "github", stale=None)
     assert failed.value.refused
     assert f"pdpp-gateway connect {sandbox.url} --connector github" in failed.value.message
+
+
+async def test_an_unreachable_authorization_server_leaves_the_grant_intact(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """Each failure point before the AS answers keeps the cached refresh token as it was,
+    so a later renewal succeeds."""
+    await approve(sandbox.url, tmp_path, "gmail")
+    path = next((tmp_path / "clients").glob("*.json"))
+    payload = json.loads(path.read_text())
+    endpoint, before = payload["credential"]["token_endpoint"], payload["credential"]["refresh_token"]
+    for broken in ("http://127.0.0.1:9/oauth/token", f"{sandbox.url}/not-the-token-endpoint"):
+        payload["credential"]["token_endpoint"] = broken
+        path.write_text(json.dumps(payload))
+        with pytest.raises(RenewalError) as failed:
+            await renew(sandbox.url, tmp_path, "gmail", stale=None)
+        saved = json.loads(path.read_text())["credential"]
+        assert saved["refresh_token"] == before
+        assert not failed.value.refused  # the AS never said no: nothing to approve again
+    payload["credential"]["token_endpoint"] = endpoint
+    path.write_text(json.dumps(payload))
+    renewed = await renew(sandbox.url, tmp_path, "gmail", stale=None)
+    assert renewed.access_token in sandbox.app[OAUTH].access
+    assert refreshes(sandbox) == 1
