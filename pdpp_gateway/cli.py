@@ -22,6 +22,7 @@ from pdpp_gateway import __version__
 # Subcommand name -> module. Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
     "connect": "pdpp_gateway.commands.connect",
+    "client-config": "pdpp_gateway.commands.client_config",
     "stdio": "pdpp_gateway.commands.stdio",
     "serve": "pdpp_gateway.commands.serve",
     "search": "pdpp_gateway.commands.search",

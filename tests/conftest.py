@@ -24,6 +24,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -171,6 +172,9 @@ class ClientHost:
             await self._task
 
 
+USER_DATA = tempfile.mkdtemp(prefix="pdpp-gateway-tests-data-")
+
+
 def gateway_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for a gateway subprocess: the test interpreter's paths, nothing secret,
     and a settings directory with no ``pdpp-gateway/gateway.toml`` (so a settings file of
@@ -180,6 +184,7 @@ def gateway_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": str(tests.parent),
         "XDG_CONFIG_HOME": str(tests / "no-user-config"),
+        "XDG_DATA_HOME": USER_DATA,  # never the person's own credential cache
     }
     env.update(extra or {})
     return env

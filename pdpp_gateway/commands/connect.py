@@ -35,7 +35,7 @@ Contract:
 from __future__ import annotations
 
 import argparse
-import os
+import shlex
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +48,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "provider_url", nargs="?", help="the provider (RS) URL, e.g. https://pdpp.example.com"
     )
-    parser.add_argument("--cache-root", help="credential cache root (env PDPP_CACHE_ROOT, default .pdpp).")
+    parser.add_argument(
+        "--cache-root",
+        help="credential cache root (env PDPP_CACHE_ROOT; default ~/.local/share/pdpp-gateway, or "
+        "$XDG_DATA_HOME/pdpp-gateway; --list also shows a .pdpp here)",
+    )
     parser.add_argument(
         "--connector",
         action="append",
@@ -92,13 +96,14 @@ def say(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from pdpp_gateway.cache_root import cache_root as reading_root
+    from pdpp_gateway.cache_root import reading_roots, writing_root
     from pdpp_gateway.credentials import CredentialError, normalize_provider_url
     from pdpp_gateway.oauth_flow import ConnectError
     from pdpp_gateway.refusals import ExitCode
 
-    cache_root = Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp").absolute()
     if args.list:
-        return _list(cache_root)
+        return _list(reading_roots(args.cache_root))
     if not args.provider_url:
         say("missing PROVIDER_URL. Example: pdpp-gateway connect https://pdpp.example.com")
         return ExitCode.USAGE
@@ -115,17 +120,25 @@ def run(args: argparse.Namespace) -> int:
     try:
         provider_url = normalize_provider_url(args.provider_url)
         if args.forget:
-            return _forget(provider_url, cache_root, connectors)
+            return _forget(provider_url, reading_root(args.cache_root, provider_url=provider_url), connectors)
         if args.refresh:
-            return asyncio.run(_refresh(provider_url, cache_root, connectors))
+            root = reading_root(args.cache_root, provider_url=provider_url)
+            return asyncio.run(_refresh(provider_url, root, connectors))
+        cache_root = writing_root(args.cache_root)
         asked: list[str | None] = [*connectors] or [None]
         for connector in asked:
             asyncio.run(_connect(args, provider_url, cache_root, connector))
     except (ConnectError, CredentialError) as error:
         say(error.message)
         return error.exit_code
-    # An MCP client spawns stdio from a directory of its own: name the cache absolutely.
-    print(f"Next: pdpp-gateway stdio --provider-url {provider_url} --cache-root {cache_root}")
+    from pdpp_gateway.commands.client_config import entries, server_args
+
+    # An MCP client spawns stdio from a directory of its own, with a plain PATH: the entry
+    # names the gateway absolutely (and the cache, when it is not the per-user default).
+    args_for_stdio = server_args(provider_url, cache_root)
+    print(f"Next: pdpp-gateway {shlex.join(args_for_stdio)}")
+    print("MCP client entries for this install (`pdpp-gateway client-config` prints them again):\n")
+    print(entries({"pdpp": args_for_stdio}))
     return 0
 
 
@@ -327,12 +340,13 @@ def _summary(provider_url: str, answer: dict[str, Any], path: Path, connector: s
     )
 
 
-def _list(cache_root: Path) -> int:
+def _list(roots: list[Path]) -> int:
     from pdpp_gateway.grant_cache import label, read_payload, sections
 
-    files = sorted((cache_root / "clients").glob("*.json"))
+    files = [path for root in roots for path in sorted((root / "clients").glob("*.json"))]
     if not files:
-        print(f"No grants cached in {cache_root}. Run `pdpp-gateway connect PROVIDER_URL`.")
+        where = " or ".join(str(root) for root in roots)
+        print(f"No grants cached in {where}. Run `pdpp-gateway connect PROVIDER_URL`.")
         return 0
     for path in files:
         payload = read_payload(path)

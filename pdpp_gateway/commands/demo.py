@@ -32,9 +32,15 @@ DEMO_TOKEN_NAME = "client_broad"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=7663, help="sandbox RS port (0 picks a free one)")
     parser.add_argument(
-        "--gateway-port", type=int, default=7664, help="hosted gateway port (0 picks a free one)"
+        "--port",
+        type=int,
+        help="sandbox RS port (default 7663, or a free one when that is taken; 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--gateway-port",
+        type=int,
+        help="hosted gateway port (default 7664, or a free one when that is taken; 0 picks a free one)",
     )
     parser.add_argument("--cache-root", default=".pdpp-demo", help="where the demo grant is cached for stdio")
     parser.add_argument("--once", action="store_true", help="exit after the smoke session instead of serving")
@@ -50,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from pdpp_gateway.hosted.serve import BindError
+    from pdpp_gateway.ports import port_or_free
 
+    args.port = port_or_free(args.host, args.port, 7663, "sandbox RS")
+    args.gateway_port = port_or_free(args.host, args.gateway_port, 7664, "hosted gateway")
     try:
         with contextlib.suppress(KeyboardInterrupt):
             return asyncio.run(_demo(args, Path(args.cache_root).resolve()))

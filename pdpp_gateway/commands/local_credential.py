@@ -1,7 +1,8 @@
 """Shared by the local commands (stdio, search, call, read-field, resource): which cached grants, with which tokens.
 
 Contract: ``add_arguments`` declares ``--provider-url`` (env ``PDPP_PROVIDER_URL``),
-``--connector`` and ``--cache-root`` (env ``PDPP_CACHE_ROOT``, default ``.pdpp``); with
+``--connector`` and ``--cache-root`` (env ``PDPP_CACHE_ROOT``, else ``cache_root``'s
+default: a ``.pdpp`` here holding the provider's grant, else the per-user directory); with
 ``package=True`` ``--provider-url`` repeats and ``--package NAME`` names a package file
 (``local_package``). ``resolve_members`` returns one ``MemberStart`` per cached grant to
 serve, or an exit code after printing one actionable line to stderr:
@@ -37,6 +38,12 @@ if TYPE_CHECKING:
     from pdpp_gateway.local_package import MemberStart
 
 
+CACHE_ROOT_HELP = (
+    "credential cache root (env PDPP_CACHE_ROOT; default: a .pdpp here that holds this provider's grant, "
+    "else ~/.local/share/pdpp-gateway, or $XDG_DATA_HOME/pdpp-gateway)"
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser, *, package: bool = False) -> None:
     """``--provider-url``, ``--connector`` and ``--cache-root``; with ``package``,
     ``--provider-url`` repeats and ``--package NAME`` names a package file (several
@@ -61,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, package: bool = False) -> 
         metavar="ID",
         help="serve only this connector's grant of the provider (repeatable; default: every cached grant).",
     )
-    parser.add_argument("--cache-root", help="credential cache root (env PDPP_CACHE_ROOT, default .pdpp).")
+    parser.add_argument("--cache-root", help=CACHE_ROOT_HELP)
 
 
 def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> list[MemberStart] | int:
@@ -72,19 +79,19 @@ def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> 
     urls: list[str] = _as_list(args.provider_url)
     connectors: list[str] = getattr(args, "connector", None) or []
     package = getattr(args, "package", None)
-    cache_root = cache_root_of(args)
     if package is None and not urls:
-        env_url = os.environ.get("PDPP_PROVIDER_URL")
-        if not env_url:
-            say(
-                f"missing --provider-url (or PDPP_PROVIDER_URL). Example: pdpp-gateway {command} "
-                "--provider-url https://pdpp.example.com"
-            )
-            return ExitCode.USAGE
-        urls = [env_url]
+        only = os.environ.get("PDPP_PROVIDER_URL") or _only_cached_provider(args, command)
+        if isinstance(only, int):
+            return only
+        urls = [only]
     notice = owner_env_warning(os.environ)
     if notice:
         say(notice)
+    from pdpp_gateway.cache_root import cache_root as resolve_root
+
+    cache_root = args.resolved_cache_root = resolve_root(
+        args.cache_root, provider_url=urls[0] if package is None and len(urls) == 1 else None
+    )
     try:
         providers = package_providers(urls, package, cache_root)
         if connectors and len(providers) > 1:
@@ -112,6 +119,29 @@ def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> 
     return members
 
 
+def _only_cached_provider(args: argparse.Namespace, command: str) -> str | int:
+    """The one provider with a cached grant (said on stderr), else the exit code after
+    listing the choices as ready commands."""
+    from pdpp_gateway.cache_root import cached_providers, reading_roots
+
+    roots = reading_roots(args.cache_root)
+    found = cached_providers(roots)
+    if len(found) == 1:
+        url, root = found[0]
+        say(f"using the only provider with a cached grant, {url} ({root})")
+        return url
+    if not found:
+        where = " or ".join(str(root) for root in roots)
+        say(
+            f"no provider given and no grant cached in {where}. Connect first: "
+            "pdpp-gateway connect https://pdpp.example.com"
+        )
+        return ExitCode.NO_CREDENTIAL
+    choices = "; ".join(f"pdpp-gateway {command} ... --provider-url {url}" for url, _ in found)
+    say(f"{len(found)} providers have cached grants: name one with --provider-url: {choices}")
+    return ExitCode.USAGE
+
+
 def _as_list(value: object) -> list[str]:
     if isinstance(value, list):
         return value
@@ -119,7 +149,13 @@ def _as_list(value: object) -> list[str]:
 
 
 def cache_root_of(args: argparse.Namespace) -> Path:
-    return Path(args.cache_root or os.environ.get("PDPP_CACHE_ROOT") or ".pdpp")
+    """The cache root ``resolve_members`` read the grants from (``cache_root``)."""
+    resolved = getattr(args, "resolved_cache_root", None)
+    if isinstance(resolved, Path):
+        return resolved
+    from pdpp_gateway.cache_root import cache_root
+
+    return cache_root(args.cache_root)
 
 
 def _renewed(credential: Credential, cache_root: Path) -> Credential | int:

@@ -1,6 +1,7 @@
 """``pdpp-gateway sandbox``: run the sandbox RS and print its tokens.
 
-Contract: serves on loopback by default (``--host``/``--port``, 0 = any free port), prints
+Contract: serves on loopback by default (``--host``/``--port``, 0 = any free port; with no
+``--port``, 7663 when free, else a free one, said on stderr: ``ports``), prints
 the URL and every fixture token with what it grants (sandbox material, meant to be
 copied), and runs until SIGINT/SIGTERM. A port that cannot be bound is one line on
 stderr and exit 64, like ``serve`` and ``demo``.
@@ -20,7 +21,9 @@ HELP = "Run the sandbox PDPP resource server (sample data) and print its tokens.
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=7663, help="0 picks a free port")
+    parser.add_argument(
+        "--port", type=int, help="default 7663, or a free one when that is taken; 0 picks a free port"
+    )
     parser.add_argument("--db", help="SQLite file (default: in memory)")
     parser.add_argument(
         "--reference-client-rules",
@@ -41,9 +44,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from pdpp_gateway.ports import port_or_free
     from pdpp_gateway.sandbox.config import DESCRIPTIONS, SandboxConfig
     from pdpp_gateway.sandbox.runner import start_sandbox
 
+    args.port = port_or_free(args.host, args.port, 7663, "sandbox RS")
     if args.access_token_ttl < 1:
         print("pdpp-gateway sandbox: --access-token-ttl must be at least 1 second", file=sys.stderr)
         return ExitCode.USAGE

@@ -205,3 +205,37 @@ def test_terminal_commands_use_a_package_and_every_printed_command_runs(
     )
     assert twice.returncode == 64
     assert "named twice" in twice.stderr
+
+
+def test_the_demo_steps_aside_from_busy_default_ports(tmp_path: Path) -> None:
+    import socket
+
+    from pdpp_gateway.ports import port_or_free
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        assert port_or_free("127.0.0.1", None, busy, "sandbox RS") == 0  # taken: any free one
+        assert port_or_free("127.0.0.1", busy, 7663, "sandbox RS") == busy  # named: kept, fails on its own
+        named = run_cli("sandbox", "--port", str(busy))
+        assert named.returncode == 64
+        assert "address already in use" in named.stderr
+
+
+def test_the_demo_runs_with_its_default_ports_taken(tmp_path: Path) -> None:
+    import contextlib
+    import socket
+
+    with contextlib.ExitStack() as stack:
+        for port in (7663, 7664):  # held here, unless another program holds it already
+            holder = stack.enter_context(socket.socket())
+            with contextlib.suppress(OSError):
+                holder.bind(("127.0.0.1", port))
+                holder.listen()
+        done = run_cli("demo", "--once", "--cache-root", str(tmp_path / "cache"))
+    assert done.returncode == 0, done.stderr
+    assert "port 7663 is in use by another program" in done.stderr
+    assert "port 7664 is in use by another program" in done.stderr
+    assert "MCP server URL:  http://127.0.0.1:" in done.stdout
+    assert ":7664/mcp" not in done.stdout

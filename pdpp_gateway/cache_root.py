@@ -1,0 +1,94 @@
+"""Where the credential cache lives: one per-user place by default, so a client that spawns
+the gateway from a directory of its own still finds the grants ``connect`` cached.
+
+Contract (every path returned is absolute):
+
+- ``cache_root(flag, provider_url=...)``: ``--cache-root`` when given, else
+  ``PDPP_CACHE_ROOT``; else a ``.pdpp`` in the working directory that holds a grant for
+  ``provider_url`` (the reference CLI's cache, still read where it wrote it; with no
+  provider named, one that holds any grant); else the per-user directory
+  (``user_cache_root``).
+- ``user_cache_root()``: ``$XDG_DATA_HOME/pdpp-gateway``, by default
+  ``~/.local/share/pdpp-gateway`` (the same on every platform, stated in the README).
+- ``writing_root(flag)``: where ``connect`` writes a new grant: the flag, the environment,
+  else the per-user directory (never a ``.pdpp`` it happens to run beside).
+- ``reading_roots(flag)``: every root a listing shows: the one named, else the working
+  directory's ``.pdpp`` (when it exists) and the per-user directory;
+  ``cached_providers(roots)`` the providers with a grant there (a command given no
+  ``--provider-url`` uses the only one).
+
+Standard library only: a local door resolves it before the SDK has loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+APP_DIR: Final = "pdpp-gateway"
+LOCAL_DIR: Final = ".pdpp"
+
+
+def user_cache_root(env: Mapping[str, str] | None = None) -> Path:
+    values = os.environ if env is None else env
+    base = values.get("XDG_DATA_HOME") or ""
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    return root / APP_DIR
+
+
+def _named(flag: str | None, env: Mapping[str, str]) -> Path | None:
+    named = flag or env.get("PDPP_CACHE_ROOT")
+    return Path(named).expanduser().absolute() if named else None
+
+
+def cache_root(
+    flag: str | None, *, provider_url: str | None = None, env: Mapping[str, str] | None = None
+) -> Path:
+    values = os.environ if env is None else env
+    named = _named(flag, values)
+    if named is not None:
+        return named
+    local = Path(LOCAL_DIR).absolute()
+    if provider_url is not None:
+        from pdpp_gateway.credentials import CredentialError, cache_file_for
+
+        try:
+            if cache_file_for(provider_url, local).is_file():
+                return local
+        except CredentialError:
+            pass  # an invalid URL: the caller says so
+    elif (local / "clients").is_dir() and any((local / "clients").glob("*.json")):
+        return local
+    return user_cache_root(values)
+
+
+def writing_root(flag: str | None, env: Mapping[str, str] | None = None) -> Path:
+    values = os.environ if env is None else env
+    return _named(flag, values) or user_cache_root(values)
+
+
+def reading_roots(flag: str | None, env: Mapping[str, str] | None = None) -> list[Path]:
+    values = os.environ if env is None else env
+    named = _named(flag, values)
+    if named is not None:
+        return [named]
+    local = Path(LOCAL_DIR).absolute()
+    return [*([local] if (local / "clients").is_dir() else []), user_cache_root(values)]
+
+
+def cached_providers(roots: list[Path]) -> list[tuple[str, Path]]:
+    """Every provider with a grant cached under ``roots``: (its URL, the root), in order."""
+    import json
+
+    found: list[tuple[str, Path]] = []
+    for root in roots:
+        for path in sorted((root / "clients").glob("*.json")):
+            try:
+                url = json.loads(path.read_text(encoding="utf-8")).get("provider_url")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(url, str) and url and all(url != known for known, _ in found):
+                found.append((url, root))
+    return found

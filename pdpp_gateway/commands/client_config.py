@@ -1,0 +1,112 @@
+"""``pdpp-gateway client-config``: the exact MCP client entry that runs this install's stdio server.
+
+Contract: prints, for ``--client`` (``claude-desktop``, ``claude-code``, ``codex``,
+``cursor``, ``vscode``; default: all of them), the entry to paste: JSON for the clients
+configured by a file (which file, in a comment line before it), a command line for the
+ones configured by a command. The entry starts the gateway by an absolute path (this
+install's ``pdpp-gateway`` script, else its Python with ``-m pdpp_gateway``), so it works
+from a client's own working directory with a plain ``PATH``. It names ``--provider-url``
+(given, else every provider with a cached grant, one server each) and ``--cache-root``
+only when the grants are not in the per-user directory the gateway finds by itself.
+Exit 78 when no provider is given and none is cached. ``connect`` prints the same after
+connecting (``entries``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Final
+
+HELP = "Print the MCP client entry (Claude Desktop, Claude Code, Codex, Cursor, VS Code) for this install."
+CLIENTS: Final = ("claude-desktop", "claude-code", "codex", "cursor", "vscode")
+_FILES: Final = {
+    "claude-desktop": "claude_desktop_config.json (Claude Desktop: Settings > Developer > Edit Config)",
+    "cursor": "~/.cursor/mcp.json (or .cursor/mcp.json in a project)",
+    "vscode": ".vscode/mcp.json in the workspace (or the user mcp.json: MCP: Open User Configuration)",
+}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--client", choices=CLIENTS, help="print only this client's entry (default: all)")
+    parser.add_argument(
+        "--provider-url", help="the provider to serve (default: every provider with a cached grant)"
+    )
+    parser.add_argument("--cache-root", help="credential cache root, if not the default one")
+
+
+def launcher() -> list[str]:
+    """The absolute command that runs this install's gateway."""
+    script = Path(sys.executable).parent / "pdpp-gateway"
+    if script.is_file():
+        return [str(script)]
+    return [str(Path(sys.executable).absolute()), "-m", "pdpp_gateway"]
+
+
+def server_args(provider_url: str, cache_root: Path | None) -> list[str]:
+    """The stdio server's arguments (``--cache-root`` only off the per-user default)."""
+    from pdpp_gateway.cache_root import user_cache_root
+
+    args = ["stdio", "--provider-url", provider_url]
+    if cache_root is not None and cache_root != user_cache_root():
+        args += ["--cache-root", str(cache_root)]
+    return args
+
+
+def entries(servers: dict[str, list[str]], client: str | None = None) -> str:
+    """Every asked-for client's entry for ``servers`` (name -> the gateway's arguments)."""
+    command, *prefix = launcher()
+    blocks = []
+    for name in CLIENTS if client is None else (client,):
+        if name in ("claude-code", "codex"):
+            lines = [
+                f"{'claude' if name == 'claude-code' else 'codex'} mcp add {server} -- "
+                + shlex.join([command, *prefix, *args])
+                for server, args in servers.items()
+            ]
+            blocks.append(f"# {name}: run\n" + "\n".join(lines))
+            continue
+        key = "servers" if name == "vscode" else "mcpServers"
+        extra = {"type": "stdio"} if name == "vscode" else {}
+        document = {
+            key: {
+                server: {**extra, "command": command, "args": [*prefix, *args]}
+                for server, args in servers.items()
+            }
+        }
+        blocks.append(f"# {name}: add to {_FILES[name]}\n{json.dumps(document, indent=2)}")
+    return "\n\n".join(blocks)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pdpp_gateway.cache_root import cache_root, cached_providers, reading_roots
+    from pdpp_gateway.commands.local_credential import say
+    from pdpp_gateway.credentials import CredentialError, normalize_provider_url
+    from pdpp_gateway.refusals import ExitCode
+
+    if args.provider_url:
+        try:
+            url = normalize_provider_url(args.provider_url)
+        except CredentialError as error:
+            say(error.message)
+            return error.exit_code
+        found = [(url, cache_root(args.cache_root, provider_url=url))]
+    else:
+        found = cached_providers(reading_roots(args.cache_root))
+        if not found:
+            say("no provider given and none has a cached grant; connect first: pdpp-gateway connect URL")
+            return ExitCode.NO_CREDENTIAL
+    servers = {
+        ("pdpp" if len(found) == 1 else f"pdpp-{_host(url)}"): server_args(url, root) for url, root in found
+    }
+    print(entries(servers, args.client))
+    return 0
+
+
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return (urlsplit(url).hostname or "provider").replace(".", "-")

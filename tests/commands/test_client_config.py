@@ -1,0 +1,82 @@
+"""A client entry that works wherever it is pasted: credentials in one per-user place, and the
+entry ``client-config`` prints spawned the way a desktop client spawns it (another working
+directory, ``PATH=/usr/bin:/bin``, an environment of HOME alone), through the SDK's client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from pdpp_gateway.cache_root import cache_root, user_cache_root
+from tests.conftest import run_cli
+from tests.grants import approve
+
+
+def _as_person(home: Path) -> dict[str, str]:
+    return {"HOME": str(home), "XDG_DATA_HOME": "", "PYTHONPATH": ""}
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+async def test_the_printed_desktop_entry_runs_from_anywhere(sandbox: Any, tmp_path: Path, era: str) -> None:
+    home = tmp_path / "home"
+    root = home / ".local" / "share" / "pdpp-gateway"  # where connect writes by default
+    await approve(sandbox.url, root, "gmail")
+    printed = await asyncio.to_thread(
+        run_cli, "client-config", "--client", "claude-desktop", env=_as_person(home), cwd=tmp_path
+    )
+    assert printed.returncode == 0, printed.stderr
+    entry = json.loads(printed.stdout.split("\n", 1)[1])["mcpServers"]["pdpp"]
+    assert Path(entry["command"]).is_absolute()
+    assert entry["args"][-3:] == ["stdio", "--provider-url", sandbox.url]  # no --cache-root: the default
+    elsewhere = tmp_path / "client-working-dir"
+    elsewhere.mkdir()
+    params = StdioServerParameters(
+        command=entry["command"],
+        args=entry["args"],
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+        cwd=elsewhere,
+    )
+    async with Client(params, mode=era, cache=None) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("schema", {})
+    assert not result.is_error
+    assert "messages" in result.content[0].text  # type: ignore[union-attr]
+
+
+def test_the_per_user_root_and_a_local_pdpp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": ""}
+    monkeypatch.setattr(Path, "home", lambda: tmp_path)
+    assert user_cache_root(env) == tmp_path / ".local" / "share" / "pdpp-gateway"
+    assert user_cache_root({"XDG_DATA_HOME": "/data"}) == Path("/data/pdpp-gateway")
+    assert user_cache_root({"XDG_DATA_HOME": "relative"}) == tmp_path / ".local" / "share" / "pdpp-gateway"
+    monkeypatch.chdir(tmp_path)
+    local = tmp_path / ".pdpp" / "clients"
+    local.mkdir(parents=True)
+    (local / "pdpp.example.com.json").write_text("{}")
+    assert cache_root(None, provider_url="https://pdpp.example.com", env=env) == tmp_path / ".pdpp"
+    assert cache_root(None, provider_url="https://other.example", env=env) == user_cache_root(env)
+    assert cache_root("elsewhere", provider_url="https://pdpp.example.com", env=env) == tmp_path / "elsewhere"
+
+
+async def test_one_shot_commands_use_the_only_cached_provider(sandbox_factory: Any, tmp_path: Path) -> None:
+    sandbox, other = await sandbox_factory(), await sandbox_factory()
+    home = tmp_path / "home"
+    await approve(sandbox.url, home / ".local" / "share" / "pdpp-gateway", "gmail")
+    done = await asyncio.to_thread(run_cli, "search", "invoice", env=_as_person(home), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"using the only provider with a cached grant, {sandbox.url}" in done.stderr
+    await approve(other.url, home / ".local" / "share" / "pdpp-gateway", "github")
+    several = await asyncio.to_thread(run_cli, "search", "invoice", env=_as_person(home), cwd=tmp_path)
+    assert several.returncode == 64
+    assert f"pdpp-gateway search ... --provider-url {sandbox.url}" in several.stderr
+
+
+def test_no_provider_and_nothing_cached_says_where_it_looked(tmp_path: Path) -> None:
+    done = run_cli("call", "schema", env=_as_person(tmp_path), cwd=tmp_path)
+    assert done.returncode == 78
+    assert str(tmp_path / ".local" / "share" / "pdpp-gateway") in done.stderr  # absolute, not ".pdpp"
