@@ -6,7 +6,9 @@ imports light (the MCP SDK takes about a second to import), so ``--help`` is fas
 command line naming a command imports only that command's module (the stdio door's
 start-up is timed).
 Nothing here prints to stdout except what a command deliberately prints; the stdio
-server keeps stdout for protocol frames only.
+server keeps stdout for protocol frames only. A usage error (an unknown option, a missing
+or malformed argument) is one usage line and exit 64, as the README's tables say; each
+option's ``--help`` line states its default.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from pdpp_gateway import __version__
 
@@ -38,17 +41,49 @@ def _load(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name])
 
 
+USAGE_EXIT = 64  # EX_USAGE, as the README's exit tables say (argparse alone exits 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, exiting 64 on a usage error, with each option's default in its help."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message}\n")
+
+
+class _ShowDefaults(argparse.HelpFormatter):
+    """Adds "(default: X)" to an option's help when it has a real default the help does not
+    already state."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text.lower()
+            or default is None
+            or default is False
+            or default == []
+            or default == argparse.SUPPRESS
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or only the ``only`` command's (one module imported, not eight)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pdpp-gateway",
         description="MCP gateway for grant-scoped, read-only access to a PDPP resource server.",
     )
     parser.add_argument("--version", action="version", version=f"pdpp-gateway {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     for name in COMMANDS if only is None else (only,):
         module = _load(name)
-        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
+        sub = subparsers.add_parser(
+            name, help=module.HELP, description=module.HELP, formatter_class=_ShowDefaults
+        )
         module.configure(sub)
         sub.set_defaults(_run=module.run)
     return parser

@@ -31,7 +31,7 @@ DEMO_TOKEN_NAME = "client_broad"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default="127.0.0.1", help="address both servers listen on")
     parser.add_argument(
         "--port",
         type=int,

@@ -20,11 +20,19 @@ HELP = "Read a bounded window of one text field of one record (the read_record_f
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", help="record handle from search, e.g. connection_id/stream:record_id")
     parser.add_argument("field", help="top-level text field, e.g. body_text")
-    parser.add_argument("--offset", type=int, dest="offset_chars")
-    parser.add_argument("--limit-chars", type=int)
+    parser.add_argument(
+        "--offset", type=int, dest="offset_chars", help="first character of the window (default 0)"
+    )
+    parser.add_argument(
+        "--limit-chars", type=int, help="characters in the window (default: the resource server's)"
+    )
     parser.add_argument("--q", help="literal text to find (first match)")
-    parser.add_argument("--before", type=int, dest="before_chars")
-    parser.add_argument("--after", type=int, dest="after_chars")
+    parser.add_argument(
+        "--before", type=int, dest="before_chars", help="with --q: characters shown before the match"
+    )
+    parser.add_argument(
+        "--after", type=int, dest="after_chars", help="with --q: characters shown after the match"
+    )
     parser.add_argument("--connection-id", help="the source to read from (when the id does not embed it)")
     local_credential.add_arguments(parser, package=True)
     local_call.add_output_argument(parser)

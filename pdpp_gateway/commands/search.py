@@ -20,10 +20,14 @@ HELP = "Search granted records (same tool and text an agent gets), with evidence
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help="search text")
     parser.add_argument("--stream", action="append", dest="streams", help="only this stream (repeatable)")
-    parser.add_argument("--mode", choices=["lexical", "semantic", "hybrid"])
-    parser.add_argument("--limit", type=int)
-    parser.add_argument("--cursor")
-    parser.add_argument("--connection-id")
+    parser.add_argument(
+        "--mode",
+        choices=["lexical", "semantic", "hybrid"],
+        help="search mode (default: the resource server's, lexical on the reference)",
+    )
+    parser.add_argument("--limit", type=int, help="hits per page (default: the resource server's)")
+    parser.add_argument("--cursor", help="next_cursor of the previous page, to continue it")
+    parser.add_argument("--connection-id", help="search this source only")
     local_credential.add_arguments(parser, package=True)
     local_call.add_output_argument(parser)
 

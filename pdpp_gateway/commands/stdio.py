@@ -60,7 +60,11 @@ START_SWITCH_SECONDS: Final = 0.0005
 def configure(parser: argparse.ArgumentParser) -> None:
     local_credential.add_arguments(parser, package=True)
     parser.add_argument("--server-name", help="MCP server name (env PDPP_MCP_SERVER_NAME).")
-    parser.add_argument("--log-level", default=os.environ.get("PDPP_LOG_LEVEL", "INFO"))
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("PDPP_LOG_LEVEL", "INFO"),
+        help="stderr log level: DEBUG, INFO, WARNING or ERROR (env PDPP_LOG_LEVEL)",
+    )
 
 
 class _Loader(threading.Thread):

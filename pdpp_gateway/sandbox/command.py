@@ -20,7 +20,7 @@ HELP = "Run the sandbox PDPP resource server (sample data) and print its tokens.
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
         "--port", type=int, help="default 7663, or a free one when that is taken; 0 picks a free port"
     )

@@ -239,3 +239,20 @@ def test_the_demo_runs_with_its_default_ports_taken(tmp_path: Path) -> None:
     assert "port 7664 is in use by another program" in done.stderr
     assert "MCP server URL:  http://127.0.0.1:" in done.stdout
     assert ":7664/mcp" not in done.stdout
+
+
+def test_usage_errors_exit_64_and_every_option_says_what_it_does() -> None:
+    import argparse
+
+    from pdpp_gateway.cli import build_parser
+
+    wrong = run_cli("search", "--no-such-option", "x")
+    assert wrong.returncode == 64  # the README's usage code, not argparse's 2
+    assert "unrecognized arguments: --no-such-option" in wrong.stderr
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            if action.option_strings and "-h" not in action.option_strings:
+                assert action.help, (name, action.option_strings)
+    assert "(default: 127.0.0.1)" in run_cli("sandbox", "--help").stdout
