@@ -133,10 +133,11 @@ def _only_cached_provider(args: argparse.Namespace, command: str) -> str | int:
     if not found:
         where = " or ".join(str(root) for root in roots)
         say(
-            f"no provider given and no grant cached in {where}. Connect first: "
-            "pdpp-gateway connect https://pdpp.example.com"
+            f"missing --provider-url (or PDPP_PROVIDER_URL), and no grant is cached in {where} to use "
+            f"instead. Connect first (pdpp-gateway connect https://pdpp.example.com), or name the "
+            f"provider: pdpp-gateway {command} --provider-url https://pdpp.example.com"
         )
-        return ExitCode.NO_CREDENTIAL
+        return ExitCode.USAGE
     choices = "; ".join(f"pdpp-gateway {command} ... --provider-url {url}" for url, _ in found)
     say(f"{len(found)} providers have cached grants: name one with --provider-url: {choices}")
     return ExitCode.USAGE

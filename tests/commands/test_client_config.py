@@ -78,5 +78,6 @@ async def test_one_shot_commands_use_the_only_cached_provider(sandbox_factory: A
 
 def test_no_provider_and_nothing_cached_says_where_it_looked(tmp_path: Path) -> None:
     done = run_cli("call", "schema", env=_as_person(tmp_path), cwd=tmp_path)
-    assert done.returncode == 78
+    assert done.returncode == 64
+    assert "missing --provider-url" in done.stderr
     assert str(tmp_path / ".local" / "share" / "pdpp-gateway") in done.stderr  # absolute, not ".pdpp"
