@@ -2,7 +2,7 @@
 
 Contract: line 1 is ``Error <code> (HTTP <status>): <message>`` (no status for errors
 the gateway raised itself; for RS codes whose message misleads, ``_MEANINGS`` says what
-the RS means, with its own words kept after it); line 2 is one actionable next step
+the RS means, in place of its words); line 2 is one actionable next step
 chosen by code (for ambiguity errors it lists up to 12 connections to retry with); then
 ``param`` and ``request_id`` when present. An RS ``param`` names the REST parameter; the text names
 the tool argument the caller can actually change (``q`` → ``query`` for search,
@@ -56,8 +56,10 @@ _NEXT_STEPS: Final = {
 # RS refusals whose own message misleads a model: the reference RS words a grant-scope
 # refusal on a {stream} route as a failed token check ("Token introspection failed closed", 401).
 _MEANINGS: Final = {
-    "context.stream_not_allowed": "Stream {stream} is not in this grant",
-    "context.instance_mismatch": "connection_id {connection} is not granted for stream {stream}",
+    "context.stream_not_allowed": "Stream {stream} is not in this grant: the person did not share it with "
+    "this app (the token itself is fine)",
+    "context.instance_mismatch": "connection_id {connection} is not granted for stream {stream} (the token "
+    "itself is fine)",
 }
 
 
@@ -91,7 +93,7 @@ def render_error(call: Call, result: ToolResult) -> str:
     error: Mapping[str, Any] = result.structured.get("error") or {}
     code = str(error.get("code", "error"))
     status = result.structured.get("http_status")
-    message = _meaning(code, call, error.get("message")) or error.get("message", "")
+    message = _meaning(code, call) or error.get("message", "")
     lines = [clip(f"Error {code}{f' (HTTP {status})' if status else ''}: {message}", 600)]
     argument = tool_argument(call.name, error.get("param"))
     step = next_step(error, status, argument)
@@ -121,8 +123,9 @@ def render_error(call: Call, result: ToolResult) -> str:
     return "\n".join(lines)
 
 
-def _meaning(code: str, call: Call, message: object) -> str | None:
-    """What the RS means by ``code``, naming the call's stream; its own words kept after it."""
+def _meaning(code: str, call: Call) -> str | None:
+    """What the RS means by ``code``, naming the call's stream, in place of its misleading
+    words (the envelope in structured output keeps them)."""
     template = _MEANINGS.get(code)
     if template is None:
         return None
@@ -136,9 +139,7 @@ def _meaning(code: str, call: Call, message: object) -> str | None:
             stream, connection = ref.stream, connection or ref.connection_id
     if not stream or ("{connection}" in template and not connection):
         return None  # nothing to name: the RS's own words stand
-    meaning = template.format(stream=dumps(stream), connection=dumps(connection))
-    said = f'; the RS words this refusal "{message}"' if isinstance(message, str) and message else ""
-    return f"{meaning} (not a token problem{said})."
+    return template.format(stream=dumps(stream), connection=dumps(connection)) + "."
 
 
 def tool_argument(tool: str, param: object) -> str | None:

@@ -157,7 +157,8 @@ async def test_an_ungranted_stream_reads_as_outside_the_grant_not_as_a_token_pro
             result, text = await _call(client, tool, stream="repositories", **extra)
             assert result.is_error
             assert "context.stream_not_allowed" in text  # the RS's code stays visible
-            assert 'Stream "repositories" is not in this grant (not a token problem' in text
+            assert 'Stream "repositories" is not in this grant: the person did not share it' in text
+            assert "introspection" not in text  # the RS's misleading words are not repeated
             assert "call schema() for the granted streams" in text
         _, searched = await _call(client, "search", query="x", streams=["repositories"])
         assert "is not in this grant" in searched  # search says the same of the same stream
