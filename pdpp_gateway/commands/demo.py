@@ -99,7 +99,7 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
             rate_limit=args.rate_limit,
             rate_burst=args.rate_burst,
         )
-        facts = PageFacts(demo_token=token, cache_root=str(cache_root))
+        facts = PageFacts(demo_token=token, cache_root=str(cache_root), server_name="pdpp-sandbox")
         async with start_gateway(settings, public_self=True, demo=facts) as url:
             sandbox.allow_resource(url)  # OAuth clients ask the sandbox AS for a token for this /mcp
             print(f"Sandbox RS:      {sandbox.url}   (also its authorization server: consent page, tokens)")

@@ -73,6 +73,31 @@ class PageFacts:
     sign_in: bool = False
     demo_token: str | None = None
     cache_root: str | None = None
+    server_name: str = "pdpp"  # the name the client commands give this server
+
+
+def reachable_only_here(mcp_url: str) -> bool:
+    """Whether the URL's host is loopback or private: no cloud app (ChatGPT, Claude.ai) can
+    reach it, only apps on this machine or network."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(mcp_url).hostname or "").lower()
+    if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+_CLOUD_NEEDS_PUBLIC = (
+    "ChatGPT, Claude.ai and other cloud apps connect from the internet, so they need a public HTTPS URL "
+    "for this gateway; this one is reachable only from this machine or network. Deploy the gateway on "
+    "the provider's public origin (the README's Hosted section), or expose this port through an HTTPS "
+    "tunnel and give the app the tunnel's https URL ending in /mcp."
+)
 
 
 def _origin(mcp_url: str) -> str:
@@ -96,6 +121,17 @@ def _terminal(provider_url: str, facts: PageFacts) -> tuple[str, str]:
 
 def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()) -> str:
     url = escape(mcp_url)
+    name = facts.server_name
+    local = reachable_only_here(mcp_url)
+    paste = (
+        "Paste this MCP server URL into an AI app on this machine:"
+        if local
+        else ("Paste this MCP server URL into your AI app:")
+    )
+    if local:
+        remote = f'<p class="note">{escape(_CLOUD_NEEDS_PUBLIC)}</p>'
+    else:
+        remote = f"<p>Add a custom connector (a remote MCP server) with this URL:</p>\n{_block(mcp_url)}"
     llms = escape(f"{_origin(mcp_url)}/llms.txt")
     connect, stdio = _terminal(provider_url, facts)
     if facts.sign_in:
@@ -111,7 +147,7 @@ def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()
         header = f"""<h2>Clients that only send a header (this demo)</h2>
 <p class="note">A sandbox grant over every stream, for clients without OAuth sign-in.</p>
 {_block(value)}
-{_block(f'claude mcp add --transport http pdpp {mcp_url} --header "{value}"')}
+{_block(f'claude mcp add --transport http {name} {mcp_url} --header "{value}"')}
 """
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -121,16 +157,15 @@ def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()
 <body>
 <h1>Connect an AI app</h1>
 <p class="note">Each app gets its own scoped, read-only grant that you approve and can revoke.</p>
-<div class="primary"><p>Paste this MCP server URL into your AI app:</p>
+<div class="primary"><p>{paste}</p>
 <p><code id="mcp-url">{url}</code></p>
 <button type="button" class="copy" data-copy="{url}">Copy</button></div>
 <h2>Claude Code</h2>
-{_block(f"claude mcp add --transport http pdpp {mcp_url}")}
+{_block(f"claude mcp add --transport http {name} {mcp_url}")}
 <h2>Codex</h2>
-{_block(f"codex mcp add pdpp --url {mcp_url}")}
+{_block(f"codex mcp add {name} --url {mcp_url}")}
 <h2>ChatGPT, Claude.ai and other remote MCP clients</h2>
-<p>Add a custom connector (a remote MCP server) with this URL:</p>
-{_block(mcp_url)}
+{remote}
 {sign_in}
 {header}<h2>From a terminal</h2>
 <p>Approve a grant once in your browser, then run the gateway locally over stdio:</p>
@@ -158,6 +193,12 @@ def llms_txt(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()) ->
         if facts.demo_token
         else ""
     )
+    name = facts.server_name
+    remote = (
+        f"- Cloud apps (ChatGPT, Claude.ai, ...): {_CLOUD_NEEDS_PUBLIC}"
+        if reachable_only_here(mcp_url)
+        else "- Remote-connector apps (ChatGPT, Claude.ai, ...): add a custom connector with the URL above."
+    )
     return f"""# PDPP gateway
 
 > Read-only, grant-scoped MCP access to a person's data held by this PDPP provider.
@@ -171,9 +212,9 @@ def llms_txt(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()) ->
 
 ## Connect
 
-- Claude Code: `claude mcp add --transport http pdpp {mcp_url}`
-- Codex: `codex mcp add pdpp --url {mcp_url}`
-- Remote-connector apps (ChatGPT, Claude.ai, ...): add a custom connector with the URL above.
+- Claude Code: `claude mcp add --transport http {name} {mcp_url}`
+- Codex: `codex mcp add {name} --url {mcp_url}`
+{remote}
 - From a terminal: `{connect}`, then `{stdio}`.
 
 ## Tools (all read-only)

@@ -1,6 +1,7 @@
 """``pdpp-gateway sandbox``: run the sandbox RS and print its tokens.
 
-Contract: serves on loopback by default (``--host``/``--port``, 0 = any free port; with no
+Contract: prints the introspection client id and secret too (sandbox credentials, meant to
+be copied into ``serve``'s settings). Serves on loopback by default (``--host``/``--port``, 0 = any free port; with no
 ``--port``, 7663 when free, else a free one, said on stderr: ``ports``), prints
 the URL and every fixture token with what it grants (sandbox material, meant to be
 copied), and runs until SIGINT/SIGTERM. A port that cannot be bound is one line on
@@ -63,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
         async with start_sandbox(config, host=args.host, port=args.port) as server:
             print(f"sandbox RS listening on {server.url}")
             print(
-                f"introspection: POST {server.url}/introspect with Basic {config.introspection_client_id}:<secret>"
+                f"introspection: POST {server.url}/introspect with Basic "
+                f"{config.introspection_client_id}:{config.introspection_client_secret} (sandbox credentials; "
+                f"serve takes them as --introspection-client-id and PDPP_INTROSPECTION_CLIENT_SECRET)"
             )
             for name, token in server.tokens.items():
                 print(f"  {name:<18} {token}  {DESCRIPTIONS[name]}")

@@ -78,3 +78,29 @@ def test_icon_is_a_small_scalable_svg() -> None:
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert root.get("viewBox") == "0 0 64 64"
     assert len(ICON_SVG) < 1_500
+
+
+@pytest.mark.parametrize(
+    "local_url", ["http://127.0.0.1:7664/mcp", "http://localhost:7664/mcp", "http://192.168.1.20/mcp"]
+)
+def test_a_local_url_is_not_offered_to_cloud_apps(local_url: str) -> None:
+    for text in (
+        connect_page(local_url, "http://127.0.0.1:7663"),
+        llms_txt(local_url, "http://127.0.0.1:7663"),
+    ):
+        assert "need a public HTTPS URL" in text
+        assert "tunnel" in text
+        assert "add a custom connector" not in text.lower()
+    assert "into an AI app on this machine" in connect_page(local_url, "http://127.0.0.1:7663")
+    public = connect_page(MCP, PROVIDER)
+    assert "need a public HTTPS URL" not in public
+    assert "Add a custom connector" in public
+
+
+def test_the_demo_names_its_server_as_the_terminal_does() -> None:
+    page = connect_page(MCP, PROVIDER, PageFacts(server_name="pdpp-sandbox", demo_token="t"))
+    assert f"claude mcp add --transport http pdpp-sandbox {MCP}" in page
+    assert "http pdpp " not in page
+    assert f"codex mcp add pdpp-sandbox --url {MCP}" in llms_txt(
+        MCP, PROVIDER, PageFacts(server_name="pdpp-sandbox")
+    )
