@@ -137,7 +137,9 @@ class Credential:
 
 
 def normalize_provider_url(raw: str) -> str:
-    """``https://`` by default; http/https only; no userinfo, query, fragment or trailing slash."""
+    """``https://`` by default; http/https only; no userinfo, query, fragment or trailing slash.
+    An MCP endpoint URL (a path ending in ``/mcp``, what a client's settings show) names the
+    provider it fronts: the ``/mcp`` is dropped (the RS's ``/v1`` never lives under it)."""
     text = raw.strip()
     if "://" not in text:
         text = "https://" + text
@@ -146,7 +148,9 @@ def normalize_provider_url(raw: str) -> str:
         raise problem("invalid_provider_url", repr(raw))
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+    path = parts.path.rstrip("/")
+    path = path.removesuffix("/mcp") if path.endswith("/mcp") else path
+    return urlunsplit((parts.scheme, netloc, path, "", ""))
 
 
 def cache_file_for(provider_url: str, cache_root: Path) -> Path:

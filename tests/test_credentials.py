@@ -29,6 +29,8 @@ TOKEN = "tok_cached_secret"
         ("https://user:pw@pdpp.example.com/?x=1#f", "https://pdpp.example.com"),
         ("http://localhost:7663/", "http://localhost:7663"),
         ("https://host/rs//", "https://host/rs"),
+        ("https://pdpp.example.com/mcp", "https://pdpp.example.com"),  # a client's MCP URL: its provider
+        ("https://host/rs/mcp/", "https://host/rs"),
     ],
 )
 def test_provider_url_normalisation(raw: str, normal: str) -> None:

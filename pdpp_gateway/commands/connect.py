@@ -119,6 +119,10 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     try:
         provider_url = normalize_provider_url(args.provider_url)
+        if args.provider_url.rstrip("/").endswith("/mcp"):
+            say(
+                f"{args.provider_url} is an MCP endpoint; connecting to the provider behind it, {provider_url}"
+            )
         if args.forget:
             return _forget(provider_url, reading_root(args.cache_root, provider_url=provider_url), connectors)
         if args.refresh:

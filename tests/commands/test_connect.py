@@ -252,3 +252,19 @@ async def test_connect_asks_for_each_connector_in_turn_and_keeps_both(sandbox: A
     assert out.count("Connected to") == 2
     listed = await asyncio.to_thread(run_cli, "connect", "--list", "--cache-root", str(cache))
     assert [line.split()[1] for line in listed.stdout.splitlines()] == ["connector=gmail", "connector=github"]
+
+
+async def test_connect_takes_the_mcp_url_a_client_shows(sandbox: Any, tmp_path: Path) -> None:
+    cache = tmp_path / ".pdpp"
+    async with (
+        _connect(f"{sandbox.url}/mcp", "--connector", "gmail", "--cache-root", str(cache)) as (process, url),
+        ConsentBrowser() as browser,
+    ):
+        _, form, _ = await browser.open(url)
+        _, location = await browser.submit(form, "approve")
+        assert location
+        await _follow(browser, location)
+        code, out, err = await _finish(process)
+    assert code == 0, err
+    assert f"Connected to {sandbox.url} (gmail)" in out
+    assert load_credential(sandbox.url, cache).connector == "gmail"
