@@ -215,6 +215,12 @@ def _read_config(target: Path) -> dict[str, Any]:
         document = tomllib.loads(target.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise SettingsError(f"config file {target} is not valid TOML: {error}") from None
+    outside = sorted(set(document) - {"gateway"})
+    if outside:
+        raise SettingsError(
+            f"config file {target}: {', '.join(outside)} outside the [gateway] table; every setting "
+            "goes under [gateway] (for example [gateway] then rate_limit = 10)"
+        )
     table = document.get("gateway", {})
     if not isinstance(table, dict):
         raise SettingsError(f"config file {target}: [gateway] must be a table")

@@ -70,6 +70,8 @@ def test_secret_is_not_in_repr(tmp_path: Path) -> None:
             "unknown setting(s) port_number",
         ),
         ({"provider_url": "https://a.example"}, "[gateway\n", "not valid TOML"),
+        ({"provider_url": "https://a.example"}, "rate_limit = 5\n", "rate_limit outside the"),
+        ({"provider_url": "https://a.example"}, "[server]\nport = 1\n", "server outside the"),
         ({"provider_url": "https://a.example", "package_file": "/nonexistent.json"}, "", "does not exist"),
     ],
 )
