@@ -114,6 +114,9 @@ class UnroutedRs:
     async def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int) -> RsBlob:
         raise self._refuse()
 
+    async def memoised(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
+        raise self._refuse()
+
 
 @dataclass(frozen=True, slots=True)
 class GatewayContext:

@@ -59,6 +59,9 @@ class RenewingRs:
     async def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int) -> RsBlob:
         return await self._read(lambda reader: reader.get_bytes(path, query, max_bytes=max_bytes))
 
+    async def memoised(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
+        return await self._read(lambda reader: reader.memoised(path, query))
+
     async def _read(self, call: Callable[[BoundRsClient], Awaitable[T]]) -> T:
         if self._credential.lapsing() and self._credential.refreshable and self._refused is None:
             try:

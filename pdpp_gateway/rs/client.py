@@ -62,6 +62,7 @@ from pdpp_gateway.rs.errors import (
     RsUnavailableError,
     TimeoutPhase,
 )
+from pdpp_gateway.rs.memo import Memo, caller_key
 from pdpp_gateway.rs.resilience import Breakers, CircuitOpen, RetryBudget
 from pdpp_gateway.rs.routes import route_class
 
@@ -183,6 +184,7 @@ class RsClient:
         self._timeouts = timeouts or RsTimeouts()
         self._retry = retry or RetryPolicy()
         self.breakers = breakers or Breakers()
+        self.memo = Memo()  # what each caller's grant holds, kept at most a minute (rs.memo)
         self.budget = budget or RetryBudget()
         self._max_body_bytes = max_body_bytes
         self._user_agent = user_agent
@@ -240,6 +242,8 @@ class RsClient:
         if 300 <= status < 400:
             raise RsProtocolError(_REDIRECTED)
         if status >= 400 or status < 200:
+            if status in (401, 403) and token:
+                self.memo.forget(caller_key(token))  # a lapsed, revoked or changed grant: learn it again
             raise RsStatusError.from_body(status, _parse_lenient(raw, token), request_id)
         if raw is None:
             raise RsProtocolError(f"the body is larger than {self._max_body_bytes} bytes")
@@ -501,3 +505,13 @@ class BoundRsClient:
 
     async def get_bytes(self, path: str, query: Query = (), *, max_bytes: int) -> RsBlob:
         return await self.client.get_bytes(path, query, token=self._token, max_bytes=max_bytes)
+
+    async def memoised(self, path: str, query: Query = ()) -> RsResponse:
+        """``get_json``, answered from this caller's memo when asked within a minute (``rs.memo``)."""
+        key = (caller_key(self._token), path, tuple(query))
+        found: RsResponse | None = self.client.memo.get(key)
+        if found is not None:
+            return found
+        response = await self.get_json(path, query)
+        self.client.memo.put(key, response)
+        return response

@@ -53,6 +53,7 @@ from pdpp_gateway.rs.bearer_report import (
 )
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 from pdpp_gateway.rs.errors import RsError, RsStatusError
+from pdpp_gateway.rs.memo import memoised_read
 
 __all__ = [
     "START_PROBE_SECONDS",
@@ -182,3 +183,8 @@ class KindCheckedRs:
     async def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int) -> RsBlob:
         await self._ensure_accepted()
         return await self._inner.get_bytes(path, query, max_bytes=max_bytes)
+
+    async def memoised(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
+        await self._ensure_accepted()
+        response: RsResponse = await memoised_read(self._inner, path, query)
+        return response

@@ -1,8 +1,9 @@
 """The expand gate: refuse ``expand`` on streams whose schema advertises no such relation.
 
 Contract (spec 004): before a records or record read that asks for ``expand``, read
-``GET /v1/schema?view=compact&stream=S[&connection_id=C]`` live (no cache, so a
-schema change is enforced on the next call). If the stream is found and none of its
+``GET /v1/schema?view=compact&stream=S[&connection_id=C]`` through the caller's memo
+(``rs.memo``: learned once per caller, kept at most a minute, the bearer verdict cache's
+bound, so a schema change is enforced within it). If the stream is found and none of its
 rows advertise a requested relation in ``expand_capabilities``, raise a typed
 ``invalid_expand`` naming the stream and the relations. If the schema read fails, or
 the stream is not in it, defer to the RS (fail open): the gate may only narrow, never
@@ -18,6 +19,7 @@ from typing import Any
 from middleware import ToolError, gateway_error
 from pdpp_gateway.context import RsReader
 from pdpp_gateway.rs.errors import RsError
+from pdpp_gateway.rs.memo import memoised_read
 
 _log = logging.getLogger(__name__)
 
@@ -32,7 +34,7 @@ async def check_expand(
     if connection_id:
         query.append(("connection_id", connection_id))
     try:
-        response = await rs.get_json("/v1/schema", query)
+        response = await memoised_read(rs, "/v1/schema", query)
     except RsError as error:
         _log.info("expand gate: schema unavailable (%s); deferring to the RS", error.code)
         return

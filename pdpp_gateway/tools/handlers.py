@@ -16,7 +16,9 @@ resource URI, never its bytes; any other non-text field keeps the RS's 422.
 Merged sources: without ``connection_id`` the RS reads a stream name across every
 granted connection holding it. ``aggregate`` (whose answer does not show that) reads the
 stream's compact schema concurrently; ``query_records`` reads it after a page that shows
-a merge (records of several connections, or more records and no cursor). When several
+a merge (records of several connections, or more records and no cursor). That schema
+read, like the expand gate's, goes through the caller's memo (``rs.memo``): in steady
+state each call makes one RS read. When several
 connections hold the name, structured output lists them under ``merged_connections``
 (a failed schema read lists nothing; the answer stands).
 """
@@ -35,6 +37,7 @@ from pdpp_gateway.ids import RecordRef, check_segment, parse_handle, resolve_con
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
+from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
 from pdpp_gateway.tools.expand_gate import check_expand
 
@@ -156,7 +159,7 @@ def _note_merge(structured: dict[str, Any], connections: list[dict[str, Any]] | 
 async def _stream_connections(context: GatewayContext, stream: str) -> list[dict[str, Any]] | None:
     """The granted connections holding ``stream`` (compact schema read), or None if unknown."""
     try:
-        response = await context.rs.get_json("/v1/schema", [("view", "compact"), ("stream", stream)])
+        response = await memoised_read(context.rs, "/v1/schema", [("view", "compact"), ("stream", stream)])
     except RsError:
         return None
     return schema_view.stream_connections(schema_view.unwrap_schema(response.body), stream)

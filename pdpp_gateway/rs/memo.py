@@ -1,0 +1,78 @@
+"""What a grant holds, learned once per caller and kept at most a minute.
+
+Contract: a ``Memo`` keeps successful RS answers to read-only questions about a grant (the
+compact schema of one stream: its connections and ``expand_capabilities``) so the stages
+that need them (the expand gate, the merged-sources note) cost no RS read per call in
+steady state. An entry is keyed by the caller (a digest of the token it was read with,
+never the token) and the exact path and query; it lives ``seconds`` (60, the bound of
+the bearer verdict cache: a grant changed at the RS is seen within it), the table holds
+at most ``entries`` (least recently used first out). Failures are never kept. When the
+RS refuses one of a caller's reads with 401 or 403 (a lapsed, revoked or changed grant)
+every entry of that caller is dropped (``forget``).
+
+``BoundRsClient.memoised(path, query)`` reads through the memo of its ``RsClient``;
+readers that wrap one (the stdio door's kind check and renewal) pass ``memoised`` on,
+and ``memoised_read(rs, path, query)`` falls back to a plain read for any other reader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol
+
+MEMO_SECONDS: Final = 60.0
+MEMO_ENTRIES: Final = 4096
+Key = tuple[str, str, tuple[tuple[str, str], ...]]
+
+
+def caller_key(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
+class Memo:
+    def __init__(
+        self,
+        seconds: float = MEMO_SECONDS,
+        entries: int = MEMO_ENTRIES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._seconds = seconds
+        self._entries = entries
+        self._clock = clock
+        self._table: OrderedDict[Key, tuple[float, Any]] = OrderedDict()
+
+    def get(self, key: Key) -> Any | None:
+        found = self._table.get(key)
+        if found is None:
+            return None
+        stored, value = found
+        if self._clock() - stored >= self._seconds:
+            del self._table[key]
+            return None
+        self._table.move_to_end(key)
+        return value
+
+    def put(self, key: Key, value: Any) -> None:
+        self._table[key] = (self._clock(), value)
+        self._table.move_to_end(key)
+        while len(self._table) > self._entries:
+            self._table.popitem(last=False)
+
+    def forget(self, caller: str) -> None:
+        for key in [key for key in self._table if key[0] == caller]:
+            del self._table[key]
+
+
+class _Memoising(Protocol):
+    async def memoised(self, path: str, query: Sequence[tuple[str, str]] = ()) -> Any: ...
+
+
+async def memoised_read(rs: Any, path: str, query: Sequence[tuple[str, str]] = ()) -> Any:
+    """``rs.memoised(path, query)`` where the reader has a memo, else ``rs.get_json``."""
+    reader: _Memoising | None = rs if callable(getattr(rs, "memoised", None)) else None
+    if reader is not None:
+        return await reader.memoised(path, query)
+    return await rs.get_json(path, query)

@@ -1,0 +1,78 @@
+"""One RS read per tool call in steady state: what a grant holds (a stream's connections, its
+expand capabilities) is learned once per caller and kept at most a minute (``rs.memo``).
+
+Counted at a real sandbox RS. The exceptions, listed in the README with their count: a
+binary field's projected re-read (``read_record_field`` on a blob: two), and a package's
+fan-out (one read per member asked).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from middleware import ToolCall
+from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.tools.pipeline import build_pipeline
+
+JOURNEY = [
+    ("schema", {}),
+    ("schema", {"stream": "messages"}),
+    ("query_records", {"stream": "messages", "limit": 3}),  # merges both mail connections
+    (
+        "query_records",
+        {"stream": "messages", "limit": 2, "connection_id": "cin_mail_work", "expand": ["message_bodies"]},
+    ),
+    ("aggregate", {"stream": "messages", "metric": "count"}),  # merges: its connections noted
+    ("aggregate", {"stream": "messages", "metric": "count", "connection_id": "cin_mail_work"}),
+    ("search", {"query": "invoice", "limit": 3}),
+    ("fetch", {"id": "cin_mail_work/messages:{id}"}),
+    ("read_record_field", {"id": "cin_mail_work/messages:{id}", "field": "subject"}),
+]
+
+
+async def test_every_tool_reads_the_rs_once_per_call_in_steady_state(shared_sandbox: Any) -> None:
+    pipeline = build_pipeline()
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(
+            rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url
+        )
+        first = {"stream": "messages", "connection_id": "cin_mail_work", "limit": 1}
+        page = await pipeline(ToolCall("query_records", first, context))
+        record_id = page.structured["data"]["data"][0]["id"]
+        journey = [
+            (tool, {k: v.format(id=record_id) if k == "id" else v for k, v in arguments.items()})
+            for tool, arguments in JOURNEY
+        ]
+        for tool, arguments in journey:  # the first round learns what the grant holds
+            await pipeline(ToolCall(tool, arguments, context))
+        for tool, arguments in journey:
+            shared_sandbox.reset_calls()
+            result = await pipeline(ToolCall(tool, arguments, context))
+            assert not result.is_error, (tool, result.text)
+            assert len(shared_sandbox.calls) == 1, (tool, arguments, [c.path for c in shared_sandbox.calls])
+
+
+async def test_a_refusal_drops_what_the_memo_knew_of_that_caller_only(shared_sandbox: Any) -> None:
+    pipeline = build_pipeline()
+    count = ("aggregate", {"stream": "messages", "metric": "count"})
+    async with RsClient(shared_sandbox.url) as rs:
+        broad = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url)
+        narrow = GatewayContext.for_client(
+            rs.bind(shared_sandbox.tokens["client_narrow"]), shared_sandbox.url
+        )
+        await pipeline(ToolCall(*count, broad))
+        refused = await pipeline(ToolCall("query_records", {"stream": "repositories"}, narrow))
+        assert refused.is_error  # another caller's 401 ...
+        shared_sandbox.reset_calls()
+        await pipeline(ToolCall(*count, broad))
+        assert len(shared_sandbox.calls) == 1  # ... leaves this caller's memo as it was
+        shared_sandbox.set_status("client_broad", "revoked")
+        try:
+            assert (await pipeline(ToolCall(*count, broad))).is_error  # 403: the grant changed
+            shared_sandbox.set_status("client_broad", "active")
+            shared_sandbox.reset_calls()
+            await pipeline(ToolCall(*count, broad))
+            assert [call.path for call in shared_sandbox.calls].count("/v1/schema") == 1  # learned again
+        finally:
+            shared_sandbox.set_status("client_broad", "active")
