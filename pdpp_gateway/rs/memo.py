@@ -5,7 +5,8 @@ compact schema of one stream: its connections and ``expand_capabilities``) so th
 that need them (the expand gate, the merged-sources note) cost no RS read per call in
 steady state. An entry is keyed by the caller (a digest of the token it was read with,
 never the token) and the exact path and query; it lives ``seconds`` (60, the bound of
-the bearer verdict cache: a grant changed at the RS is seen within it), the table holds
+the bearer verdict cache: a grant changed at the RS is seen within it; less with
+``PDPP_GRANT_MEMO_SECONDS``, 0 to turn it off, never more), the table holds
 at most ``entries`` (least recently used first out). Failures are never kept. When the
 RS refuses one of a caller's reads with 401 or 403 (a lapsed, revoked or changed grant)
 every entry of that caller is dropped (``forget``).
@@ -18,12 +19,25 @@ and ``memoised_read(rs, path, query)`` falls back to a plain read for any other 
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
-MEMO_SECONDS: Final = 60.0
+MEMO_SECONDS: Final = 60.0  # the most it may be: the bearer verdict cache's bound
+
+
+def memo_seconds(env: Mapping[str, str] | None = None) -> float:
+    """``PDPP_GRANT_MEMO_SECONDS`` (0 turns the memo off), never above ``MEMO_SECONDS``."""
+    raw = (os.environ if env is None else env).get("PDPP_GRANT_MEMO_SECONDS", "")
+    try:
+        seconds = float(raw) if raw.strip() else MEMO_SECONDS
+    except ValueError:
+        return MEMO_SECONDS
+    return min(max(seconds, 0.0), MEMO_SECONDS) if seconds == seconds else MEMO_SECONDS
+
+
 MEMO_ENTRIES: Final = 4096
 Key = tuple[str, str, tuple[tuple[str, str], ...]]
 
@@ -35,11 +49,11 @@ def caller_key(token: str) -> str:
 class Memo:
     def __init__(
         self,
-        seconds: float = MEMO_SECONDS,
+        seconds: float | None = None,
         entries: int = MEMO_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._seconds = seconds
+        self._seconds = memo_seconds() if seconds is None else seconds
         self._entries = entries
         self._clock = clock
         self._table: OrderedDict[Key, tuple[float, Any]] = OrderedDict()

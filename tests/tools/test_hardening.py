@@ -11,6 +11,7 @@ schema change without a restart).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -50,9 +51,12 @@ def wire_size(result: CallToolResult) -> int:
 
 
 @asynccontextmanager
-async def gateway_on(url: str, token: str, cache_root: Path) -> AsyncIterator[Client]:
+async def gateway_on(
+    url: str, token: str, cache_root: Path, env: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
     write_credential(cache_root, url, token)
-    async with Client(stdio_params(url, cache_root), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+    params = stdio_params(url, cache_root, env=env)
+    async with Client(params, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
         yield client
 
 
@@ -363,15 +367,18 @@ def _without_expansions(body: dict[str, Any]) -> dict[str, Any]:
 async def test_expand_gate_follows_a_schema_change_without_a_restart(
     tmp_path: Path, shared_sandbox: Any
 ) -> None:
+    """Within the grant memo's bound (60 s; 1 s here, PDPP_GRANT_MEMO_SECONDS)."""
     board = Switchboard(shared_sandbox.url)
     arguments = {"stream": "messages", "connection_id": WORK, "expand": ["message_bodies"], "limit": 1}
+    memo = {"PDPP_GRANT_MEMO_SECONDS": "1"}
     async with (
         board.serve() as url,
-        gateway_on(url, shared_sandbox.tokens["client_broad"], tmp_path / ".pdpp") as client,
+        gateway_on(url, shared_sandbox.tokens["client_broad"], tmp_path / ".pdpp", memo) as client,
     ):
         allowed, _ = await call(client, "query_records", **arguments)
         assert not allowed.is_error, allowed.content
         board.schema_rewrite = _without_expansions  # the stream stops advertising the relation
+        await asyncio.sleep(1.1)  # past the memo's bound
         board.seen.clear()
         refused, text = await call(client, "query_records", **arguments)
         assert refused.is_error
@@ -379,6 +386,7 @@ async def test_expand_gate_follows_a_schema_change_without_a_restart(
         assert "message_bodies" in text
         assert board.paths() == ["/v1/schema"]  # refused by the gate: no records read
         board.schema_rewrite = None
+        await asyncio.sleep(1.1)
         again, _ = await call(client, "query_records", **arguments)
         assert not again.is_error, again.content
 
