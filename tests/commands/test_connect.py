@@ -180,11 +180,12 @@ async def test_a_redirect_from_another_or_an_unnamed_server_exits_68(
 
 
 async def test_no_approval_within_the_timeout_exits_67(sandbox: Any, tmp_path: Path) -> None:
-    async with _connect(sandbox.url, "--cache-root", str(tmp_path), "--timeout", "1") as (process, _):
+    async with _connect(sandbox.url, "--cache-root", str(tmp_path), "--timeout", "2") as (process, _):
         code, _, err = await _finish(process)
     assert code == 67
     assert "--timeout" in err
-    assert "0:01 left" in err  # the countdown (off a terminal: a line now, then every 30 s)
+    assert "within 2 s" in err  # the timeout asked for, not the countdown's last value
+    assert "0:02 left" in err  # the countdown (off a terminal: a line now, then every 30 s)
 
 
 def test_unreachable_provider_and_bad_usage_are_one_line_with_their_codes(tmp_path: Path) -> None:
