@@ -7,6 +7,11 @@ Contract:
   (``localhost:7663`` → ``localhost_7663.json``). Shape as ``pdpp-gateway connect`` writes it:
   ``{provider_url, authorization_server, scope, client, credential{access_token,
   token_type, expires_at?, grant_id?, scope?}, created_at}``.
+- A provider's file may hold several grants, one per connector (``grant_cache``):
+  ``load_credentials`` returns each (narrowed to ``connectors``), lapsed ones included, with
+  what a reader needs to renew it (``connector``, ``issued_at``, ``refreshable``,
+  ``lapsing``: less than a minute, or a tenth of its lifetime, left); ``load_credential``
+  the one for ``connector`` (else the first), refusing a lapsed one.
 - ``load_credential`` fails closed with a ``CredentialError`` whose message names the
   fix (``pdpp-gateway connect <provider-url>``) and whose exit code the CLI returns, both
   from the one table (``refusals.REFUSALS``): 78 for a missing, expired or malformed
@@ -214,10 +219,10 @@ def load_credentials(
             if all(found is not g for g in chosen):
                 chosen.append(found)
         grants = chosen
-    return [_credential(url, path, payload, grant) for grant in grants]
+    return [_credential(url, path, grant) for grant in grants]
 
 
-def _credential(url: str, path: Path, payload: Mapping[str, Any], section: Mapping[str, Any]) -> Credential:
+def _credential(url: str, path: Path, section: Mapping[str, Any]) -> Credential:
     """One grant of the file as a ``Credential``; ``CredentialError`` when it is unusable."""
     credential = section.get("credential")
     if not isinstance(credential, dict):

@@ -19,7 +19,8 @@ Contract:
   (``reconnect_command``). Otherwise (the AS could not be reached or failed, the lock was
   held too long) the grant is intact and a later try can succeed.
 - An AS answer labelled ``owner`` or ``mcp_package`` is never cached: the grant is removed
-  from the cache and the renewal refused (77).
+  from the cache and the renewal refused (77). ``discard`` removes a grant whose renewed
+  token the RS itself names so (``connect --refresh`` asks it).
 - No message or log line holds a token.
 """
 
@@ -35,6 +36,7 @@ from pdpp_gateway.grant_cache import (
     GrantLockTimeout,
     connector_of,
     label,
+    locked,
     locked_async,
     read_payload,
     same_connector,
@@ -114,6 +116,17 @@ async def renew(
         ) from None
     _log.info("renewed the access token of the %s grant for %s", label(grants[index]), provider_url)
     return load_credential(provider_url, cache_root, connector=connector, now=_epoch())
+
+
+def discard(provider_url: str, cache_root: Path, connector: str | None) -> None:
+    """Remove the grant for ``connector`` from the cache (the RS named its renewed token an
+    owner or package token: the cache must never hold one)."""
+    from pdpp_gateway.credentials import cache_file_for
+
+    path = cache_file_for(provider_url, cache_root)
+    with locked(path):
+        grants = sections(read_payload(path) or {})
+        write_grants(path, provider_url, [g for g in grants if not _is(g, connector)])
 
 
 def _is(section: dict[str, Any], connector: str | None) -> bool:

@@ -202,3 +202,21 @@ async def test_an_unreachable_authorization_server_leaves_the_grant_intact(
     renewed = await renew(sandbox.url, tmp_path, "gmail", stale=None)
     assert renewed.access_token in sandbox.app[OAUTH].access
     assert refreshes(sandbox) == 1
+
+
+async def test_a_renewed_token_the_rs_names_an_owner_token_leaves_the_cache(
+    sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pdpp_gateway.commands import connect
+    from pdpp_gateway.credentials import CredentialError, load_credentials
+
+    await approve(sandbox.url, tmp_path, "gmail")
+    await approve(sandbox.url, tmp_path, "github")
+
+    async def owner(provider_url: str, answer: dict[str, Any]) -> None:
+        raise CredentialError("owner_token_refused", "an owner token")
+
+    monkeypatch.setattr(connect, "_refuse_owner", owner)
+    with pytest.raises(CredentialError):
+        await connect._refresh(sandbox.url, tmp_path, ["github"])
+    assert [c.connector for c in load_credentials(sandbox.url, tmp_path)] == ["gmail"]

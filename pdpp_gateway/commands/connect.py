@@ -287,8 +287,9 @@ def _cache(
 async def _refresh(provider_url: str, cache_root: Path, connectors: list[str]) -> int:
     """Renew the provider's grants (or ``connectors``'), each written as soon as the AS
     answers; then each new token is checked with the RS. Says how many were renewed."""
-    from pdpp_gateway.credentials import load_credentials
-    from pdpp_gateway.renewal import RenewalError, renew
+    from pdpp_gateway.credentials import CredentialError, load_credentials
+    from pdpp_gateway.oauth_flow import ConnectError
+    from pdpp_gateway.renewal import RenewalError, discard, renew
 
     grants = load_credentials(provider_url, cache_root, connectors=connectors)
     failed: RenewalError | None = None
@@ -302,7 +303,11 @@ async def _refresh(provider_url: str, cache_root: Path, connectors: list[str]) -
             failed = failed or error
             continue
         renewed += 1
-        unchecked = await _refuse_owner(provider_url, {"access_token": credential.access_token})
+        try:
+            unchecked = await _refuse_owner(provider_url, {"access_token": credential.access_token})
+        except (ConnectError, CredentialError):
+            discard(provider_url, cache_root, grant.connector)  # never keep an owner token
+            raise
         print(f"Renewed {name} for {provider_url} ({credential.cache_file}).")
         if unchecked:
             say(
