@@ -192,6 +192,16 @@ def merge_search(
         "provider_url": call.context.provider_url,
         "request_id": None,
     }
+    by_meaning = [
+        (lane, outcome.structured["retrieval"])
+        for lane, outcome in zip(lanes, outcomes, strict=True)
+        if isinstance(outcome, ToolResult) and isinstance(outcome.structured.get("retrieval"), dict)
+    ]
+    if by_meaning:
+        structured["retrieval"] = {
+            **by_meaning[0][1],
+            "sources": [_label(lane.member) for lane, _ in by_meaning],
+        }
     return ToolResult(structured=structured)
 
 
@@ -250,6 +260,8 @@ def _lanes(
         data = _data(outcome)
         hits = [hit for hit in outcome.structured.get("results") or () if isinstance(hit, dict)]
         next_cursor = data.get("next_cursor") if data.get("has_more") else None
+        if outcome.structured.get("retrieval"):  # answered by meaning: re-read it by skip, not
+            next_cursor = None  # with a cursor of another mode than the next call's
         lanes.append(
             _Lane(
                 member,

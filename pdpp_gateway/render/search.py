@@ -39,16 +39,38 @@ ROW_EXCERPT_CHARS: Final = 60
 
 
 def render_search(call: Call, result: ToolResult) -> str:
+    """The search text; a search answered by meaning after an empty lexical page says so
+    first (``retrieval``: the whole answer, or, for a package, the sources that did)."""
     envelope = as_mapping(result.structured.get("data"))
     hits = [h for h in result.structured.get("results") or () if isinstance(h, Mapping)]
-    mode = call.arguments.get("mode", "lexical")
+    retrieval = as_mapping(result.structured.get("retrieval"))
+    sources = retrieval.get("sources")  # a package: only these members answered by meaning
+    fallback = retrieval.get("mode") if not sources else None
+    mode = fallback if isinstance(fallback, str) else call.arguments.get("mode", "lexical")
     head = f"search {dumps(call.arguments.get('query'))} ({mode}): {len(hits)} hit(s), has_more={'true' if envelope.get('has_more') else 'false'}"
     lines = [head + "."]
+    if isinstance(fallback, str):
+        lines.append(
+            f"No record holds every word of the query, so these are meaning-based matches ({fallback} "
+            "search): check that a hit answers the question before relying on it."
+        )
+    elif isinstance(sources, list) and sources:
+        lines.append(
+            clip(
+                f"In {', '.join(str(s) for s in sources[:8])} no record holds every word of the query, so "
+                f"their hits are meaning-based matches ({retrieval.get('mode')} search): check that a hit "
+                "answers the question before relying on it.",
+                400,
+            )
+        )
     if envelope.get("next_cursor"):
-        follow = {**call.arguments, "cursor": envelope["next_cursor"]}
+        follow = {**call.arguments, **({"mode": fallback} if isinstance(fallback, str) else {})}
+        follow["cursor"] = envelope["next_cursor"]
         lines.append(f"next_cursor={envelope['next_cursor']} → next page: {call_text('search', follow)}")
     elif envelope.get("has_more") and mode == "hybrid":
-        lines.append(_hybrid_more(call))
+        lines.append(_hybrid_more(call, lexical_pages=fallback is None))
+    elif not hits and mode == "lexical" and not call.arguments.get("cursor"):
+        lines.append(_nothing_lexical(call))
     meta = as_mapping(envelope.get("meta"))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
@@ -102,15 +124,75 @@ def _package_order(package: Mapping[str, Any]) -> str:
     )
 
 
-def _hybrid_more(call: Call) -> str:
-    """What to do when hybrid says more hits exist: it has no cursor (the RS refuses one)."""
+def _hybrid_more(call: Call, *, lexical_pages: bool = True) -> str:
+    """What to do when hybrid says more hits exist: it has no cursor (the RS refuses one).
+    After a lexical search found nothing, paging lexically is no way on."""
     limit = call.arguments.get("limit")
     raise_limit = "" if limit == MAX_PAGE_LIMIT else f"raise limit (up to {MAX_PAGE_LIMIT}), "
     paged = {key: value for key, value in call.arguments.items() if key != "mode"}
+    if not lexical_pages:
+        return f"More hits exist, but hybrid search has no next page (no cursor): {raise_limit}or narrow with streams."
     return (
         "More hits exist, but hybrid search has no next page (no cursor): "
         f"{raise_limit}narrow with streams or connection_id, or page through them with lexical "
         f"search, which has a cursor: {call_text('search', {**paged, 'mode': 'lexical'})}"
+    )
+
+
+_STOP_WORDS: Final = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "the",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+    ]
+)
+
+
+def _nothing_lexical(call: Call) -> str:
+    """Why a lexical search found nothing, and the ready call to try next: its most
+    distinctive words (the two longest that are not stop words)."""
+    query = call.arguments.get("query")
+    words = [w.strip(".,;:!?\"'()") for w in query.split()] if isinstance(query, str) else []
+    kept = sorted({w for w in words if len(w) > 2 and w.lower() not in _STOP_WORDS}, key=len, reverse=True)[
+        :2
+    ]
+    fewer = " ".join(w for w in words if w in kept)
+    step = "Lexical search needs every word of the query in one record, and none has them all."
+    if fewer and fewer != query:
+        step += f" Try its most distinctive words: {call_text('search', {**call.arguments, 'query': fewer})}"
+    return (
+        step + "; or, when the answer is a field value, query_records on the likely stream with a filter "
+        "(schema() lists the streams)."
     )
 
 

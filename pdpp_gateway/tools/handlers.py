@@ -13,6 +13,13 @@ arguments a tool accepts map one-to-one onto RS parameters. ``read_record_field`
 blob field answers (not fails) with the blob's media type, size and ``pdpp://blob/``
 resource URI, never its bytes; any other non-text field keeps the RS's 422.
 
+Search in a person's words: a ``search`` that did not pin ``mode`` and whose lexical page
+is empty (no record holds every word) runs the same query once more in the meaning-based
+mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``, in
+its protected-resource metadata, read through the caller's memo) and answers those hits,
+with ``retrieval: {mode, instead_of: "lexical", why}`` in structured output. One more RS
+read, only after an empty lexical page; a pinned mode is exactly that mode.
+
 Merged sources: without ``connection_id`` the RS reads a stream name across every
 granted connection holding it. ``aggregate`` (whose answer does not show that) reads the
 stream's compact schema concurrently; ``query_records`` reads it after a page that shows
@@ -64,6 +71,8 @@ _AGGREGATE_PARAMS: Final = (
     "limit",
     "connection_id",
 )
+RETRIEVAL: Final = "retrieval"  # structured output: the mode that answered, when not the one asked
+NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
 _SEARCH_PATHS: Final = {
     "lexical": "/v1/search",
     "semantic": "/v1/search/semantic",
@@ -174,9 +183,39 @@ async def search(call: Call) -> ToolResult:
     ]
     response = await context.rs.get_json(_SEARCH_PATHS[args.get("mode", "lexical")], query)
     results = documents.search_results(response.body, provider_url=context.provider_url)
+    if not results and "mode" not in args and not args.get("cursor") and not response.body.get("has_more"):
+        fallback = await _meaning_mode(context)
+        if fallback is not None:
+            answered = await context.rs.get_json(_SEARCH_PATHS[fallback], query)
+            found = documents.search_results(answered.body, provider_url=context.provider_url)
+            if found:
+                structured = _envelope(
+                    context, answered, documents.search_envelope(answered.body, len(found))
+                )
+                structured["results"] = found
+                structured[RETRIEVAL] = {
+                    "mode": fallback,
+                    "instead_of": "lexical",
+                    "why": NO_RECORD_HAS_EVERY_WORD,
+                }
+                return ToolResult(structured=structured)
     structured = _envelope(context, response, documents.search_envelope(response.body, len(results)))
     structured["results"] = results
     return ToolResult(structured=structured)
+
+
+async def _meaning_mode(context: GatewayContext) -> str | None:
+    """The meaning-based search mode the RS publishes (hybrid, else semantic) in its
+    protected-resource metadata's ``capabilities``, read through the caller's memo."""
+    try:
+        response = await memoised_read(context.rs, "/.well-known/oauth-protected-resource", ())
+    except RsError:
+        return None
+    capabilities = as_mapping(response.body.get("capabilities"))
+    for mode in ("hybrid", "semantic"):
+        if as_mapping(capabilities.get(f"{mode}_retrieval")).get("supported") is True:
+            return mode
+    return None
 
 
 async def fetch(call: Call) -> ToolResult:
