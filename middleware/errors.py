@@ -18,7 +18,7 @@ Contract:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Generic
 
 from middleware.pipeline import C, JSONObject, Next, ToolCall, ToolResult
@@ -69,10 +69,8 @@ def gateway_error(
 
 
 class PreserveErrors(Generic[C]):
-    """Stage: turn ``ToolError`` into an ``isError`` result; contain everything else."""
-
-    def __init__(self, render: Callable[[ToolCall[C], ToolResult], str] | None = None) -> None:
-        self._render = render
+    """Stage: turn ``ToolError`` into an ``isError`` result; contain everything else (its
+    text is the rendering stage's: ``RenderContent``)."""
 
     async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
         try:
@@ -92,6 +90,4 @@ class PreserveErrors(Generic[C]):
                 },
                 is_error=True,
             )
-        if self._render is not None:
-            result.text = self._render(call, result)
         return result

@@ -100,7 +100,7 @@ def merge(call: Call, sub_calls: Sequence[Call], outcomes: Sequence[Outcome]) ->
         raise failed[0][1]
     if call.name == "search":
         return merge_search(call, members, sources, outcomes)
-    return _merge_schema(ok, failed, len(members))
+    return _merge_schema(ok, failed, len(members), call.context.caller.kind)
 
 
 # --- routing -----------------------------------------------------------------------
@@ -239,6 +239,7 @@ def _merge_schema(
     ok: Sequence[tuple[PackageMember, ToolResult]],
     failed: Sequence[tuple[PackageMember, ToolError]],
     member_count: int,
+    kind: TokenKind,
 ) -> ToolResult:
     connectors: list[Any] = []
     extras: dict[str, Any] = {}
@@ -254,7 +255,8 @@ def _merge_schema(
                 extras.setdefault(key, value)
     document = {
         "object": "schema",
-        "bearer": {"token_kind": "mcp_package", "scope": "package"},
+        # what the caller is: an mcp_package token, or a local package of client grants
+        "bearer": {"token_kind": str(kind), "scope": "package"},
         **extras,
         "connector_count": len(connectors),
         "stream_count": sum(len(c.get("streams") or ()) for c in connectors),

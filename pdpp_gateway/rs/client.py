@@ -1,4 +1,6 @@
-"""The only module that talks HTTP to the resource server.
+"""The RS client: the one way the gateway reads the resource server's ``/v1`` API (the stdio
+door's start-up probe, ``rs.start_probe``, asks one question over the standard library
+before aiohttp has loaded; nothing else talks HTTP to the RS).
 
 Contract:
 

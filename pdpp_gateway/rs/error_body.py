@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pdpp_gateway.error_types import error_type_for as error_type_for  # re-exported
+from pdpp_gateway.error_types import error_type_for
 
 _EXCERPT_CHARS = 200
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from pdpp_gateway.rs.error_body import error_type_for, normalise_error_body
+from pdpp_gateway.rs.error_body import normalise_error_body
 
 __all__ = [
     "RsError",
@@ -41,7 +41,6 @@ __all__ = [
     "RsTimeoutError",
     "RsUnavailableError",
     "TimeoutPhase",
-    "error_type_for",
     "normalise_error_body",
 ]
 

@@ -70,10 +70,6 @@ class RetryBudget:
         """Give back reserved retries the request did not need."""
         self._balance = min(self.capacity, self._balance + max(0, unused))
 
-    @property
-    def balance(self) -> float:
-        return self._balance
-
 
 class CircuitState(Enum):
     CLOSED = "closed"

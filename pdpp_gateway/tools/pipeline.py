@@ -26,8 +26,6 @@ Whether the caller may read at all is not a stage: a context exists only for a c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from middleware import (
     PreserveErrors,
     RenderContent,
@@ -70,7 +68,7 @@ async def upstream_errors(call: Call, next_: CallNext) -> ToolResult:
         raise tool_error(error) from None
 
 
-def build_pipeline(extra_stages: Sequence[Stage] = (), *, ready: bool = False) -> CallNext:
+def build_pipeline(*, ready: bool = False) -> CallNext:
     """The full chain around the RS-calling handlers; ``ready``: everything a refusal
     needs is loaded now (a server process, before it serves), not on the first refusal."""
     stages: list[Stage] = [
@@ -79,7 +77,6 @@ def build_pipeline(extra_stages: Sequence[Stage] = (), *, ready: bool = False) -
         ValidateArguments(INPUT_SCHEMAS, CHECKS, compile_now=ready),
         shape_schema,
         fan_out_stage(),
-        *extra_stages,
         upstream_errors,
     ]
     return compose(stages, dispatch)

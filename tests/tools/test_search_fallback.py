@@ -66,6 +66,9 @@ async def test_each_member_of_a_package_falls_back_on_its_own(sandbox: Any, tmp_
         context = await caller_context(stack, members, tmp_path)
         merged = await build_pipeline()(ToolCall("search", {"query": QUESTION}, context))
         pinned = await build_pipeline()(ToolCall("search", {"query": QUESTION, "mode": "lexical"}, context))
+        schema = await build_pipeline()(ToolCall("schema", {}, context))
+    # a local package of client grants says what its caller is (it said mcp_package)
+    assert schema.structured["data"]["bearer"]["token_kind"] == "client"
     assert not merged.is_error, merged.text
     assert merged.structured["retrieval"]["mode"] == "hybrid"
     assert merged.structured["retrieval"]["sources"]
