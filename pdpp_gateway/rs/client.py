@@ -1,6 +1,6 @@
-"""The RS client: the one way the gateway reads the resource server's ``/v1`` API (the stdio
-door's start-up probe, ``rs.start_probe``, asks one question over the standard library
-before aiohttp has loaded; nothing else talks HTTP to the RS).
+"""The RS client: the one way tool and resource reads reach the resource server's ``/v1`` API
+(the stdio door's start-up probe, ``rs.start_probe``, asks its one question over the standard
+library before aiohttp has loaded; ``connect`` reads the RS's discovery documents itself).
 
 Contract:
 
