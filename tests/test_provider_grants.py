@@ -122,3 +122,33 @@ async def test_terminal_commands_use_every_grant_and_forget_takes_a_connector(
     )
     assert everything.returncode == 0
     assert not any((tmp_path / "clients").glob("*.json"))
+
+
+async def test_two_sandboxes_are_two_providers_with_their_own_sources(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    """Each sandbox can carry its own connection ids (the CLI's default), so a package of both
+    lists each source once and a connection_id routes to the one provider that has it."""
+    first = await sandbox_factory(connection_suffix="_a")
+    second = await sandbox_factory(connection_suffix="_b")
+    await approve(first.url, tmp_path, "gmail")
+    await approve(second.url, tmp_path, "gmail")
+    args = ("--provider-url", first.url, "--provider-url", second.url, "--cache-root", str(tmp_path))
+    listed = await asyncio.to_thread(run_cli, "call", "schema", '{"stream": "messages"}', *args, "--json")
+    assert listed.returncode == 0, listed.stderr
+    ids = [
+        entry["connection_id"]
+        for connector in json.loads(listed.stdout)["data"]["connectors"]
+        for entry in connector.get("granted_connections") or ()
+    ]
+    assert sorted(ids) == ["cin_mail_personal_a", "cin_mail_personal_b", "cin_mail_work_a", "cin_mail_work_b"]
+    routed = await asyncio.to_thread(
+        run_cli,
+        "call",
+        "query_records",
+        '{"stream": "messages", "connection_id": "cin_mail_work_b", "limit": 1}',
+        *args,
+        "--json",
+    )
+    assert routed.returncode == 0, routed.stderr
+    assert json.loads(routed.stdout)["provider_url"] == second.url

@@ -22,7 +22,7 @@ from typing import Final
 
 from aiohttp import web
 
-from pdpp_gateway.sandbox.config import PRINCIPALS, TOKEN_NAMES, GrantStatus, Principal
+from pdpp_gateway.sandbox.config import PRINCIPALS, TOKEN_NAMES, GrantStatus, Principal, with_suffix
 from pdpp_gateway.sandbox.envelope import RsHttpError
 from pdpp_gateway.sandbox.manifests import Catalog, Connector, StreamManifest
 from pdpp_gateway.sandbox.oauth_store import OAUTH, OAuthStore
@@ -55,21 +55,35 @@ def token_of(request: web.Request) -> str:
 STATUS_OVERRIDES: Final = web.AppKey("status_overrides", dict[str, GrantStatus])
 
 
+# appended to every fixture connection id this app serves (``SandboxConfig.connection_suffix``)
+CONNECTION_SUFFIX: Final = web.AppKey("connection_suffix", str)
+
+
 def principal_of(
-    token: str, overrides: dict[str, GrantStatus] | None = None, issued: OAuthStore | None = None
+    token: str,
+    overrides: dict[str, GrantStatus] | None = None,
+    issued: OAuthStore | None = None,
+    suffix: str = "",
 ) -> Principal | None:
-    """The fixture principal behind ``token``, or the grant the sandbox AS issued it for."""
+    """The fixture principal behind ``token`` (its connection ids with this app's ``suffix``),
+    or the grant the sandbox AS issued it for."""
     name = TOKEN_NAMES.get(token)
     if name is None and issued is not None:
         return issued.principal(token)
     principal = PRINCIPALS.get(name) if name else None
-    if principal is None or name is None or not overrides or name not in overrides:
+    if principal is None or name is None:
+        return principal
+    principal = with_suffix(principal, suffix)
+    if not overrides or name not in overrides:
         return principal
     return replace(principal, status=overrides[name])
 
 
 def authenticate(request: web.Request) -> Principal:
-    principal = principal_of(token_of(request), request.app.get(STATUS_OVERRIDES), request.app.get(OAUTH))
+    app = request.app
+    principal = principal_of(
+        token_of(request), app.get(STATUS_OVERRIDES), app.get(OAUTH), app.get(CONNECTION_SUFFIX, "")
+    )
     if principal is None:
         raise RsHttpError(401, "context.active_false", "Token introspection failed closed")
     if principal.audience is not None:  # the reference RS checks ``aud`` against its own URL

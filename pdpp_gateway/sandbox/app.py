@@ -15,7 +15,7 @@ from typing import Final
 from aiohttp import web
 
 from pdpp_gateway.sandbox import aggregate, blobs, discovery, oauth, record_detail, records, schema, search
-from pdpp_gateway.sandbox.access import STATUS_OVERRIDES, Access, authenticate
+from pdpp_gateway.sandbox.access import CONNECTION_SUFFIX, STATUS_OVERRIDES, Access, authenticate
 from pdpp_gateway.sandbox.config import SandboxConfig
 from pdpp_gateway.sandbox.envelope import CALLS, Call, envelope_middleware
 from pdpp_gateway.sandbox.store import Store
@@ -40,6 +40,7 @@ def create_app(config: SandboxConfig | None = None) -> web.Application:
     app[CONFIG] = settings
     app[CALLS] = []
     app[STATUS_OVERRIDES] = {}
+    app[CONNECTION_SUFFIX] = settings.connection_suffix
 
     async def storage(app: web.Application) -> AsyncIterator[None]:
         app[STORE] = Store.open(settings)

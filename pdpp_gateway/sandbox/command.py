@@ -1,6 +1,8 @@
 """``pdpp-gateway sandbox``: run the sandbox RS and print its tokens.
 
-Contract: prints the introspection client id and secret too (sandbox credentials, meant to
+Contract: each sandbox's connection ids carry a random suffix (``cin_mail_work_3fa2c1``; real
+providers' ids are random and never shared), so two sandboxes serve as one package without a
+source listed twice; ``--fixed-ids`` keeps the fixture's. Prints the introspection client id and secret too (sandbox credentials, meant to
 be copied into ``serve``'s settings). Serves on loopback by default (``--host``/``--port``, 0 = any free port; with no
 ``--port``, 7663 when free, else a free one, said on stderr: ``ports``), prints
 the URL and every fixture token with what it grants (sandbox material, meant to be
@@ -33,6 +35,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--bulk-records", type=int, default=0, help="extra synthetic records in bulk/events")
     parser.add_argument(
+        "--fixed-ids",
+        action="store_true",
+        help="keep the fixture's connection ids (cin_mail_work, ...); by default each sandbox gets its own "
+        "(a random suffix), as two real providers never share one, so two sandboxes work as one package",
+    )
+    parser.add_argument(
         "--access-token-ttl",
         type=int,
         default=3600,
@@ -53,11 +61,14 @@ def run(args: argparse.Namespace) -> int:
     if args.access_token_ttl < 1:
         print("pdpp-gateway sandbox: --access-token-ttl must be at least 1 second", file=sys.stderr)
         return ExitCode.USAGE
+    import secrets
+
     config = SandboxConfig(
         db_path=args.db,
         reference_client_rules=args.reference_client_rules,
         bulk_records=args.bulk_records,
         access_token_ttl=args.access_token_ttl,
+        connection_suffix="" if args.fixed_ids else f"_{secrets.token_hex(3)}",
     )
 
     async def serve() -> None:

@@ -18,7 +18,7 @@ Sandbox extensions, documented because gateways read them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 TokenKind = Literal["client", "owner", "mcp_package"]
@@ -35,6 +35,9 @@ class SandboxConfig:
     bulk_records: int = 0
     oauth_resources: tuple[str, ...] = ()  # RFC 8707 resources the AS also issues tokens for
     access_token_ttl: int = 3600  # seconds an access token the sandbox AS issues lives (the reference: 600)
+    # appended to every connection id (the fixture's are fixed, "cin_mail_work"): two sandboxes
+    # with different suffixes never share a connection id, as two real providers never do
+    connection_suffix: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,3 +113,14 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "owner": "owner token: the whole store (refused by the gateway)",
     "package": "mcp_package token: Work mail + Acme Slack child grants",
 }
+
+
+def with_suffix(principal: Principal, suffix: str) -> Principal:
+    """``principal`` with ``suffix`` appended to every connection id it grants."""
+    if not suffix:
+        return principal
+    streams = {
+        name: replace(grant, connections=tuple(c + suffix for c in grant.connections))
+        for name, grant in principal.streams.items()
+    }
+    return replace(principal, streams=streams)

@@ -30,8 +30,8 @@ from typing import Any
 
 from aiohttp import web
 
-from pdpp_gateway.sandbox.access import STATUS_OVERRIDES, principal_of
-from pdpp_gateway.sandbox.config import PRINCIPALS, TOKENS, Principal, SandboxConfig
+from pdpp_gateway.sandbox.access import CONNECTION_SUFFIX, STATUS_OVERRIDES, principal_of
+from pdpp_gateway.sandbox.config import PRINCIPALS, TOKENS, Principal, SandboxConfig, with_suffix
 from pdpp_gateway.sandbox.envelope import json_response, origin
 from pdpp_gateway.sandbox.manifests import Catalog
 from pdpp_gateway.sandbox.oauth_store import OAUTH
@@ -205,7 +205,7 @@ def authorization_details(principal: Principal, catalog: Catalog) -> list[dict[s
 
 
 def _introspection(
-    principal: Principal, base: str, catalog: Catalog, overrides: dict[str, str]
+    principal: Principal, base: str, catalog: Catalog, overrides: dict[str, str], catalog_suffix: str = ""
 ) -> dict[str, Any]:
     answer: dict[str, Any] = {
         "active": True,
@@ -222,7 +222,7 @@ def _introspection(
     if principal.kind == "mcp_package":
         members = []
         for name in principal.members:
-            child = PRINCIPALS[name]
+            child = with_suffix(PRINCIPALS[name], catalog_suffix)
             if overrides.get(name, child.status) != "active":
                 continue
             details = authorization_details(child, catalog)
@@ -278,7 +278,10 @@ async def introspect(request: web.Request, config: SandboxConfig, catalog: Catal
         )
     token = form.get("token")
     overrides = request.app.get(STATUS_OVERRIDES, {})
-    principal = principal_of(token, overrides, request.app.get(OAUTH)) if isinstance(token, str) else None
+    suffix = request.app.get(CONNECTION_SUFFIX, "")
+    principal = (
+        principal_of(token, overrides, request.app.get(OAUTH), suffix) if isinstance(token, str) else None
+    )
     if principal is None:
         return json_response({"active": False, "inactive_reason": "token_unknown"})
     if principal.status != "active":
@@ -286,5 +289,5 @@ async def introspect(request: web.Request, config: SandboxConfig, catalog: Catal
     if principal.expires_at is not None and principal.expires_at < time.time():
         return json_response({"active": False, "inactive_reason": "token_expired"})
     return json_response(
-        _introspection(principal, origin(request, config.public_origin), catalog, dict(overrides))
+        _introspection(principal, origin(request, config.public_origin), catalog, dict(overrides), suffix)
     )

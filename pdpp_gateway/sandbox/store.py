@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -93,6 +93,19 @@ class Store:
         with _template_lock:
             template.backup(target)
         connectors = (*CONNECTORS, BULK_CONNECTOR) if config.bulk_records else CONNECTORS
+        suffix = config.connection_suffix
+        if suffix:  # this sandbox's own connection ids, as a second provider's would be
+            target.execute("UPDATE records SET connection_id = connection_id || ?", (suffix,))
+            target.commit()
+            connectors = tuple(
+                replace(
+                    c,
+                    connections=tuple(
+                        replace(x, connection_id=x.connection_id + suffix) for x in c.connections
+                    ),
+                )
+                for c in connectors
+            )
         return cls(target, Catalog(connectors))
 
     def close(self) -> None:
