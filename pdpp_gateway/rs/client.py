@@ -64,7 +64,7 @@ from pdpp_gateway.rs.errors import (
     RsUnavailableError,
     TimeoutPhase,
 )
-from pdpp_gateway.rs.memo import Memo, caller_key
+from pdpp_gateway.rs.memo import Memo, caller_key, grant_changed
 from pdpp_gateway.rs.resilience import Breakers, CircuitOpen, RetryBudget
 from pdpp_gateway.rs.routes import route_class
 
@@ -244,9 +244,10 @@ class RsClient:
         if 300 <= status < 400:
             raise RsProtocolError(_REDIRECTED)
         if status >= 400 or status < 200:
-            if status in (401, 403) and token:
+            refused = RsStatusError.from_body(status, _parse_lenient(raw, token), request_id)
+            if token and grant_changed(status, refused.code):
                 self.memo.forget(caller_key(token))  # a lapsed, revoked or changed grant: learn it again
-            raise RsStatusError.from_body(status, _parse_lenient(raw, token), request_id)
+            raise refused
         if raw is None:
             raise RsProtocolError(f"the body is larger than {self._max_body_bytes} bytes")
         try:

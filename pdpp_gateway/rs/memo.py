@@ -8,8 +8,9 @@ never the token) and the exact path and query; it lives ``seconds`` (60, the bou
 the bearer verdict cache: a grant changed at the RS is seen within it; less with
 ``PDPP_GRANT_MEMO_SECONDS``, 0 to turn it off, never more), the table holds
 at most ``entries`` (least recently used first out). Failures are never kept. When the
-RS refuses one of a caller's reads with 401 or 403 (a lapsed, revoked or changed grant)
-every entry of that caller is dropped (``forget``).
+RS refuses one of a caller's reads because the grant itself changed (``grant_changed``: a
+401 other than a stream or connection outside the grant, a 403 ``grant_revoked`` or
+``grant_expired``) every entry of that caller is dropped (``forget``).
 
 ``BoundRsClient.memoised(path, query)`` reads through the memo of its ``RsClient``;
 readers that wrap one (the stdio door's kind check and renewal) pass ``memoised`` on,
@@ -40,6 +41,18 @@ def memo_seconds(env: Mapping[str, str] | None = None) -> float:
 
 MEMO_ENTRIES: Final = 4096
 Key = tuple[str, str, tuple[tuple[str, str], ...]]
+
+
+# 401s that refuse what was asked (a stream or connection outside the grant), not the grant itself
+_ASKED_OUTSIDE: Final = frozenset({"context.stream_not_allowed", "context.instance_mismatch"})
+
+
+def grant_changed(status: int, code: str) -> bool:
+    """Whether an RS refusal says the caller's grant itself changed (lapsed, revoked, unknown):
+    then what the memo knew of it is dropped. A read outside the grant says nothing new."""
+    if status == 401:
+        return code not in _ASKED_OUTSIDE
+    return status == 403 and code in ("grant_revoked", "grant_expired")
 
 
 def caller_key(token: str) -> str:

@@ -76,3 +76,14 @@ async def test_a_refusal_drops_what_the_memo_knew_of_that_caller_only(shared_san
             assert [call.path for call in shared_sandbox.calls].count("/v1/schema") == 1  # learned again
         finally:
             shared_sandbox.set_status("client_broad", "active")
+
+
+def test_only_a_changed_grant_drops_the_memo() -> None:
+    from pdpp_gateway.rs.memo import grant_changed
+
+    assert grant_changed(401, "context.active_false")  # the token is no longer good
+    assert grant_changed(403, "grant_revoked")
+    assert grant_changed(403, "grant_expired")
+    assert not grant_changed(401, "context.stream_not_allowed")  # asked outside the grant
+    assert not grant_changed(403, "field_not_granted")
+    assert not grant_changed(404, "not_found")
