@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -59,6 +60,18 @@ def door(shared_sandbox: Any) -> Iterator[Door]:
         door.close()
 
 
+def _finite(value: Any) -> bool:
+    """Whether ``value`` has no float JSON cannot carry (the client writes ``-Infinity``, which
+    the door refuses as unparsable before either path runs)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(v) for v in value)
+    return True
+
+
 CALLS = st.sampled_from(TOOL_NAMES).flatmap(lambda tool: st.tuples(st.just(tool), arguments_for(tool)))
 
 
@@ -81,7 +94,7 @@ def test_fast_and_sdk_paths_agree_on_any_arguments(
         door.runner.run(paths.send(door.http, era, call("schema")))  # the token is cached for the pair
         fast, sdk, took_fast = door.runner.run(paths.both(door.http, era, call(tool, arguments)))
         assert fast == sdk, (tool, era, _first_difference(fast[2], sdk[2]))
-        taken.append(took_fast)
+        taken.append(took_fast or not _finite(arguments))  # -inf/NaN: no JSON, refused before either path
 
     run()
     assert all(taken)  # every drawn call is a plain one: the fast path answered each
