@@ -48,11 +48,11 @@ from urllib.parse import urlsplit, urlunsplit
 from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate
 from pdpp_gateway.grant_cache import (
     connector_of,
+    is_for,
     label,
     locked,
     put_section,
     read_payload,
-    same_connector,
     sections,
     write_grants,
 )
@@ -208,7 +208,7 @@ def load_credentials(
     if connectors:
         chosen: list[dict[str, Any]] = []
         for asked in connectors:
-            found = next((g for g in grants if same_connector(asked, connector_of(g))), None)
+            found = next((g for g in grants if is_for(g, asked)), None)
             if found is None:
                 cached = ", ".join(label(g) for g in grants)
                 raise problem(
@@ -227,9 +227,9 @@ def _credential(url: str, path: Path, section: Mapping[str, Any]) -> Credential:
     credential = section.get("credential")
     if not isinstance(credential, dict):
         raise problem("credential_invalid", f"{path} is malformed", url)
-    label = _refused_kind(section) or _refused_kind(credential)
-    if label is not None:  # a label can only refuse; the RS decides what the token is
-        judge(BearerFacts(kind=label), url)
+    refused_label = _refused_kind(section) or _refused_kind(credential)
+    if refused_label is not None:  # a label can only refuse; the RS decides what the token is
+        judge(BearerFacts(kind=refused_label), url)
     token = credential.get("access_token")
     token_type = credential.get("token_type") or "Bearer"
     if not isinstance(token, str) or not token.strip() or str(token_type).lower() != "bearer":

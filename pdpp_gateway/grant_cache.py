@@ -94,14 +94,21 @@ def source_ids(section: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def short_id(connector: str) -> str:
+    """A connector as a person names it: ``https://registry.pdpp.dev/connectors/gmail`` → ``gmail``."""
+    return connector.rstrip("/").rsplit("/", 1)[-1]
+
+
 def same_connector(asked: str | None, known: str | None) -> bool:
     """``gmail`` names the source ``https://registry.pdpp.dev/connectors/gmail`` too."""
     if asked is None or known is None:
         return asked is known
-    if asked == known:
-        return True
-    short = known.rstrip("/").rsplit("/", 1)[-1]
-    return asked == short or asked.rstrip("/").rsplit("/", 1)[-1] == known
+    return asked == known or asked == short_id(known) or short_id(asked) == known
+
+
+def is_for(section: Mapping[str, Any], connector: str | None) -> bool:
+    """Whether ``section`` is the grant for ``connector`` (``None``: any grant)."""
+    return connector is None or same_connector(connector, connector_of(section))
 
 
 def matches(section: Mapping[str, Any], connector: str | None) -> bool:
@@ -120,7 +127,7 @@ def matches(section: Mapping[str, Any], connector: str | None) -> bool:
 def label(section: Mapping[str, Any]) -> str:
     """How the person names the grant: its connector's short id, or ``(all offered)``."""
     connector = connector_of(section)
-    return connector.rstrip("/").rsplit("/", 1)[-1] if connector else "(all offered)"
+    return short_id(connector) if connector else "(all offered)"
 
 
 def put_section(existing: Sequence[dict[str, Any]], new: dict[str, Any]) -> list[dict[str, Any]]:

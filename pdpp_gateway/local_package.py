@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pdpp_gateway.credentials import Credential, CredentialError, CredentialRejected, normalize_provider_url
+from pdpp_gateway.grant_cache import short_id
 from pdpp_gateway.refusals import ExitCode
 
 if TYPE_CHECKING:
@@ -160,10 +161,10 @@ def facts_from_schema(document: Mapping[str, Any]) -> MemberFacts | None:
 def facts_from_cache(cache_file: Path, connector: str | None = None) -> MemberFacts:
     """A member's facts from the grant ``pdpp-gateway connect`` recorded (its grant for
     ``connector`` when the provider has several; every stream when it recorded none)."""
-    from pdpp_gateway.grant_cache import connector_of, read_payload, same_connector, sections
+    from pdpp_gateway.grant_cache import is_for, read_payload, sections
 
     grants = sections(read_payload(cache_file) or {})
-    found = [g for g in grants if connector is None or same_connector(connector, connector_of(g))]
+    found = [g for g in grants if is_for(g, connector)]
     section: Mapping[str, Any] = found[0] if found else {}
     credential = section.get("credential")
     grant_id = _text(credential.get("grant_id")) if isinstance(credential, Mapping) else None
@@ -203,11 +204,7 @@ class MemberStart:
     def describe(self) -> str:
         """The provider, and the connector when the grant names one (``https://p (gmail)``)."""
         connector = self.credential.connector
-        return (
-            f"{self.provider_url} ({connector.rstrip('/').rsplit('/', 1)[-1]})"
-            if connector
-            else self.provider_url
-        )
+        return f"{self.provider_url} ({short_id(connector)})" if connector else self.provider_url
 
 
 Check = Callable[[str, str], tuple[str, dict[str, Any]]]

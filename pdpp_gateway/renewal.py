@@ -31,16 +31,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pdpp_gateway.credentials import REFUSED_KINDS, Credential, load_credential
+from pdpp_gateway.credentials import REFUSED_KINDS, Credential, cache_file_for, load_credential
 from pdpp_gateway.grant_cache import (
     GrantLockTimeout,
-    connector_of,
+    is_for,
     label,
     locked,
     locked_async,
     read_payload,
-    same_connector,
     sections,
+    short_id,
     write_grants,
 )
 from pdpp_gateway.oauth_flow import ConnectError
@@ -60,7 +60,7 @@ class RenewalError(ConnectError):
 
 def reconnect_command(provider_url: str, connector: str | None, cache_root: Path) -> str:
     """The exact command that approves this grant again."""
-    narrowed = f" --connector {connector.rstrip('/').rsplit('/', 1)[-1]}" if connector else ""
+    narrowed = f" --connector {short_id(connector)}" if connector else ""
     return f"pdpp-gateway connect {provider_url}{narrowed} --cache-root {cache_root.absolute()}"
 
 
@@ -76,14 +76,12 @@ async def renew(
     provider_url: str, cache_root: Path, connector: str | None, *, stale: str | None
 ) -> Credential:
     """A usable credential for the grant: another renewal's result, else a fresh one."""
-    from pdpp_gateway.credentials import cache_file_for
-
     path = cache_file_for(provider_url, cache_root)
     again = reconnect_command(provider_url, connector, cache_root)
     try:
         async with locked_async(path):
             grants = sections(read_payload(path) or {})
-            index = next((i for i, g in enumerate(grants) if _is(g, connector)), None)
+            index = next((i for i, g in enumerate(grants) if is_for(g, connector)), None)
             if index is None or not isinstance(grants[index].get("credential"), dict):
                 raise RenewalError(
                     f"no grant is cached for {provider_url} in {path}. Run `{again}`.",
@@ -121,16 +119,10 @@ async def renew(
 def discard(provider_url: str, cache_root: Path, connector: str | None) -> None:
     """Remove the grant for ``connector`` from the cache (the RS named its renewed token an
     owner or package token: the cache must never hold one)."""
-    from pdpp_gateway.credentials import cache_file_for
-
     path = cache_file_for(provider_url, cache_root)
     with locked(path):
         grants = sections(read_payload(path) or {})
-        write_grants(path, provider_url, [g for g in grants if not _is(g, connector)])
-
-
-def _is(section: dict[str, Any], connector: str | None) -> bool:
-    return connector is None or same_connector(connector, connector_of(section))
+        write_grants(path, provider_url, [g for g in grants if not is_for(g, connector)])
 
 
 def _epoch() -> datetime:
@@ -181,9 +173,8 @@ async def _refreshed(section: dict[str, Any], provider_url: str, again: str) -> 
         credential["refresh_token"] = answer["refresh_token"]
     if isinstance(answer.get("grant_id"), str):
         credential["grant_id"] = answer["grant_id"]
-    for flag in ("pdpp_token_kind",):
-        if isinstance(answer.get(flag), str):
-            credential[flag] = answer[flag]
+    if isinstance(answer.get("pdpp_token_kind"), str):
+        credential["pdpp_token_kind"] = answer["pdpp_token_kind"]
     renewed = {**section, "credential": credential}
     if isinstance(answer.get("authorization_details"), list):
         renewed["authorization_details"] = answer["authorization_details"]

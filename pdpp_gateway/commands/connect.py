@@ -379,11 +379,10 @@ def _list(roots: list[Path]) -> int:
 def _forget(provider_url: str, cache_root: Path, connectors: list[str]) -> int:
     from pdpp_gateway.credentials import cache_file_for
     from pdpp_gateway.grant_cache import (
-        connector_of,
+        is_for,
         label,
         locked,
         read_payload,
-        same_connector,
         sections,
         write_grants,
     )
@@ -393,9 +392,7 @@ def _forget(provider_url: str, cache_root: Path, connectors: list[str]) -> int:
     with locked(path):
         payload = read_payload(path)
         grants = sections(payload) if payload is not None else []
-        gone = [
-            g for g in grants if not connectors or any(same_connector(c, connector_of(g)) for c in connectors)
-        ]
+        gone = [g for g in grants if not connectors or any(is_for(g, c) for c in connectors)]
         if not gone:
             what = f"no grant for {', '.join(connectors)}" if connectors else "nothing"
             say(f"{what} cached for {provider_url} in {cache_root}; nothing to forget.")
