@@ -24,27 +24,30 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from middleware import ToolCall, ToolResult
 from pdpp_gateway import __version__, resources
+from pdpp_gateway.call_result import RETRY_AFTER_META, retry_after
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.instructions import INSTRUCTIONS
 from pdpp_gateway.tools.pipeline import build_pipeline
-from pdpp_gateway.tools.specs import TOOL_NAMES, TOOLS
+from pdpp_gateway.tools.specs import ANNOTATIONS, TOOL_NAMES, TOOLS
 
 ContextFactory = Callable[[ServerRequestContext], GatewayContext]
-# ``_meta`` of an error result that is worth retrying later (the RS breaker is open): the
-# hosted door also sends it as ``Retry-After``.
-RETRY_AFTER_META = "dev.pdpp/retry_after_seconds"
 DEFAULT_SERVER_NAME = "pdpp-gateway"
-
-
-def retry_after(result: ToolResult) -> int | None:
-    """An error result's retry hint in seconds (the RS breaker is open), else ``None``."""
-    wait = (result.structured.get("error") or {}).get("retry_after_seconds") if result.is_error else None
-    return wait if isinstance(wait, int) else None
+SDK_TOOLS: tuple[types.Tool, ...] = tuple(
+    types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=types.ToolAnnotations.model_validate(ANNOTATIONS),
+    )
+    for tool in TOOLS
+)
 
 
 def call_tool_result(result: ToolResult) -> types.CallToolResult:
-    """The pipeline's result as the MCP ``CallToolResult`` (the hosted fast path,
-    ``hosted/fast_call.py``, writes the same answer without this model)."""
+    """The pipeline's result as the MCP ``CallToolResult`` (the fast paths write the same
+    answer without this model: ``call_result.result_wire``)."""
     wait = retry_after(result)
     return types.CallToolResult(
         _meta={RETRY_AFTER_META: wait} if wait is not None else None,
@@ -72,7 +75,7 @@ def build_server(
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(TOOLS))
+        return types.ListToolsResult(tools=list(SDK_TOOLS))
 
     async def call_tool(
         ctx: ServerRequestContext, params: types.CallToolRequestParams

@@ -49,15 +49,15 @@ from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
     PROTOCOL_VERSION_META_KEY,
-    SERVER_INFO_META_KEY,
 )
 from mcp_types import methods as sdk_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from middleware import ToolCall, ToolResult
+from pdpp_gateway.call_result import encode, result_wire
 from pdpp_gateway.context import CallNext, GatewayContext
-from pdpp_gateway.server import RETRY_AFTER_META, call_tool_result, retry_after
+from pdpp_gateway.server import call_tool_result
 from pdpp_gateway.tools.specs import TOOL_NAMES
 
 _log = logging.getLogger(__name__)
@@ -66,10 +66,6 @@ _PLAIN_PARAMS: Final = frozenset({"name", "arguments"})
 _MODERN_PARAMS: Final = _PLAIN_PARAMS | {"_meta"}
 _ENVELOPE: Final = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY})
 _MODERN: Final = frozenset(MODERN_PROTOCOL_VERSIONS)
-# Types orjson would write differently from pydantic's JSON mode make it raise instead.
-_STRICT: Final = (
-    orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
-)
 MAX_ENVELOPES: Final = 256
 
 
@@ -146,40 +142,14 @@ class FastToolCall:
         """The JSON-RPC ``result`` of ``call`` and the pipeline's result it was made from
         (raises what the SDK's handler raises)."""
         result = await self._pipeline(ToolCall(call.name, call.arguments, self._context_of(request)))
-        text = result.text or ""
-        if type(text) is not str or type(result.is_error) is not bool:
-            return self.sdk_shaped(result, call.version), result
-        modern = call.version in _MODERN
-        content = [{"text": text, "type": "text"}]
-        if result.is_error:
-            wait = retry_after(result)
-            wire: dict[str, Any] = {"_meta": {RETRY_AFTER_META: wait}} if wait is not None else {}
-            wire["content"] = content
-            wire["isError"] = True
-            if modern:
-                wire["resultType"] = "complete"
-        else:
-            structured = result.structured
-            if type(structured) is not dict:
-                return self.sdk_shaped(result, call.version), result
-            wire = {"content": content, "isError": False}
-            if modern:
-                wire["resultType"] = "complete"
-            wire["structuredContent"] = structured
-        if modern:
-            meta = wire.get("_meta")
-            stamp = {SERVER_INFO_META_KEY: self._stamp}
-            wire["_meta"] = stamp if meta is None else {**meta, **stamp}
-        return wire, result
+        wire = result_wire(result, modern=call.version in _MODERN, stamp=self._stamp)
+        return (self.sdk_shaped(result, call.version) if wire is None else wire), result
 
     def encode(self, reply: dict[str, Any]) -> bytes | None:
         """``reply`` (carrying ``run``'s result) as the SDK path would write it, or ``None``
         when it holds a value orjson would write differently from pydantic (then answer
         with ``sdk_shaped``'s result instead)."""
-        try:
-            return orjson.dumps(reply, option=_STRICT)
-        except TypeError:
-            return None
+        return encode(reply)
 
     def sdk_shaped(self, result: ToolResult, version: str) -> dict[str, Any]:
         """The result shaped by the SDK's own serializer (for results the fast path does

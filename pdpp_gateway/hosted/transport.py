@@ -104,13 +104,13 @@ from mcp_types.version import (
 from pydantic import ValidationError
 
 from middleware.http import shape_checks
+from pdpp_gateway.call_result import RETRY_AFTER_META
 from pdpp_gateway.hosted.fast_call import FastToolCall, PlainCall
 from pdpp_gateway.hosted.http_server import END_CONNECTION
 from pdpp_gateway.hosted.metrics import tool_label
 from pdpp_gateway.hosted.ops import DRAIN
 from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.rpc_params import params_problem
-from pdpp_gateway.server import RETRY_AFTER_META
 
 _log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

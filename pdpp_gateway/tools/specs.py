@@ -23,9 +23,8 @@ Contract:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
-
-import mcp.types as types
 
 JSONObject = dict[str, Any]
 
@@ -88,6 +87,18 @@ EXPAND_LIMIT: Final[JSONObject] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool as ``tools/list`` shows it (``server.py`` makes the SDK's ``Tool`` of it, with
+    ``ANNOTATIONS``); plain data, so the pipeline runs without the SDK loaded."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: JSONObject
+    output_schema: JSONObject
+
+
 def _object(properties: JSONObject, required: tuple[str, ...] = ()) -> JSONObject:
     schema: JSONObject = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
@@ -101,7 +112,7 @@ _ENVELOPE_OUTPUT: Final[JSONObject] = {
     "required": ["data"],
 }
 
-SCHEMA: Final = types.Tool(
+SCHEMA: Final = ToolSpec(
     name="schema",
     title="Discover granted data",
     description=(
@@ -125,7 +136,7 @@ SCHEMA: Final = types.Tool(
     output_schema=_ENVELOPE_OUTPUT,
 )
 
-QUERY_RECORDS: Final = types.Tool(
+QUERY_RECORDS: Final = ToolSpec(
     name="query_records",
     title="Read records",
     description=(
@@ -157,7 +168,7 @@ QUERY_RECORDS: Final = types.Tool(
     output_schema=_ENVELOPE_OUTPUT,
 )
 
-AGGREGATE: Final = types.Tool(
+AGGREGATE: Final = ToolSpec(
     name="aggregate",
     title="Aggregate records",
     description=(
@@ -189,7 +200,7 @@ AGGREGATE: Final = types.Tool(
     output_schema=_ENVELOPE_OUTPUT,
 )
 
-SEARCH: Final = types.Tool(
+SEARCH: Final = ToolSpec(
     name="search",
     title="Search records",
     description=(
@@ -232,7 +243,7 @@ SEARCH: Final = types.Tool(
     },
 )
 
-FETCH: Final = types.Tool(
+FETCH: Final = ToolSpec(
     name="fetch",
     title="Fetch a record",
     description=(
@@ -269,7 +280,7 @@ FETCH: Final = types.Tool(
     },
 )
 
-READ_RECORD_FIELD: Final = types.Tool(
+READ_RECORD_FIELD: Final = ToolSpec(
     name="read_record_field",
     title="Read a field window",
     description=(
@@ -309,13 +320,14 @@ READ_RECORD_FIELD: Final = types.Tool(
     },
 )
 
-_ANNOTATIONS: Final = types.ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+# Every tool reads one RS and changes nothing (``ToolAnnotations`` as on the wire).
+ANNOTATIONS: Final[dict[str, bool]] = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
 
-TOOLS: Final[tuple[types.Tool, ...]] = tuple(
-    tool.model_copy(update={"annotations": _ANNOTATIONS})
-    for tool in (SCHEMA, QUERY_RECORDS, AGGREGATE, SEARCH, FETCH, READ_RECORD_FIELD)
-)
+TOOLS: Final[tuple[ToolSpec, ...]] = (SCHEMA, QUERY_RECORDS, AGGREGATE, SEARCH, FETCH, READ_RECORD_FIELD)
 TOOL_NAMES: Final[tuple[str, ...]] = tuple(tool.name for tool in TOOLS)
 INPUT_SCHEMAS: Final[dict[str, JSONObject]] = {tool.name: tool.input_schema for tool in TOOLS}
