@@ -14,14 +14,18 @@ row alike), one process after another:
   (``server/discover``, its answer, then ``tools/list``), as a client sends them: each
   row is spawn → the ``tools/list`` answer read;
 - the same with ``PDPP_STDIO_EARLY_ANSWERS=0`` (every answer from the SDK);
-- ``... + tools/call``: spawn → the answer of a first ``schema`` call sent right after
-  ``tools/list`` (the SDK must have loaded by then);
+- ``... -> first tools/call``: spawn → the answer of a first ``schema`` call, sent right
+  after the ``tools/list`` answer in each era, or with the whole opening in one write
+  ("all at once", as a script or a resumed agent sends it), and that last one with
+  every answer from the SDK;
 - with ``--compare-with PATH``: the handshake and 2026 rows for the checkout at PATH
   (e.g. the main branch before this change), same interpreter, same RS;
 - with ``--package``: the handshake and first-call rows for a local package of two cached
   grants (the same RS under ``127.0.0.1`` and ``localhost``), each checked at start.
 
-Prints the median and p90 of each row, in ms, and its ratio to ``python -c pass``.
+Prints the median and p90 of each row, in ms, and its ratio to ``python -c pass``; then
+the resident memory of one stdio process after its first tool answer and after 1,000
+more calls, with early answers and with the SDK answering everything.
 """
 
 from __future__ import annotations
@@ -71,6 +75,11 @@ MODERN = [
     ([{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": ENVELOPE}], 2),
 ]
 WITH_CALL = [*HANDSHAKE, ([CALL], 3)]
+MODERN_CALL = {**CALL, "params": {**CALL["params"], **ENVELOPE}}
+MODERN_WITH_CALL = [*MODERN, ([MODERN_CALL], 3)]
+# As a script or a resumed agent sends them: the whole opening and the call in one write.
+AT_ONCE = [([INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, CALL], 3)]
+MEMORY_CALLS = 1000
 
 
 def free_port() -> int:
@@ -156,6 +165,39 @@ def session(
     return elapsed
 
 
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def memory(command: list[str], env: dict[str, str]) -> tuple[int, int]:
+    """RSS (KiB) of a stdio process after its first tool answer, and after MEMORY_CALLS more."""
+    child = subprocess.Popen(  # noqa: S603 - our own interpreter
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    buffer = bytearray()
+    try:
+        for frames, want in AT_ONCE:
+            child.stdin.write(b"".join(json.dumps(frame).encode() + b"\n" for frame in frames))
+            child.stdin.flush()
+            read_answer(child.stdout.fileno(), want, buffer)
+        first = rss_kb(child.pid)
+        for index in range(MEMORY_CALLS):
+            call = {**CALL, "id": 100 + index}
+            child.stdin.write(json.dumps(call).encode() + b"\n")
+            child.stdin.flush()
+            read_answer(child.stdout.fileno(), 100 + index, buffer)
+        return first, rss_kb(child.pid)
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+        child.stdout.close()
+
+
 def spawn_to_exit(command: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)  # noqa: S603
@@ -183,12 +225,16 @@ def main(spawns: int, compare_with: Path | None, package: bool = False) -> None:
             "handshake, SDK answers only": lambda: session(gateway, sdk_only, HANDSHAKE),
             "2026-07-28, SDK answers only": lambda: session(gateway, sdk_only, MODERN),
             "handshake -> first tools/call": lambda: session(gateway, base_env, WITH_CALL),
+            "2026-07-28 -> first tools/call": lambda: session(gateway, base_env, MODERN_WITH_CALL),
+            "all at once -> first tools/call": lambda: session(gateway, base_env, AT_ONCE),
+            "first tools/call, SDK answers only": lambda: session(gateway, sdk_only, AT_ONCE),
         }
         if compare_with is not None:
             checkout = compare_with.resolve()
             other = {**base_env, "PYTHONPATH": str(checkout)}
             rows[f"handshake, {compare_with}"] = lambda: session(gateway, other, HANDSHAKE, checkout)
             rows[f"2026-07-28, {compare_with}"] = lambda: session(gateway, other, MODERN, checkout)
+            rows[f"first tools/call, {compare_with}"] = lambda: session(gateway, other, AT_ONCE, checkout)
         if package:
             second = url.replace("127.0.0.1", "localhost")
             for provider, token in zip((url, second), PACKAGE_TOKENS, strict=True):
@@ -202,6 +248,10 @@ def main(spawns: int, compare_with: Path | None, package: bool = False) -> None:
         for _ in range(spawns):
             for name, measure in rows.items():
                 samples[name].append(measure())
+        footprints = {
+            "early path": memory(gateway, base_env),
+            "SDK answers only": memory(gateway, sdk_only),
+        }
     floor = statistics.median(samples["python -c pass"])
     print(f"stdio cold start over {spawns} spawns per row (ms; sandbox RS on loopback)")
     print(f"{'':36} {'median':>8} {'p90':>8}  vs python -c pass")
@@ -210,12 +260,21 @@ def main(spawns: int, compare_with: Path | None, package: bool = False) -> None:
         p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
         median = statistics.median(values)
         print(f"{name:36} {median:8.1f} {p90:8.1f}  x{median / floor:.2f}")
+    base_first, base_after = footprints["SDK answers only"]
+    print(f"\nstdio RSS (MiB): after the first tools/call answer, and after {MEMORY_CALLS} more calls")
+    for name, (first, after) in footprints.items():
+        print(
+            f"{name:36} {first / 1024:8.1f} {after / 1024:8.1f}  "
+            f"x{first / base_first:.2f} / x{after / base_after:.2f} of SDK answers only"
+        )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--spawns", type=int, default=20)
-    parser.add_argument("--compare-with", type=Path, help="another checkout of the gateway to measure alike")
+    parser.add_argument(
+        "--compare-with", "--against", type=Path, help="another checkout of the gateway to measure alike"
+    )
     parser.add_argument("--package", action="store_true", help="also a local package of two cached grants")
     options = parser.parse_args()
     main(options.spawns, options.compare_with, options.package)

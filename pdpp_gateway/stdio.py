@@ -2,22 +2,15 @@
 
 Contract:
 
-- One caller (``serve_members``): a single grant, or a local package of cached grants
-  (several connectors of one provider, or several providers: each member with its own
-  token, routed and merged by ``package`` exactly as a hosted ``mcp_package`` caller is),
-  its readers built by ``local_readers.caller_context``.
-
-- ``serve_members`` takes over from the early answers (``fast_start``): the process's
-  stdin and stdout were claimed at start (``fast_start.wire``) and the credential
-  checked (``rs.start_probe``); ``verified_kind`` is ``client``, or ``None`` when the RS
-  could not be asked then, in which case the reader (``KindCheckedRs``) verifies the kind
-  before the first tool or resource read and refuses every read unless the RS says
-  ``client``. With ``recheck`` (the RS refused the access token itself at start) the
-  check runs again here through the renewing reader, which renews the grant with the
-  cached refresh token when it can; it raises ``CredentialError`` when that fails, and
-  only a pass opens the pump's gate, so no frame is written before. The SDK's
-  ``stdio_server`` then reads the pump's lines and writes whole frames to the wire; the
-  SDK is the protocol kernel for every request.
+- ``serve_sdk`` takes the session over from the early path (``fast_start.session``), with
+  the caller's one context (a single grant, or a local package of cached grants, built by
+  ``local_readers.caller_context``: each member reads with its own token through its
+  renewing, kind-checked reader) and the process's one tool pipeline, the same ones the
+  early calls used. The process's stdin and stdout were claimed at start
+  (``fast_start.wire``) and the credential checked (``rs.start_probe``, and again with
+  renewal for a token refused as lapsed). The SDK's ``stdio_server`` then reads the
+  pump's lines and writes whole frames to the wire; the SDK is the protocol kernel for
+  every request the early path did not take.
 - Reads renew the access token ahead of its expiry, and once after the RS refuses it as
   lapsed (401, or the reference's 403 ``grant_expired``), with the cached refresh token,
   and carry on (``renewing_rs``): a session outlives its tokens.
@@ -34,7 +27,6 @@ Contract:
   with the request's id when it can be read, else ``null``. A malformed *response* from
   the client is dropped (a response is never answered). Each gets one stderr line naming
   the code and the line's size, never its content. Blank lines are skipped.
-- The RS client is opened once and closed on the way out.
 """
 
 from __future__ import annotations
@@ -42,9 +34,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from functools import partial
-from pathlib import Path
 from typing import IO, Any, Final, cast
 
 import anyio
@@ -65,13 +56,9 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from pdpp_gateway.context import GatewayContext, RsReader
+from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
-from pdpp_gateway.local_package import MemberStart
-from pdpp_gateway.local_readers import caller_context
 from pdpp_gateway.rpc_params import params_problem
-from pdpp_gateway.rs.start_probe import warn_unverified
-from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindUnknown, verify_at_start
 from pdpp_gateway.server import build_server
 
 DRAIN_SECONDS: Final = 60.0
@@ -272,34 +259,12 @@ def _error(request_id: int | str | None, code: int, message: str) -> JSONRPCErro
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
 
-async def verify_credential(rs: RsReader, provider_url: str) -> str | None:
-    """``client`` when the RS confirms it, ``None`` when the RS cannot be asked now.
-
-    Raises ``CredentialError`` for a token that must not be served.
-    """
-    try:
-        return await verify_at_start(rs, provider_url, seconds=START_PROBE_SECONDS)
-    except KindUnknown as unknown:
-        warn_unverified(unknown.reason)
-        return None
-
-
-async def serve_members(
-    members: Sequence[MemberStart], server_name: str, pump: StdinPump, wire: Wire, cache_root: Path
+async def serve_sdk(
+    context: GatewayContext, server_name: str, pump: StdinPump, wire: Wire, pipeline: CallNext
 ) -> None:
-    """Serve the caller's cached grants: one grant's client context, or several served as one
-    package (``local_readers.caller_context``: each member reads with its own token through
-    its own renewing, kind-checked reader). A member refused as lapsed at start is checked
-    again here, with renewal, before the gate opens; one that cannot be renewed stops the
-    process (``CredentialError``) before any frame."""
-    async with contextlib.AsyncExitStack() as stack:
-        context = await caller_context(stack, members, cache_root, recheck=verify_credential)
-        pump.open_gate()
-        await _serve(context, server_name, pump, wire)
-
-
-async def _serve(context: GatewayContext, server_name: str, pump: StdinPump, wire: Wire) -> None:
-    server = build_server(lambda _ctx: context, name=server_name)
+    """Serve the session with the SDK from here on: the lines the early path did not take
+    first (``pump.hand_over``), then live ones, through the process's one ``pipeline``."""
+    server = build_server(lambda _ctx: context, name=server_name, pipeline=pipeline)
     stdin = anyio.wrap_file(cast(IO[str], SdkStdin(pump, partial(check_line, wire=wire))))
     stdout = anyio.wrap_file(cast(IO[str], WireOut(wire)))
     async with (

@@ -156,11 +156,12 @@ async def _connect(
     import aiohttp
 
     from pdpp_gateway import oauth_flow as flow
+    from pdpp_gateway.loopback import LoopbackReceiver
 
     async with aiohttp.ClientSession() as session:
         provider = await flow.discover(session, provider_url)
         state = secrets.token_urlsafe(24)
-        async with flow.LoopbackReceiver(state, provider) as receiver:
+        async with LoopbackReceiver(state, provider) as receiver:
             client = await flow.register(session, provider, receiver.redirect_uri)
             verifier, challenge = flow.pkce_pair()
             narrowing = flow.requested_details(connector, args.stream, args.purpose)

@@ -11,15 +11,18 @@ and the exact fix (``pdpp-gateway connect <provider-url>``) on stderr. stdout ca
 frames only: fd 1 is pointed at stderr for the whole process (``fast_start.wire``).
 
 Start-up, in order: stdin/stdout claimed; a stdin reader answers the session's opening
-requests from ``fast_start/answers.json`` while the SDK loads in a background thread and
-the credential is checked; those answers are written only once the check passed; then
-the SDK takes the stream over (``pdpp_gateway.stdio``). ``PDPP_STDIO_EARLY_ANSWERS=0``
+requests from ``fast_start/answers.json`` while the credential is checked and the
+pipeline with its RS client loads in a background thread; those answers are written only
+once the check passed. Then the session (``fast_start.session``) builds the caller's
+readers and answers plain tool calls through the pipeline (``fast_start.calls``) with the
+SDK's bytes; once the first are answered the SDK loads in the same thread, and when it is
+in, it takes the stream over (``pdpp_gateway.stdio``). ``PDPP_STDIO_EARLY_ANSWERS=0``
 leaves every answer to the SDK. An RS that cannot be asked at start does not stop the
 process: it serves and verifies the credential before the first read instead. An access
-token the RS refuses with 401 is checked again once the SDK has loaded, through the
-reader that renews it with the cached refresh token (``renewing_rs``); the early answers
-stay held until that check passes. While serving, every read renews the access token ahead
-of its expiry and once after the RS refuses it as lapsed, so a session outlives its tokens.
+token the RS refuses as lapsed is checked again in the session, through the reader that
+renews it with the cached refresh token (``renewing_rs``); the early answers stay held
+until that check passes. While serving, every read renews the access token ahead of its
+expiry and once after the RS refuses it as lapsed, so a session outlives its tokens.
 
 Every grant cached for the provider is served (one per connector; ``--connector ID``
 narrows them): one grant is the single-grant server; several, or several providers
@@ -51,6 +54,9 @@ HELP = (
     "Serve the read tools over stdio for one provider (or several cached grants as one package), "
     "using the `pdpp-gateway connect` credential cache."
 )
+# Imported first in the background: what answers tool calls (the pipeline, the readers,
+# aiohttp), then the SDK-backed serving module (``session.SERVING_MODULE``).
+SESSION_MODULE: Final = "pdpp_gateway.fast_start.session"
 SERVING_MODULE: Final = "pdpp_gateway.stdio"
 # While the SDK loads in the background, the threads answering the client get the
 # interpreter back within this many seconds (the default 5 ms would delay each early answer).
@@ -68,29 +74,47 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 class _Loader(threading.Thread):
-    """Imports the SDK-backed serving module in the background."""
+    """Imports the session module (what answers the first tool calls), then, once the session
+    wants it (``want_sdk``), the SDK-backed serving module, in the background: one after the
+    other, since two imports at once would share the interpreter and slow the first answer."""
 
     def __init__(self, wake: threading.Event) -> None:
         super().__init__(name="sdk-loader", daemon=True)
         self._wake = wake
+        self._sdk_wanted = threading.Event()
+        self.session_ready = threading.Event()
         self.done = False
         self.error: BaseException | None = None
 
+    def want_sdk(self) -> None:
+        self._sdk_wanted.set()
+
     def run(self) -> None:
+        default_switch = sys.getswitchinterval()
         try:
+            importlib.import_module(SESSION_MODULE)
+            self.session_ready.set()
+            self._wake.set()
+            self._sdk_wanted.wait()
             importlib.import_module(SERVING_MODULE)
         except BaseException as error:  # re-raised on the main thread
             self.error = error
         finally:
+            sys.setswitchinterval(default_switch)
             self.done = True
+            self.session_ready.set()
             self._wake.set()
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            raise self.error
 
 
 def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.logs import configure_logging
 
     configure_logging(args.log_level)
-    # checked below, with the SDK loading
+    # checked below, with the session loading
     members = local_credential.resolve_members(args, "stdio", verify=False)
     if isinstance(members, int):
         return members
@@ -111,37 +135,36 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.local_package import check_members
     from pdpp_gateway.rs.start_probe import check_and_describe, warn_unverified
 
-    default_switch = sys.getswitchinterval()
-    sys.setswitchinterval(START_SWITCH_SECONDS)
+    sys.setswitchinterval(START_SWITCH_SECONDS)  # restored by the loader once the SDK is in
     wire_in, wire_out = claim_stdio()
     wire = Wire(wire_out)
     early = os.environ.get("PDPP_STDIO_EARLY_ANSWERS", "1") != "0"
     pump = StdinPump(wire_in, wire, EarlyResponder(Table.load() if early else None, server_name))
     wake = pump.changed
     loader = _Loader(wake)
+    if not early:
+        loader.want_sdk()
     pump.start()
+    # Started as the RS is asked: the import runs while the main thread waits for its answer.
     loader.start()
     stop = check_members(members, check_and_describe, local_credential.say, warn_unverified)
     if stop is not None:
         return stop
     if not any(member.recheck for member in members):
-        pump.open_gate()  # else held until the renewing recheck passes, once the SDK is up
-    while not loader.done:
+        pump.open_gate()  # else held until the renewing recheck passes, in the session
+    while not loader.session_ready.is_set():
         if pump.served_early():
-            return 0  # every request was answered early and stdin is closed: nothing needs the SDK
+            return 0  # every request was answered early and stdin is closed: nothing more is needed
         wake.wait()
         wake.clear()
-    sys.setswitchinterval(default_switch)
-    if loader.error is not None:
-        raise loader.error
+    loader.raise_error()
 
     import anyio
 
-    from pdpp_gateway.stdio import serve_members
-
+    session = importlib.import_module(SESSION_MODULE)
     cache_root = local_credential.cache_root_of(args)
     try:
-        anyio.run(partial(serve_members, members, server_name, pump, wire, cache_root))
+        anyio.run(partial(session.serve, members, server_name, pump, wire, cache_root, loader))
     except CredentialError as error:
         local_credential.say(error.message)
         return error.exit_code

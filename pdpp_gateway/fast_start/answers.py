@@ -3,29 +3,35 @@
 Contract:
 
 - ``EarlyResponder.respond(line)`` looks at one stdin line and returns an ``Answer`` (the
-  whole frame to write), ``SILENT`` (a notification that needs no answer) or ``None``:
-  from the first ``None`` on, it answers nothing more and the SDK must answer that line
-  and every later one. It answers only what the SDK would answer with the same bytes,
-  so it is stricter than the SDK, never looser:
+  whole frame to write), an ``EarlyCall`` (a tool call for the pipeline, answered by
+  ``fast_start.calls``), an ``EarlyCancel`` (the client cancelled an early call),
+  ``SILENT`` (a notification that needs no answer) or ``None``: from the first ``None``
+  on, it answers nothing more and the SDK must answer that line and every later one. It
+  takes only what it answers with the SDK's own bytes, so it is stricter than the SDK,
+  never looser:
 
   - handshake era: ``initialize`` as the first request (``protocolVersion``,
     ``capabilities`` and ``clientInfo`` of well-formed shapes, no ``_meta``), then
     ``notifications/initialized`` and ``tools/list`` / ``resources/templates/list`` /
-    ``ping`` without params (or ``{}``);
+    ``ping`` without params (or ``{}``), and ``tools/call`` with ``name`` (one of the six
+    tools) and ``arguments`` (an object, ``null`` or left out) only;
   - 2026-07-28 era: ``server/discover`` / ``tools/list`` / ``resources/templates/list``
     whose params are only a well-formed ``_meta`` envelope at a version the SDK serves,
-    the first of them opening the era;
+    the first of them opening the era, and ``tools/call`` as above with that envelope as
+    its only ``_meta``;
+  - ``notifications/cancelled`` naming an early call (``requestId``, ``reason``) only;
   - blank lines are ``SILENT``;
-  - anything else (another method, a cursor, a progress token, an odd or reused id,
-    duplicate keys, escaped surrogates, more than ``MAX_EARLY_LINES`` lines) is left to
-    the SDK.
+  - anything else (another method, a cursor, a progress token, an unknown tool, an odd or
+    reused id, duplicate keys, escaped surrogates, ``NaN`` or a number beyond a double,
+    more than ``MAX_EARLY_LINES`` lines) is left to the SDK.
 
 - The result texts come from ``answers.json``, written by the SDK itself
   (``fast_start.build``) and pinned by a test; a table written for another gateway
   version or from other ``SOURCES`` (the tools, instructions, server identity and
   resource templates: a checkout edited without a rebuild), or a server name that cannot
   be written as UTF-8, turns early answers off.
-- This module imports nothing heavier than ``json``: it runs before the SDK is loaded.
+- This module imports nothing heavier than ``json`` and the tool names: it runs before
+  the SDK and the pipeline are loaded.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pdpp_gateway import __version__
+from pdpp_gateway.tools.specs import TOOL_NAMES
 
 ANSWERS_PATH: Final = Path(__file__).with_name("answers.json")
 PACKAGE_DIR: Final = Path(__file__).resolve().parents[1]
@@ -55,6 +62,9 @@ MAX_EARLY_LINES: Final = 256
 MAX_SAFE_ID: Final = 2**53
 
 _REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
+CALL_METHOD: Final = "tools/call"
+_CALL_KEYS: Final = frozenset({"name", "arguments"})
+_CANCEL_KEYS: Final = frozenset({"requestId", "reason"})
 _INITIALIZE_KEYS: Final = frozenset({"protocolVersion", "capabilities", "clientInfo"})
 _ENVELOPE_KEYS: Final = frozenset({PROTOCOL_VERSION_KEY, CLIENT_INFO_KEY, CLIENT_CAPABILITIES_KEY})
 _IMPLEMENTATION_TEXT: Final = ("title", "description", "websiteUrl")
@@ -81,11 +91,33 @@ class Answer:
     frame: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class EarlyCall:
+    """A ``tools/call`` run by the pipeline before the SDK has loaded (``fast_start.calls``):
+    the SDK never sees it. ``version`` is the protocol version it is served at."""
+
+    id_key: str
+    name: str
+    arguments: dict[str, Any]
+    version: str
+    modern: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyCancel:
+    """``notifications/cancelled`` for an early call: it is stopped and never answered, as the
+    SDK does for its own requests."""
+
+    id_key: str
+
+
 class Silent:
     """A notification taken in order: nothing to write now, the SDK sees it later."""
 
 
 SILENT: Final = Silent()
+# What ``EarlyResponder.respond`` makes of a line (``None``: the SDK's, from here on).
+Outcome = Answer | EarlyCall | EarlyCancel | Silent | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +129,7 @@ class Table:
     modern_versions: tuple[str, ...]
     handshake: Mapping[str, Mapping[str, str]]
     modern: Mapping[str, Mapping[str, str]]
+    server_info: str  # the SDK's identity stamp of a 2026-era result, as JSON text
 
     @classmethod
     def load(cls, path: Path = ANSWERS_PATH) -> Table | None:
@@ -106,7 +139,11 @@ class Table:
         except (OSError, ValueError) as error:
             _log.warning("early answers are off: %s cannot be read (%s)", path.name, type(error).__name__)
             return None
-        if raw.get("gateway_version") != __version__ or raw.get("sources_crc32") != sources_crc32():
+        if (
+            raw.get("gateway_version") != __version__
+            or raw.get("sources_crc32") != sources_crc32()
+            or "server_info" not in raw
+        ):
             _log.warning(
                 "early answers are off: %s was built from other sources; rebuild it with "
                 "`python -m pdpp_gateway.fast_start.build`",
@@ -119,6 +156,7 @@ class Table:
             modern_versions=tuple(raw["modern_versions"]),
             handshake=raw["handshake"],
             modern=raw["modern"],
+            server_info=raw["server_info"],
         )
 
 
@@ -128,11 +166,13 @@ class EarlyResponder:
 
     table: Table | None
     server_name: str
+    calls: bool = True  # answer plain tools/call requests too (``EarlyCall``)
     era: str | None = None  # "handshake" or "modern" once the first request is answered
     version: str | None = None  # the negotiated handshake version
     lines: int = 0
     stopped: bool = False
     _answered: set[str] = field(default_factory=set)
+    _calls: set[str] = field(default_factory=set)  # the ids of the early calls
     _results: dict[tuple[str, str, str], bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -141,19 +181,21 @@ class EarlyResponder:
         except UnicodeEncodeError:
             self.table = None  # the SDK cannot write this name either; let it say so
 
-    def respond(self, line: str) -> Answer | Silent | None:
+    def respond(self, line: str) -> Outcome:
         outcome = None if self.stopped or self.table is None else self._respond(line)
-        if isinstance(outcome, Answer):
+        if isinstance(outcome, Answer | EarlyCall):
             if outcome.id_key in self._answered:
                 outcome = None  # a reused id: only the SDK can tell its two answers apart
             else:
                 self._answered.add(outcome.id_key)
+                if isinstance(outcome, EarlyCall):
+                    self._calls.add(outcome.id_key)
         self.lines += 1
         if outcome is None or self.lines >= MAX_EARLY_LINES:
             self.stopped = True
         return outcome
 
-    def _respond(self, line: str) -> Answer | Silent | None:
+    def _respond(self, line: str) -> Outcome:
         if not line.strip():
             return SILENT  # not a message; the SDK side skips it too
         message = _parse(line)
@@ -163,12 +205,16 @@ class EarlyResponder:
         if "id" not in message:
             if self.era == "handshake" and method == "notifications/initialized" and not params:
                 return SILENT
+            if method == "notifications/cancelled":
+                return self._cancel(params)
             return None
         id_key = _id_key(message["id"])
         if id_key is None or not isinstance(method, str):
             return None
         if self.era is None:
             return self._open(id_key, method, params)
+        if method == CALL_METHOD:
+            return self._call(id_key, params)
         if self.era == "handshake":
             if method in HANDSHAKE_METHODS[1:] and not params and self.version is not None:
                 return self._answer(id_key, "handshake", self.version, method)
@@ -177,6 +223,36 @@ class EarlyResponder:
         if method in MODERN_METHODS and protocol_version is not None:
             return self._answer(id_key, "modern", protocol_version, method)
         return None
+
+    def _call(self, id_key: str, params: object) -> EarlyCall | None:
+        """A plain call of one of the tools: ``name`` and ``arguments`` (an object, ``null`` or
+        left out), and in the 2026 era the envelope as the only ``_meta`` (a progress token,
+        or anything else the SDK would act on, is the SDK's)."""
+        if not self.calls or not isinstance(params, dict):
+            return None
+        name, arguments = params.get("name"), params.get("arguments")
+        if name not in TOOL_NAMES or not isinstance(arguments, dict | None):
+            return None
+        if self.era == "handshake":
+            if not params.keys() <= _CALL_KEYS or self.version is None:
+                return None
+            return EarlyCall(id_key, name, arguments or {}, self.version, modern=False)
+        if not params.keys() <= _CALL_KEYS | {"_meta"}:
+            return None
+        protocol_version = self._modern_version({"_meta": params.get("_meta")})
+        if protocol_version is None:
+            return None
+        return EarlyCall(id_key, name, arguments or {}, protocol_version, modern=True)
+
+    def _cancel(self, params: object) -> EarlyCancel | None:
+        """The cancellation of an early call (any other is the SDK's)."""
+        if not isinstance(params, dict) or not params.keys() <= _CANCEL_KEYS:
+            return None
+        id_key = _id_key(params.get("requestId"))
+        reason = params.get("reason")
+        if id_key is None or id_key not in self._calls or not isinstance(reason, str | None):
+            return None
+        return EarlyCancel(id_key)
 
     def _open(self, id_key: str, method: str, params: object) -> Answer | None:
         assert self.table is not None
@@ -213,6 +289,13 @@ class EarlyResponder:
             return None
         return str(protocol_version)
 
+    def server_info(self) -> dict[str, Any]:
+        """The server identity the SDK stamps into a 2026-era result (needs the table)."""
+        assert self.table is not None
+        name = json.dumps(self.server_name, ensure_ascii=False)
+        stamp: dict[str, Any] = json.loads(self.table.server_info.replace(json.dumps(NAME_PLACEHOLDER), name))
+        return stamp
+
     def _answer(self, id_key: str, era: str, protocol_version: str, method: str) -> Answer:
         key = (era, protocol_version, method)
         result = self._results.get(key)
@@ -244,12 +327,25 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN and Infinity: the SDK's parser may read them otherwise
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("a number too large for a double")
+    return value
+
+
 def _parse(line: str) -> dict[str, Any] | None:
     """The message as a request or notification envelope, or ``None`` for anything unusual."""
     if _ESCAPED_SURROGATE.search(line):
         return None
     try:
-        message = json.loads(line, object_pairs_hook=_unique_keys)
+        message = json.loads(
+            line, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite
+        )
     except (ValueError, RecursionError):
         return None
     if not isinstance(message, dict) or not message.keys() <= _REQUEST_KEYS:

@@ -13,7 +13,8 @@ Contract:
   without a caller context may be sent (no tool calls, no resource reads).
 - ``build_table()`` holds, per protocol version the SDK serves, the ``result`` text of
   each early-answered method, with the server name replaced by ``NAME_PLACEHOLDER``,
-  plus the SDK's version lists, so the early path never restates a protocol fact.
+  plus the SDK's version lists and the server identity it stamps into a 2026-era result
+  (``server_info``), so the early path never restates a protocol fact.
 """
 
 from __future__ import annotations
@@ -137,6 +138,10 @@ def build_table() -> dict[str, Any]:
         "modern_versions": list(MODERN_PROTOCOL_VERSIONS),
         "handshake": handshake,
         "modern": modern,
+        # What the SDK stamps into a 2026-era result's ``_meta`` (a tool call's too).
+        "server_info": orjson.dumps(
+            build_server(_no_context, name=NAME_PLACEHOLDER).server_info_stamp
+        ).decode(),
     }
 
 

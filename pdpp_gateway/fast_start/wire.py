@@ -12,9 +12,11 @@ Contract:
   universal newlines, the very text the SDK's ``stdio_server`` would read. Before the
   hand-over it keeps every line and offers it to the ``EarlyResponder``; early answers
   are written once ``open_gate()`` is called (the credential check passed) and are never
-  written if it is not. Once the responder stops, the pump reads no further until the
-  hand-over (the pipe pushes back on the client, as it would against the SDK).
-- ``hand_over()`` gives the SDK every line read so far, in order, then live lines. Its
+  written if it is not. Early calls (and their cancellations) go to the sink given to
+  ``attach_calls`` (kept in order until then) and are not kept for the SDK. Once the
+  responder stops, the pump reads no further until the hand-over (the pipe pushes back
+  on the client, as it would against the SDK).
+- ``hand_over()`` gives the SDK every line kept so far, in order, then live lines. Its
   answers to the early-answered requests are not written (``EarlyAnswers.claim``); live
   lines wait until every one of those has been claimed, so a client reusing an id after
   its answer can never be confused.
@@ -35,7 +37,7 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from pdpp_gateway.fast_start.answers import Answer, EarlyResponder
+from pdpp_gateway.fast_start.answers import Answer, EarlyCall, EarlyCancel, EarlyResponder
 
 READ_BYTES: Final = 64 * 1024
 LIVE_QUEUE_LINES: Final = 64
@@ -129,6 +131,8 @@ class StdinPump:
         self._replay: collections.deque[str] = collections.deque()
         self._live: queue.Queue[str] = queue.Queue(LIVE_QUEUE_LINES)
         self._settle_checked = False
+        self._calls: list[EarlyCall | EarlyCancel] = []  # until a sink is attached
+        self._call_sink: Callable[[EarlyCall | EarlyCancel], None] | None = None
         self.early = EarlyAnswers()
         self.changed = threading.Event()  # set when stdin ends before the hand-over
         self._thread = threading.Thread(target=self._run, name="stdin", daemon=True)
@@ -144,10 +148,24 @@ class StdinPump:
                 self._wire.write(frame)
             self._held.clear()
 
-    def served_early(self) -> bool:
-        """stdin ended and every line was answered (or needed no answer) early: nothing is left."""
+    @property
+    def responder(self) -> EarlyResponder:
+        return self._responder
+
+    def attach_calls(self, sink: Callable[[EarlyCall | EarlyCancel], None]) -> None:
+        """From now on each early call (and its cancellation) goes to ``sink``, from the pump's
+        thread; those read before are given to it at once, in order."""
         with self._lock:
-            return self._eof and not self._responder.stopped and self._gate_open
+            for call in self._calls:
+                sink(call)
+            self._calls.clear()
+            self._call_sink = sink
+
+    def served_early(self) -> bool:
+        """stdin ended and every line was answered (or needed no answer) early: nothing is left
+        but the early calls (none before a sink is attached; the sink's own once it is)."""
+        with self._lock:
+            return self._eof and not self._responder.stopped and self._gate_open and not self._calls
 
     def hand_over(self) -> None:
         """From now on the SDK reads: first every line kept so far, then live ones."""
@@ -210,8 +228,14 @@ class StdinPump:
             self._eof = True
             self.changed.set()
             return
-        self._kept.append(line)
         outcome = self._responder.respond(line)
+        if isinstance(outcome, EarlyCall | EarlyCancel):  # never the SDK's: not kept for it
+            if self._call_sink is None:
+                self._calls.append(outcome)
+            else:
+                self._call_sink(outcome)
+            return
+        self._kept.append(line)
         if isinstance(outcome, Answer):
             self.early.add(outcome)
             if self._gate_open:

@@ -1,0 +1,117 @@
+"""stdio tool calls answered by the pipeline before the SDK has loaded.
+
+Contract: ``EarlyCalls.submit`` (called from the stdin pump's thread) takes the plain
+``tools/call`` requests the ``EarlyResponder`` recognised (``EarlyCall``) and runs each
+on the session's event loop through the process's one tool pipeline, with the session's
+one caller context, exactly as the SDK's ``call_tool`` handler would (``server.py``). The
+answer is written as the SDK writes it over stdio, byte for byte (``call_result``; pinned
+in both eras by ``tests/fast_start/test_early_calls.py``):
+
+- a result: ``{"jsonrpc":"2.0","id":<id>,"result":<result_wire>}``;
+- an exception out of the pipeline (a defect): logged, and answered as the SDK's
+  dispatcher answers one, ``{"code":0,"message":<str(exception)>}``;
+- a result that is not plain JSON data (never made by the pipeline): logged, and
+  answered ``-32603`` with a sentence (the SDK would serialise it; this path cannot).
+
+An ``EarlyCancel`` for a call still running stops it and nothing is written for it, as
+the SDK does for a request its client cancelled. The SDK never sees these requests: they
+are not replayed to it at the hand-over, and calls still running then finish here.
+``busy`` is true while any runs; each one that ends sets ``changed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any, Final
+
+import anyio
+import orjson
+from anyio.abc import TaskGroup
+
+from middleware import ToolCall
+from pdpp_gateway.call_result import encode, result_wire
+from pdpp_gateway.context import CallNext, GatewayContext
+from pdpp_gateway.fast_start.answers import EarlyCall, EarlyCancel
+from pdpp_gateway.fast_start.wire import Wire
+
+INTERNAL_ERROR: Final = -32603
+_log = logging.getLogger("pdpp_gateway.stdio")
+
+
+class EarlyCalls:
+    """The early calls of one stdio session, run in ``group`` on the running loop."""
+
+    def __init__(
+        self,
+        group: TaskGroup,
+        pipeline: CallNext,
+        context: GatewayContext,
+        wire: Wire,
+        *,
+        server_info: dict[str, Any],
+        changed: threading.Event,
+    ) -> None:
+        self._group = group
+        self._pipeline = pipeline
+        self._context = context
+        self._wire = wire
+        self._server_info = server_info
+        self._changed = changed
+        self._loop = asyncio.get_running_loop()
+        self._running: dict[str, anyio.CancelScope] = {}
+        self._unfinished: set[str] = set()  # from ``submit`` on, so ``busy`` never misses one
+        self.answered = 0
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._unfinished)
+
+    def submit(self, outcome: EarlyCall | EarlyCancel) -> None:
+        """Run (or cancel) a call; safe from any thread."""
+        if isinstance(outcome, EarlyCall):
+            self._unfinished.add(outcome.id_key)
+        self._loop.call_soon_threadsafe(self._take, outcome)
+
+    def _take(self, outcome: EarlyCall | EarlyCancel) -> None:
+        if isinstance(outcome, EarlyCancel):
+            scope = self._running.get(outcome.id_key)
+            if scope is not None:
+                scope.cancel()
+            return
+        scope = anyio.CancelScope()
+        self._running[outcome.id_key] = scope
+        self._group.start_soon(self._run, outcome, scope)
+
+    async def _run(self, call: EarlyCall, scope: anyio.CancelScope) -> None:
+        try:
+            frame = None
+            with scope:
+                frame = await self._answer(call)
+            if frame is not None and not scope.cancel_called:
+                await anyio.to_thread.run_sync(self._wire.write, frame)
+                self.answered += 1
+                _log.debug("answered tools/call %s (%s) before the SDK loaded", call.id_key, call.name)
+        finally:
+            del self._running[call.id_key]
+            self._unfinished.discard(call.id_key)
+            self._changed.set()
+
+    async def _answer(self, call: EarlyCall) -> bytes:
+        head = b'{"jsonrpc":"2.0","id":' + call.id_key.encode()
+        try:
+            result = await self._pipeline(ToolCall(call.name, call.arguments, self._context))
+        except Exception as error:
+            _log.exception("the %s tool failed", call.name)
+            return head + b',"error":' + orjson.dumps({"code": 0, "message": str(error)}) + b"}\n"
+        wire = result_wire(result, modern=call.modern, stamp=self._server_info)
+        body = None if wire is None else encode(wire)
+        if body is None:
+            _log.error("the %s tool's result is not plain JSON data; answered -32603", call.name)
+            unwritable = {
+                "code": INTERNAL_ERROR,
+                "message": "The gateway could not write this tool's result; retry the call.",
+            }
+            return head + b',"error":' + orjson.dumps(unwritable) + b"}\n"
+        return head + b',"result":' + body + b"}\n"
