@@ -127,7 +127,7 @@ async def wait_up(url: str) -> None:
 async def running_sandbox() -> AsyncIterator[str]:
     """The sandbox RS on a free loopback port, answering; yields its URL."""
     port = free_port()
-    async with process("sandbox", "--port", str(port)):
+    async with process("sandbox", "--port", str(port), "--fixed-ids"):  # the fixture ids QUERY names
         url = f"http://127.0.0.1:{port}"
         await wait_up(f"{url}/.well-known/oauth-protected-resource")
         yield url
