@@ -20,7 +20,9 @@ Prints, with ratios against the baseline measured in the same run:
 ``--against CHECKOUT`` measures only the added p50, of this tree's gateway and of the
 one in another checkout (same venv), both in front of one RS, in alternating rounds
 with the bare hop: the ratio between the two is what a change bought, on a machine
-whose load moves both.
+whose load moves both. A third gateway of this tree runs with tracing on
+(``OTEL_EXPORTER_OTLP_ENDPOINT`` at a sink in this process that takes every export): what
+tracing costs when an operator turns it on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
+from aiohttp import web
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "sbx_client_narrow_7c1e94b2"  # sandbox fixture material
@@ -70,7 +73,9 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def process(*args: str, tree: Path = ROOT) -> AsyncIterator[asyncio.subprocess.Process]:
+async def process(
+    *args: str, tree: Path = ROOT, env: dict[str, str] | None = None
+) -> AsyncIterator[asyncio.subprocess.Process]:
     """``python -m pdpp_gateway ARGS`` run from ``tree`` (another checkout, for before/after)."""
     child = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -80,7 +85,7 @@ async def process(*args: str, tree: Path = ROOT) -> AsyncIterator[asyncio.subpro
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
         cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
+        env={**os.environ, "PYTHONPATH": str(tree), **(env or {})},
     )
     try:
         yield child
@@ -135,12 +140,12 @@ async def running_sandbox() -> AsyncIterator[str]:
 
 @contextlib.asynccontextmanager
 async def running_gateway(
-    rs_url: str, *extra: str, tree: Path = ROOT
+    rs_url: str, *extra: str, tree: Path = ROOT, env: dict[str, str] | None = None
 ) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
     """``serve`` (from ``tree``) in front of ``rs_url`` on a free port, answering; yields
     its ``/mcp`` URL and process."""
     port = free_port()
-    async with process(*serve_args(rs_url, port, *extra), tree=tree) as child:
+    async with process(*serve_args(rs_url, port, *extra), tree=tree, env=env) as child:
         url = f"http://127.0.0.1:{port}/mcp"
         await wait_up(url.replace("/mcp", "/healthz"))
         yield url, child
@@ -303,18 +308,49 @@ async def main(calls: int, seconds: float, rounds: int) -> None:
                 print(f"  after {mark:>6,} calls      {rss:7.1f}  (x{rss / rss_warm:.2f})")
 
 
+@contextlib.asynccontextmanager
+async def otlp_sink() -> AsyncIterator[str]:
+    """An OTLP/HTTP endpoint that takes every export and keeps nothing; yields its URL."""
+
+    async def accept(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(body=b"", content_type="application/x-protobuf")
+
+    app = web.Application()
+    app.router.add_post("/v1/traces", accept)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
 async def against(baseline: Path, calls: int, rounds: int) -> None:
-    """Added p50 of this tree's gateway and of ``baseline``'s, both in front of one RS,
-    measured in alternating rounds with the direct GET and the bare hop."""
+    """Added p50 of this tree's gateway (tracing off, and on: exporting every span over
+    OTLP/HTTP) and of ``baseline``'s, all in front of one RS, measured in alternating
+    rounds with the direct GET and the bare hop."""
     bare_port = free_port()
     async with (
         running_sandbox() as rs_url,
+        otlp_sink() as sink,
         running_gateway(rs_url, "--rate-limit", "0") as (ours_url, ours),
+        running_gateway(rs_url, "--rate-limit", "0", env={"OTEL_EXPORTER_OTLP_ENDPOINT": sink}) as (
+            traced_url,
+            traced,
+        ),
         running_gateway(rs_url, "--rate-limit", "0", tree=baseline) as (base_url, base),
         bare_hop(rs_url, bare_port) as bare,
     ):
-        urls = {"ours": ours_url, "base": base_url, "bare": f"http://127.0.0.1:{bare_port}/mcp"}
-        pids = {"ours": ours.pid, "base": base.pid, "bare": bare.pid}
+        urls = {
+            "ours": ours_url,
+            "traced": traced_url,
+            "base": base_url,
+            "bare": f"http://127.0.0.1:{bare_port}/mcp",
+        }
+        pids = {"ours": ours.pid, "traced": traced.pid, "base": base.pid, "bare": bare.pid}
         await wait_up(urls["bare"].replace("/mcp", "/healthz"))
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8)) as http:
             arms = {"direct": Arm(lambda: direct_read(http, rs_url))}
@@ -337,10 +373,14 @@ async def against(baseline: Path, calls: int, rounds: int) -> None:
         f"  gateway CPU/call {per_call['ours']:5.2f} (x{per_call['ours'] / per_call['base']:.2f})"
     )
     print(
+        f"  this tree, tracing on (OTLP/HTTP): adds p50 {add['traced']:5.2f} (x{add['traced'] / add['ours']:.2f} "
+        f"of tracing off)  gateway CPU/call {per_call['traced']:5.2f}"
+    )
+    print(
         f"  bare aiohttp hop (the floor): adds p50 {add['bare']:5.2f}  CPU/call {per_call['bare']:5.2f}; "
         f"this tree x{add['ours'] / add['bare']:.2f} of it"
     )
-    for name in ("base", "ours", "bare"):
+    for name in ("base", "ours", "traced", "bare"):
         print(f"  rounds, {name}: {' '.join(f'{value:.2f}' for value in added[name])}")
 
 

@@ -3,7 +3,8 @@
 Contract: ``configure_logging`` sends all records to stderr (stdout may carry protocol
 frames), one line each, and quiets the chattiest libraries. With ``json_lines=True``
 (the hosted door) each line is one JSON object with ``ts``, ``level``, ``logger``,
-``msg``, the current ``request_id`` (set per HTTP request through ``REQUEST_ID``) and
+``msg``, the current ``request_id`` (set per HTTP request through ``REQUEST_ID``), the
+current ``trace_id`` when tracing is on (``tracing``), and
 any ``extra={"fields": {...}}`` members. Secrets are kept out by construction: no
 module logs a token, an Authorization header or a query value.
 """
@@ -35,12 +36,21 @@ class JsonLines(logging.Formatter):
         request_id = REQUEST_ID.get()
         if request_id:
             entry["request_id"] = request_id
+        trace = _trace_id()
+        if trace:
+            entry["trace_id"] = trace
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             entry.update(fields)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(entry, default=str).decode()
+
+
+def _trace_id() -> str | None:
+    from pdpp_gateway.tracing import trace_id  # light: OpenTelemetry only when tracing is on
+
+    return trace_id()
 
 
 def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:

@@ -8,7 +8,8 @@
   it down (every request answers 503), make it answer garbage (a 200 that is not JSON,
   on every route but ``/v1/schema``), rewrite its ``/v1/schema`` bodies, refuse the
   compact schema view (400 ``invalid_request``, as an RS that does not know
-  ``view=compact``) or rewrite the ``aud`` of every active introspection answer.
+  ``view=compact``) or rewrite the ``aud`` of every active introspection answer. It keeps
+  each request's W3C ``traceparent`` header too (``traceparents``).
   ``upstream_proxy(upstream, **options)`` serves one for the block.
   A ``Fault`` set on it is injected into every ``/v1`` read but the schema probe: a delay
   before answering, a status, a connection reset, malformed JSON, an HTML page, an
@@ -112,6 +113,7 @@ class Switchboard:
     fault: Fault | None = None  # injected into every ``/v1`` read but ``/v1/schema``
     url: str = ""  # set while ``serve`` runs
     seen: list[Seen] = field(default_factory=list)
+    traceparents: list[str | None] = field(default_factory=list)  # of each request, in order
 
     def paths(self) -> list[str]:
         return [entry.path for entry in self.seen]
@@ -127,6 +129,7 @@ class Switchboard:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         query = parse_qsl(request.query_string, keep_blank_values=True)
         self.seen.append(Seen(request.method, request.path, query, request.path_qs))
+        self.traceparents.append(request.headers.get("traceparent"))
         if self.down:
             return web.json_response(
                 {"error": {"type": "api_error", "code": "unavailable", "message": "down for the test"}},
@@ -159,6 +162,7 @@ class Switchboard:
         ):
             body = await answer.read()
             status, content_type = answer.status, answer.content_type
+            kept = {"Request-Id": answer.headers["Request-Id"]} if "Request-Id" in answer.headers else None
         if request.path == "/v1/schema" and self.schema_rewrite is not None and status == 200:
             return web.json_response(self.schema_rewrite(orjson.loads(body)))
         if request.path == "/introspect" and self.audience is not None and status == 200:
@@ -166,7 +170,7 @@ class Switchboard:
             if document.get("active"):
                 document["aud"] = self.audience
             body = orjson.dumps(document)
-        return web.Response(body=body, status=status, content_type=content_type)
+        return web.Response(body=body, status=status, content_type=content_type, headers=kept)
 
     @asynccontextmanager
     async def serve(self) -> AsyncIterator[str]:

@@ -48,6 +48,7 @@ import threading
 from functools import partial
 from typing import Final
 
+from pdpp_gateway import tracing
 from pdpp_gateway.commands import local_credential
 
 HELP = (
@@ -110,10 +111,18 @@ class _Loader(threading.Thread):
             raise self.error
 
 
+def tracing_wanted() -> bool:
+    """An OTLP endpoint is named (``tracing.wanted``, without importing the module early)."""
+    return any(
+        os.environ.get(name) for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.logs import configure_logging
 
     configure_logging(args.log_level)
+    tracing.start_tracing()  # when OTEL_EXPORTER_OTLP_ENDPOINT asks for it
     # checked below, with the session loading
     members = local_credential.resolve_members(args, "stdio", verify=False)
     if isinstance(members, int):

@@ -49,6 +49,7 @@ from aiohttp import web
 from mcp.server import Server, ServerRequestContext
 
 from middleware import compose
+from pdpp_gateway import tracing
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
@@ -138,6 +139,27 @@ def _request_context(request: web.Request) -> GatewayContext:
     return request[GATEWAY_CONTEXT]
 
 
+@web.middleware
+async def traced_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The server span of each request (``tracing.request_span``): the client's trace continues
+    through the gateway to the RS; its status and ``Request-Id`` noted on the way out."""
+    resource = request.match_info.route.resource
+    route = resource.canonical if resource is not None else "unmatched"  # never the raw path
+    with tracing.request_span(request.method, route, request.headers) as span:
+        try:
+            response = await handler(request)
+        except web.HTTPException as error:
+            if span is not None:
+                span.set_attribute("http.response.status_code", error.status)
+            raise
+        if span is not None:
+            span.set_attribute("http.response.status_code", response.status)
+            request_id = response.headers.get("Request-Id")
+            if request_id:
+                span.set_attribute("pdpp.request_id", request_id)
+        return response
+
+
 def create_app(
     settings: HostedSettings,
     *,
@@ -148,8 +170,9 @@ def create_app(
     policy = OriginPolicy.from_settings(settings)
     resolver = packages if packages is not None else _package_resolver(settings)
     gateway = Gateway(settings, metrics, policy, resolver)
+    traced = [traced_requests] if tracing.enabled() else []  # a span per request, when tracing is on
     app = web.Application(
-        middlewares=[observe(metrics), host_guard(policy)], client_max_size=settings.max_body_bytes
+        middlewares=[*traced, observe(metrics), host_guard(policy)], client_max_size=settings.max_body_bytes
     )
     app[DRAIN] = Drain()
     app.cleanup_ctx.append(_upstream(gateway))

@@ -95,8 +95,10 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     from pdpp_gateway.hosted.app import create_app
     from pdpp_gateway.hosted.http_server import GatewayRunner
     from pdpp_gateway.hosted.ops import DRAIN
+    from pdpp_gateway.tracing import start_tracing
 
     settings = replace(settings, port=sock.getsockname()[1])
+    start_tracing()  # per worker process: the exporter's thread does not cross a fork or spawn
     app = create_app(settings)
     half = settings.shutdown_grace_seconds / 2
     runner = GatewayRunner(app, handle_signals=False, shutdown_timeout=half)

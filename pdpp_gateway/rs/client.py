@@ -56,7 +56,7 @@ from aiohttp import hdrs
 from aiohttp_retry import JitterRetry, RetryClient
 
 from middleware import gateway_error
-from pdpp_gateway import __version__
+from pdpp_gateway import __version__, tracing
 from pdpp_gateway.rs.errors import (
     RsProtocolError,
     RsStatusError,
@@ -229,18 +229,22 @@ class RsClient:
         self._check_size(path, query)
         started = time.perf_counter()
         answered: int | None = None
+        request_id: str | None = None
         sent = True
-        try:
-            async with self._request(path, query, token, "application/json", headers) as response:
-                status = answered = response.status
-                request_id = response.headers.get("Request-Id")
-                raw = await self._read_capped(response, self._max_body_bytes)
-        except RsUnavailableError as error:
-            sent = error.retry_after is None  # held back by the breaker: nothing was sent
-            raise
-        finally:
-            if sent:
-                self._observe(path, answered, started)
+        traced = dict(headers) if headers else {}
+        with tracing.rs_span(route_class(path), traced) as span:
+            try:
+                async with self._request(path, query, token, "application/json", traced) as response:
+                    status = answered = response.status
+                    request_id = response.headers.get("Request-Id")
+                    raw = await self._read_capped(response, self._max_body_bytes)
+            except RsUnavailableError as error:
+                sent = error.retry_after is None  # held back by the breaker: nothing was sent
+                raise
+            finally:
+                tracing.rs_answered(span, answered, request_id)
+                if sent:
+                    self._observe(path, answered, started)
         if 300 <= status < 400:
             raise RsProtocolError(_REDIRECTED)
         if status >= 400 or status < 200:
@@ -265,19 +269,22 @@ class RsClient:
         started = time.perf_counter()
         status: int | None = None
         sent = True
-        try:
-            blob = await self._read_blob(path, query, token, max_bytes)
-            status = 200
-            return blob
-        except RsStatusError as error:
-            status = error.status
-            raise
-        except RsUnavailableError as error:
-            sent = error.retry_after is None  # held back by the breaker: nothing was sent
-            raise
-        finally:
-            if sent:
-                self._observe(path, status, started)
+        traced: dict[str, str] = {}
+        with tracing.rs_span(route_class(path), traced) as span:
+            try:
+                blob = await self._read_blob(path, query, token, max_bytes, traced)
+                status = 200
+                return blob
+            except RsStatusError as error:
+                status = error.status
+                raise
+            except RsUnavailableError as error:
+                sent = error.retry_after is None  # held back by the breaker: nothing was sent
+                raise
+            finally:
+                tracing.rs_answered(span, status, None)
+                if sent:
+                    self._observe(path, status, started)
 
     def _observe(self, path: str, status: int | None, started: float) -> None:
         elapsed = time.perf_counter() - started
@@ -285,8 +292,10 @@ class RsClient:
         if self._observer is not None:
             self._observer(path, status, elapsed)
 
-    async def _read_blob(self, path: str, query: Query, token: str, max_bytes: int) -> RsBlob:
-        async with self._request(path, query, token, "*/*", None) as response:
+    async def _read_blob(
+        self, path: str, query: Query, token: str, max_bytes: int, headers: Mapping[str, str]
+    ) -> RsBlob:
+        async with self._request(path, query, token, "*/*", headers) as response:
             request_id = response.headers.get("Request-Id")
             if 300 <= response.status < 400:
                 raise RsProtocolError(_REDIRECTED)

@@ -33,7 +33,7 @@ from middleware import (
     ValidateArguments,
     compose,
 )
-from pdpp_gateway import schema_view
+from pdpp_gateway import schema_view, tracing
 from pdpp_gateway.context import Call, CallNext, Stage
 from pdpp_gateway.package import fan_out_stage
 from pdpp_gateway.render import RENDERERS, render_error
@@ -79,4 +79,7 @@ def build_pipeline(*, ready: bool = False) -> CallNext:
         fan_out_stage(),
         upstream_errors,
     ]
-    return compose(stages, dispatch)
+    # With tracing on (``tracing.start_tracing``), a span for the call and one for each stage
+    # that does work of its own (None: a pass-through that would only add spans).
+    labels = ["render", None, "validation", None, "fan-out", "upstream"]
+    return compose(tracing.traced_stages(stages, labels), dispatch)
