@@ -84,8 +84,9 @@ class PreserveErrors(Generic[C]):
                     "error": {
                         "type": "api_error",
                         "code": "internal_error",
-                        "message": "The gateway failed while handling this call. Retry once; if it "
-                        "fails again, report it to the operator.",
+                        # What happened only: the next step is the renderer's to say, once.
+                        "message": "The gateway failed while handling this call (a fault of its own, "
+                        "not of the upstream).",
                     }
                 },
                 is_error=True,

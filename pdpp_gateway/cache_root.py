@@ -52,7 +52,8 @@ def cache_root(
         return named
     local = Path(LOCAL_DIR).absolute()
     if provider_url is not None:
-        from pdpp_gateway.credentials import CredentialError, cache_file_for
+        from pdpp_gateway.credentials import cache_file_for
+        from pdpp_gateway.local_verdict import CredentialError
 
         try:
             if cache_file_for(provider_url, local).is_file():

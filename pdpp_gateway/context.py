@@ -3,7 +3,8 @@
 Contract: a ``GatewayContext`` is built per caller (once for stdio, per HTTP request
 for the hosted door) and travels in ``ToolCall.context``; ``Call`` (``ToolCall[GatewayContext]``),
 ``CallNext`` and ``Stage`` are the pipeline's types with it, so mypy checks every stage's
-use of the context (there is no runtime look-up). ``rs`` is already bound to
+use of the context (no stage looks it up at run time; only the hosted door's SDK handlers
+fetch it from the aiohttp request the bearer check put it on, ``hosted/app.py``). ``rs`` is already bound to
 the caller's own grant token, so tool code cannot pick, swap or broaden a credential.
 ``provider_url`` is the RS's public origin, used for citation URLs in results (it may
 differ from the internal base URL the client talks to).

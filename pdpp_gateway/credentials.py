@@ -18,9 +18,8 @@ Contract:
   credential, 77 for one labelled ``owner`` or ``mcp_package`` (package tokens are only
   valid at a hosted ``/mcp``), 64 for a bad provider URL. A file whose ``provider_url``
   names another origin is refused, so a copied file cannot send a token elsewhere.
-- ``judge(facts, provider_url)`` is a local door's use of ``caller.authenticate``: the
-  accepted kind, or the ``CredentialError`` of the rejection (``CredentialRejected``,
-  with the RS's status, when the RS itself answered 401/403).
+- What a local door makes of a bearer's facts (``judge``, ``CredentialError``) is
+  ``local_verdict``'s, below the RS readers that use it too.
 - ``expires_at`` is an ISO 8601 timestamp or a number of epoch seconds; anything else
   (``"garbage"``, a boolean, an out-of-range number) makes the credential malformed
   rather than never-expiring.
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate
+from pdpp_gateway.caller import BearerFacts
 from pdpp_gateway.grant_cache import (
     connector_of,
     is_for,
@@ -56,57 +55,12 @@ from pdpp_gateway.grant_cache import (
     sections,
     write_grants,
 )
-from pdpp_gateway.refusals import REFUSALS, explain, local_connect
+from pdpp_gateway.local_verdict import REFUSED_KINDS, CredentialError, judge, problem
 
 _log = logging.getLogger(__name__)
 
 OWNER_ENV_VARS: Final = ("PDPP_OWNER_TOKEN", "PDPP_OWNER_SESSION_COOKIE")
 _KIND_FLAGS: Final = ("pdpp_token_kind", "token_kind", "kind", "role")
-REFUSED_KINDS: Final = frozenset({TokenKind.OWNER, TokenKind.PACKAGE})
-
-
-class CredentialError(Exception):
-    """No usable scoped credential; ``message`` is one stderr-ready line; the exit code
-    is the table's for ``code`` (``refusals.REFUSALS``)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.exit_code = int(REFUSALS[code].exit_code)
-
-
-class CredentialRejected(CredentialError):
-    """The RS itself refused the token; ``status`` is its 401 or 403 (a 401 may be renewable)."""
-
-    def __init__(self, code: str, message: str, status: int) -> None:
-        super().__init__(code, message)
-        self.status = status
-
-
-def problem(code: str, detail: str, provider_url: str = "<provider-url>") -> CredentialError:
-    """A problem of the cache itself (or of the command line): the table's words for
-    ``code`` with ``detail`` (which file, which value) in parentheses."""
-    message, step = explain(Rejection(code), local_connect(provider_url))
-    return CredentialError(code, f"{message.removesuffix('.')} ({detail}). {step}")
-
-
-def refused(rejection: Rejection, provider_url: str, *, status: int | None = None) -> CredentialError:
-    """The local doors' form of a rejection: one line saying what and what to do."""
-    message, step = explain(rejection, local_connect(provider_url))
-    line = f"{provider_url}: {message} {step}"
-    if status is not None:
-        return CredentialRejected(rejection.code, line, status)
-    return CredentialError(rejection.code, line)
-
-
-def judge(facts: BearerFacts, provider_url: str, *, status: int | None = None) -> TokenKind:
-    """The kind a local door may read with (``client``), or the rejection's error.
-    Local doors read ``/v1`` with the token itself, so a package token is refused."""
-    outcome: Caller[object] | Rejection = authenticate(facts)
-    if isinstance(outcome, Rejection):
-        raise refused(outcome, provider_url, status=status)
-    return outcome.kind
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from pdpp_gateway.credentials import Credential, CredentialError, CredentialRejected, normalize_provider_url
+from pdpp_gateway.credentials import Credential, normalize_provider_url
 from pdpp_gateway.grant_cache import short_id
+from pdpp_gateway.local_verdict import CredentialError, CredentialRejected
 from pdpp_gateway.refusals import ExitCode
 
 if TYPE_CHECKING:

@@ -8,12 +8,12 @@ Contract (standard library only: the stdio door reads it before the SDK has load
   commands, what happened (``message``) and the one thing to do next (``next_step``).
   A code absent from the table is a defect (a ``KeyError``).
 - Text is written here only (a cache or command-line problem adds which file or value
-  in parentheses: ``credentials.problem``). ``explain(rejection, connect)`` fills the templates:
+  in parentheses: ``local_verdict.problem``). ``explain(rejection, connect)`` fills the templates:
   ``{kind}`` the refused token kind, ``{reason}`` the upstream reason of a catch-all,
   ``{connect}`` how this door's caller gets a scoped grant (the hosted door: the
   metadata URL to follow; a local door: ``pdpp-gateway connect <provider-url>``).
 - Each door renders from here and nowhere else: ``hosted.refusals.rejected`` (HTTP
-  status, ``Retry-After``, a JSON-RPC error object), ``credentials.CredentialError``
+  status, ``Retry-After``, a JSON-RPC error object), ``local_verdict.CredentialError``
   (exit code and one stderr line), ``rs.token_kind.refused_read`` (a typed tool error
   for a read the stdio door could only check late).
 - ``ExitCode`` lists every exit status the CLI uses, refusals or not.

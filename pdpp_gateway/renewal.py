@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pdpp_gateway.credentials import REFUSED_KINDS, Credential, cache_file_for, load_credential
+from pdpp_gateway.credentials import Credential, cache_file_for, load_credential
 from pdpp_gateway.grant_cache import (
     GrantLockTimeout,
     is_for,
@@ -43,6 +43,7 @@ from pdpp_gateway.grant_cache import (
     short_id,
     write_grants,
 )
+from pdpp_gateway.local_verdict import REFUSED_KINDS
 from pdpp_gateway.oauth_flow import ConnectError
 from pdpp_gateway.refusals import ExitCode
 

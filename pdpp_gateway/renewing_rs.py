@@ -30,8 +30,9 @@ from typing import TypeVar
 
 import anyio
 
-from pdpp_gateway.credentials import Credential, CredentialError, load_credential
+from pdpp_gateway.credentials import Credential, load_credential
 from pdpp_gateway.local_package import token_lapsed
+from pdpp_gateway.local_verdict import CredentialError
 from pdpp_gateway.renewal import RenewalError, renew
 from pdpp_gateway.rs.client import BoundRsClient, RsBlob, RsClient, RsResponse
 from pdpp_gateway.rs.errors import RsStatusError, RsUnavailableError

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from pdpp_gateway.credentials import CredentialError, normalize_provider_url
+from pdpp_gateway.credentials import normalize_provider_url
+from pdpp_gateway.local_verdict import CredentialError
 
 CONFIG_ENV: Final = "PDPP_GATEWAY_CONFIG"
 USER_CONFIG: Final = Path("pdpp-gateway", "gateway.toml")  # under the XDG config directory

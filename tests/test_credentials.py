@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from pdpp_gateway.credentials import (
-    CredentialError,
     cache_file_for,
     load_credential,
     normalize_provider_url,
     owner_env_warning,
     write_credential,
 )
+from pdpp_gateway.local_verdict import CredentialError
 
 URL = "http://localhost:7663"
 TOKEN = "tok_cached_secret"

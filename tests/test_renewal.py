@@ -209,7 +209,8 @@ async def test_a_renewed_token_the_rs_names_an_owner_token_leaves_the_cache(
     sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pdpp_gateway.commands import connect
-    from pdpp_gateway.credentials import CredentialError, load_credentials
+    from pdpp_gateway.credentials import load_credentials
+    from pdpp_gateway.local_verdict import CredentialError
 
     await approve(sandbox.url, tmp_path, "gmail")
     await approve(sandbox.url, tmp_path, "github")

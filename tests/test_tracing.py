@@ -28,7 +28,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from pdpp_gateway import tracing
 from pdpp_gateway.credentials import write_credential
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.conftest import run_cli
 from tests.frames import INITIALIZED, initialize
 from tests.hosted.test_serve_command import SECRET, serve

@@ -34,7 +34,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from pdpp_gateway.hosted.embedded import sandbox_settings
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.settings import HostedSettings
 
 Rewrite = Callable[[dict[str, Any]], dict[str, Any]]

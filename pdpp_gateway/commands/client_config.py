@@ -84,7 +84,8 @@ def entries(servers: dict[str, list[str]], client: str | None = None) -> str:
 def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.cache_root import cache_root, cached_providers, reading_roots
     from pdpp_gateway.commands.local_credential import say
-    from pdpp_gateway.credentials import CredentialError, normalize_provider_url
+    from pdpp_gateway.credentials import normalize_provider_url
+    from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.refusals import ExitCode
 
     if args.provider_url:

@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
 
     from pdpp_gateway.cache_root import cache_root as reading_root
     from pdpp_gateway.cache_root import reading_roots, writing_root
-    from pdpp_gateway.credentials import CredentialError, normalize_provider_url
+    from pdpp_gateway.credentials import normalize_provider_url
+    from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.oauth_flow import ConnectError
     from pdpp_gateway.refusals import ExitCode
 
@@ -228,7 +229,7 @@ async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> str | None
     answer. Returns why the RS could not be asked (the token is then checked before its
     first read), else ``None``."""
     from pdpp_gateway.caller import BearerFacts
-    from pdpp_gateway.credentials import REFUSED_KINDS, CredentialRejected, judge
+    from pdpp_gateway.local_verdict import REFUSED_KINDS, CredentialRejected, judge
     from pdpp_gateway.oauth_flow import ConnectError
     from pdpp_gateway.refusals import ExitCode
     from pdpp_gateway.rs.client import RsClient
@@ -288,7 +289,8 @@ def _cache(
 async def _refresh(provider_url: str, cache_root: Path, connectors: list[str]) -> int:
     """Renew the provider's grants (or ``connectors``'), each written as soon as the AS
     answers; then each new token is checked with the RS. Says how many were renewed."""
-    from pdpp_gateway.credentials import CredentialError, load_credentials
+    from pdpp_gateway.credentials import load_credentials
+    from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.oauth_flow import ConnectError
     from pdpp_gateway.renewal import RenewalError, discard, renew
 

@@ -84,9 +84,10 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
     import shutil
 
     from pdpp_gateway.credentials import write_credential
-    from pdpp_gateway.hosted.embedded import mcp_http, sandbox_settings, start_gateway
+    from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
     from pdpp_gateway.hosted.pages import PageFacts
     from pdpp_gateway.logs import configure_logging
+    from pdpp_gateway.sandbox.fronting import sandbox_settings
     from pdpp_gateway.sandbox.runner import start_sandbox
 
     configure_logging("WARNING", json_lines=True)

@@ -29,12 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pdpp_gateway.tools.specs import TOOL_NAMES
+
 if TYPE_CHECKING:
     from middleware import ToolResult
     from pdpp_gateway.local_package import MemberStart
 
 PROG = "pdpp-gateway"
-TOOLS = ("schema", "query_records", "aggregate", "search", "fetch", "read_record_field")
+TOOLS = TOOL_NAMES
 _CALL = re.compile(r"\b(" + "|".join(TOOLS) + r") (?=\{)")
 _URI = re.compile(r"pdpp://(?:record|blob|stream)/[^\s\"'<>)\]}]+")
 _FIELD_FLAGS = (

@@ -73,8 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, package: bool = False) -> 
 
 def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> list[MemberStart] | int:
     """One ``MemberStart`` per cached grant to serve, or the exit code (after saying why)."""
-    from pdpp_gateway.credentials import CredentialError, load_credentials, owner_env_warning
+    from pdpp_gateway.credentials import load_credentials, owner_env_warning
     from pdpp_gateway.local_package import MemberStart, package_providers
+    from pdpp_gateway.local_verdict import CredentialError
 
     urls: list[str] = _as_list(args.provider_url)
     connectors: list[str] = getattr(args, "connector", None) or []
@@ -188,7 +189,7 @@ def _verify_with_rs(provider_url: str, token: str) -> int | None:
     """``None`` when the RS says the token is a client token, else the exit code (after saying why)."""
     import asyncio
 
-    from pdpp_gateway.credentials import CredentialError
+    from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.rs.client import RsClient
     from pdpp_gateway.rs.token_kind import KindUnknown, verify_at_start
 

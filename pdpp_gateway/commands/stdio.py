@@ -138,10 +138,10 @@ def run(args: argparse.Namespace) -> int:
             "then serving them as one package over stdio"
         )
 
-    from pdpp_gateway.credentials import CredentialError
     from pdpp_gateway.fast_start.answers import EarlyResponder, Table
     from pdpp_gateway.fast_start.wire import StdinPump, Wire, claim_stdio
     from pdpp_gateway.local_package import check_members
+    from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.rs.start_probe import check_and_describe, warn_unverified
 
     sys.setswitchinterval(START_SWITCH_SECONDS)  # restored by the loader once the SDK is in

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -46,6 +46,7 @@ import aiohttp
 import mcp.types as types
 import orjson
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from mcp.server import Server, ServerRequestContext
 
 from middleware import compose
@@ -83,9 +84,6 @@ from pdpp_gateway.rs.resilience import Breakers
 from pdpp_gateway.server import build_server
 from pdpp_gateway.settings import HostedSettings
 from pdpp_gateway.tools.pipeline import build_pipeline
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
 
 MAX_SERVERS: Final = 16
 _log = logging.getLogger("pdpp_gateway.hosted")

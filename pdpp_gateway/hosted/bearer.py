@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from middleware.http import bearer_check
 from pdpp_gateway.caller import BearerFacts, Rejection, TokenKind, authenticate, read_bearer
@@ -51,7 +52,6 @@ from pdpp_gateway.logs import REQUEST_ID
 from pdpp_gateway.rs.client import RsClient
 
 GATEWAY_CONTEXT: Final = web.RequestKey("gateway_context", GatewayContext)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True, slots=True)

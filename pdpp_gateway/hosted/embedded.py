@@ -7,9 +7,6 @@ Contract:
   yields the ``/mcp`` URL; the block's end shuts it down gracefully. ``public_self=True``
   makes that loopback origin the public one (the demo: gateway and RS on two ports);
   ``demo`` is what the connect page and llms.txt say about the demo (its token, cache root).
-- ``sandbox_settings(sandbox_url, introspection=True, **overrides)``: settings for a
-  gateway in front of the sandbox RS, validating bearers by introspection with the
-  sandbox's introspection client (or, ``introspection=False``, by the schema probe).
 - ``mcp_http(url, token, era)``: the SDK's own Streamable HTTP client, with a bearer.
 """
 
@@ -18,7 +15,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any
 
 import httpx2
 from aiohttp import web
@@ -30,10 +26,7 @@ from pdpp_gateway.hosted.http_server import GatewayRunner
 from pdpp_gateway.hosted.packages import PackageResolver
 from pdpp_gateway.hosted.pages import PageFacts
 from pdpp_gateway.hosted.serve import bind_socket
-from pdpp_gateway.sandbox.config import SandboxConfig
 from pdpp_gateway.settings import HostedSettings
-
-_SANDBOX = SandboxConfig()
 
 
 @asynccontextmanager
@@ -57,18 +50,6 @@ async def start_gateway(
         yield f"http://{host}:{port}/mcp"
     finally:
         await runner.cleanup()
-
-
-def sandbox_settings(sandbox_url: str, *, introspection: bool = True, **overrides: Any) -> HostedSettings:
-    values: dict[str, Any] = {"provider_url": sandbox_url, "port": 0}
-    if introspection:
-        values |= {
-            "introspection_url": f"{sandbox_url}/introspect",
-            "introspection_client_id": _SANDBOX.introspection_client_id,
-            "introspection_client_secret": _SANDBOX.introspection_client_secret,
-        }
-    values.update(overrides)
-    return HostedSettings(**values)
 
 
 @asynccontextmanager

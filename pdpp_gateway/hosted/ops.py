@@ -27,12 +27,12 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
+from aiohttp.typedefs import Handler, Middleware
 
 from pdpp_gateway.hosted.metrics import CONTENT_TYPE, Metrics
 from pdpp_gateway.hosted.readiness import ReadinessProbe
@@ -103,7 +103,6 @@ class Drain:
 
 
 DRAIN: Final = web.AppKey("drain", Drain)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def observe(metrics: Metrics) -> Middleware:

@@ -30,21 +30,20 @@ Contract:
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
+from aiohttp.typedefs import Handler, Middleware
 
 from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.settings import HostedSettings
 
 EXEMPT_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 PUBLIC_ORIGIN: Final = web.RequestKey("public_origin", str)  # ``origin_of``'s per-request memo
 

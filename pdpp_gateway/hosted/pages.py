@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Final
 
+from pdpp_gateway.tools.specs import TOOLS
+
 ICON_SVG: Final = b"""<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" role="img" aria-label="PDPP gateway">
 <rect width="64" height="64" rx="14" fill="#1f3a5f"/>
 <path d="M32 10 50 17v13c0 12-7.6 20.6-18 24-10.4-3.4-18-12-18-24V17z" fill="#e8f0fa"/>
@@ -35,17 +37,7 @@ ICON_SVG: Final = b"""<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64
 </svg>
 """
 
-TOOL_LINES: Final = (
-    ("schema", "what the grant covers: streams, fields, connections, capabilities. Start here."),
-    (
-        "query_records",
-        "page through one stream's records, with typed filters, ordering and field projection.",
-    ),
-    ("aggregate", "count, sum, min, max or count_distinct over a stream, grouped by a field or by time."),
-    ("search", "lexical, semantic or hybrid search across granted streams; each hit is a fetch handle."),
-    ("fetch", "one record by the handle search returned, as a readable document."),
-    ("read_record_field", "a bounded window of one long text field, when a document was cut."),
-)
+TOOL_LINES: Final = tuple((tool.name, tool.summary) for tool in TOOLS)
 
 _STYLE: Final = """
 *{box-sizing:border-box}

@@ -71,6 +71,7 @@ from typing import Any, Final
 import anyio
 import orjson
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.runner import modern_error_data, serve_one
@@ -113,7 +114,6 @@ from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.rpc_params import params_problem
 
 _log = logging.getLogger(__name__)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 VERSION_HEADER: Final = "MCP-Protocol-Version"
 _HANDSHAKE: Final = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
 _SUPPORTED: Final = frozenset(SUPPORTED_PROTOCOL_VERSIONS)

@@ -4,7 +4,7 @@ Contract: ``check_at_start(provider_url, token)`` asks the RS what the cached to
 with the questions and the reading of ``token_kind.SchemaProbe`` and
 ``verify_at_start`` (``GET /v1/schema?view=compact``; the plain form when the compact
 one is refused with a 4xx other than 401/403/404; a 404 ``not_found`` is an
-``mcp_package`` token), judged by the one ladder (``credentials.judge``). It returns
+``mcp_package`` token), judged by the one ladder (``local_verdict.judge``). It returns
 ``client``, or raises ``CredentialError`` (exit 77 for a refused kind;
 ``CredentialRejected``, exit 78, for a token the RS rejects with 401/403) or ``KindUnknown`` when the
 RS cannot be asked now (``upstream_unavailable``, ``upstream_timeout``,
@@ -29,7 +29,7 @@ from urllib.parse import urlencode, urlsplit
 
 from pdpp_gateway import __version__
 from pdpp_gateway.caller import BearerFacts
-from pdpp_gateway.credentials import judge
+from pdpp_gateway.local_verdict import judge
 from pdpp_gateway.rs.bearer_report import (
     COMPACT_QUERY,
     PACKAGE_BY_ROUTE,

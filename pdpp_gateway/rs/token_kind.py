@@ -11,7 +11,7 @@ Contract:
   failures (a 401/403 included) propagate as the ``RsError`` tree; a door that asks at
   start reads a 401/403 as an inactive bearer (``bearer_report.rejected_by_rs``).
 - Whether the bearer may read is never decided here: ``caller.authenticate`` decides,
-  through ``credentials.judge`` for the local doors.
+  through ``local_verdict.judge`` for the local doors.
 - ``KindCheckedRs`` wraps the caller's bound reader for a door whose credential comes
   from a file that may be mislabelled (stdio, the local commands). Before its first
   read it asks the RS once and caches an acceptance for the life of the process: a
@@ -38,7 +38,7 @@ import anyio
 
 from middleware import ToolError
 from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate
-from pdpp_gateway.credentials import judge
+from pdpp_gateway.local_verdict import judge
 from pdpp_gateway.refusals import REFUSALS, explain, local_connect
 from pdpp_gateway.rs.bearer_report import (
     COMPACT_QUERY,

@@ -48,7 +48,7 @@ from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
 from pdpp_gateway.tools.expand_gate import check_expand
 
-Handler = Callable[[Call], Awaitable[ToolResult]]
+ToolHandler = Callable[[Call], Awaitable[ToolResult]]
 
 _RECORDS_PARAMS: Final = (
     "limit",
@@ -332,7 +332,7 @@ def _field_window_record(args: Mapping[str, Any]) -> RecordRef:
     )
 
 
-HANDLERS: Final[dict[str, Handler]] = {
+HANDLERS: Final[dict[str, ToolHandler]] = {
     "schema": schema,
     "query_records": query_records,
     "aggregate": aggregate,

@@ -97,6 +97,7 @@ class ToolSpec:
     description: str
     input_schema: JSONObject
     output_schema: JSONObject
+    summary: str  # one line for people (the /connect page, llms.txt); not sent in tools/list
 
 
 def _object(properties: JSONObject, required: tuple[str, ...] = ()) -> JSONObject:
@@ -113,6 +114,7 @@ _ENVELOPE_OUTPUT: Final[JSONObject] = {
 }
 
 SCHEMA: Final = ToolSpec(
+    summary="what the grant covers: streams, fields, connections, capabilities. Start here.",
     name="schema",
     title="Discover granted data",
     description=(
@@ -137,6 +139,7 @@ SCHEMA: Final = ToolSpec(
 )
 
 QUERY_RECORDS: Final = ToolSpec(
+    summary="page through one stream's records, with typed filters, ordering and field projection.",
     name="query_records",
     title="Read records",
     description=(
@@ -169,6 +172,7 @@ QUERY_RECORDS: Final = ToolSpec(
 )
 
 AGGREGATE: Final = ToolSpec(
+    summary="count, sum, min, max or count_distinct over a stream, grouped by a field or by time.",
     name="aggregate",
     title="Aggregate records",
     description=(
@@ -201,6 +205,7 @@ AGGREGATE: Final = ToolSpec(
 )
 
 SEARCH: Final = ToolSpec(
+    summary="lexical, semantic or hybrid search across granted streams; each hit is a fetch handle.",
     name="search",
     title="Search records",
     description=(
@@ -244,6 +249,7 @@ SEARCH: Final = ToolSpec(
 )
 
 FETCH: Final = ToolSpec(
+    summary="one record by the handle search returned, as a readable document.",
     name="fetch",
     title="Fetch a record",
     description=(
@@ -281,6 +287,7 @@ FETCH: Final = ToolSpec(
 )
 
 READ_RECORD_FIELD: Final = ToolSpec(
+    summary="a bounded window of one long text field, when a document was cut.",
     name="read_record_field",
     title="Read a field window",
     description=(

@@ -15,8 +15,9 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser, Page
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
 from pdpp_gateway.hosted.pages import PageFacts
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.browser.conftest import ARTIFACTS, AXE
 
 WIDTHS = [(390, 844), (1280, 800)]

@@ -19,7 +19,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 from playwright.async_api import Browser, Page, Route
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.browser.conftest import ARTIFACTS
 from tests.commands.test_connect import _connect, _finish
 from tests.conftest import run_cli

@@ -21,7 +21,8 @@ import pytest
 from mcp import Client
 
 from pdpp_gateway.commands.connect import _refuse_owner
-from pdpp_gateway.credentials import CredentialError, load_credential
+from pdpp_gateway.credentials import load_credential
+from pdpp_gateway.local_verdict import CredentialError
 from pdpp_gateway.oauth_flow import ConnectError
 from pdpp_gateway.sandbox.oauth_store import OAUTH
 from tests.conftest import gateway_env, run_cli, stdio_params

@@ -11,8 +11,9 @@ import aiohttp
 import orjson
 import pytest
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
 from pdpp_gateway.hosted.packages import FilePackageResolver
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -10,7 +10,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.upstreams import serve_app
 
 METADATA = "/.well-known/oauth-protected-resource/mcp"

@@ -18,8 +18,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
 from pdpp_gateway.hosted.fast_call import FastToolCall
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.server import RETRY_AFTER_META
 from tests.upstreams import Fault, proxied_settings, upstream_proxy
 

@@ -22,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.tools.specs import TOOL_NAMES
 from tests.hosted.test_fast_call import Paths, _first_difference, call
 from tests.tools.test_fuzz_arguments import arguments_for

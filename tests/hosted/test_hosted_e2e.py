@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from mcp.types import TextContent, TextResourceContents
 
-from pdpp_gateway.hosted.embedded import mcp_http, sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.tools.specs import TOOL_NAMES
 from tests.conftest import ERAS
 

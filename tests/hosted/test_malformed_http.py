@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
 from pdpp_gateway.hosted.http_server import GatewayRunner, RedactBearers, redact
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.upstreams import raw_exchange
 
 TOKEN = "sbx_malformed_probe_5f1d0c9e"

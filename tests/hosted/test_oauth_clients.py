@@ -17,7 +17,8 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthF
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.oauth_browser import ConsentBrowser
 
 REDIRECT = "http://127.0.0.1:45999/callback"  # never listened on: the browser hands the code over

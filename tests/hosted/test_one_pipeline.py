@@ -8,7 +8,8 @@ from unittest import mock
 import aiohttp
 
 from pdpp_gateway.hosted import app
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.tools import pipeline
 
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "schema", "arguments": {}}}

@@ -14,7 +14,8 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from pdpp_gateway.hosted.embedded import mcp_http, sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 
 
 async def search(sandbox: Any, arguments: dict[str, Any]) -> tuple[Any, dict[str, list[list[str]]]]:

@@ -10,9 +10,10 @@ import aiohttp
 import pytest
 
 from pdpp_gateway.hosted.app import MAX_SERVERS
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
 from pdpp_gateway.hosted.origin import OriginPolicy
 from pdpp_gateway.hosted.tokens import IntrospectionValidator
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.settings import HostedSettings
 from tests.frames import initialize
 from tests.upstreams import proxied_settings, upstream_proxy

@@ -8,7 +8,8 @@ from typing import Any
 
 import aiohttp
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.hosted.test_serve_command import SECRET, introspection_args, serve
 from tests.redis_server import redis_server
 

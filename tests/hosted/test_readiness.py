@@ -12,9 +12,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
 from pdpp_gateway.hosted.readiness import ReadinessProbe
 from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.upstreams import serve_app
 
 ENVELOPE_401 = {

@@ -17,7 +17,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from pdpp_gateway.error_types import error_type_for
-from pdpp_gateway.hosted.embedded import mcp_http, sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.upstreams import raw_exchange
 
 JSON = "application/json"

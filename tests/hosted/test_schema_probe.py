@@ -8,7 +8,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.upstreams import proxied_settings, upstream_proxy
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}

@@ -9,7 +9,8 @@ import orjson
 import pytest
 from multidict import CIMultiDict
 
-from pdpp_gateway.hosted.embedded import sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 
 JSON = "application/json"
 V2026 = "2026-07-28"

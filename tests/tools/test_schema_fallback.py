@@ -12,7 +12,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from pdpp_gateway.hosted.embedded import mcp_http, sandbox_settings, start_gateway
+from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
+from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.schema_view import compact_projection, stream_view, unwrap_schema
 from tests.upstreams import upstream_proxy
 
