@@ -33,8 +33,10 @@ never as a usable option; if every member failed, the first member's error is th
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from functools import partial
+from typing import Any
 
 from middleware import FanOut, Outcome, ToolError, ToolResult
 from pdpp_gateway.caller import Caller, TokenKind
@@ -50,40 +52,56 @@ from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
 from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
 from pdpp_gateway.render.errors import next_step
 
-_ROUTED_BY_HANDLE: Final = frozenset({"fetch", "read_record_field"})
+
+class PackageRoute(enum.Enum):
+    """How a tool's call reaches a package's members (each tool's record names one)."""
+
+    SCHEMA = "schema"  # every member that may hold the stream (all for the index), schemas merged
+    SEARCH = "search"  # every member, pages merged by ``package_search``
+    STREAM = "stream"  # the one member granting ``stream``
+    HANDLE = "handle"  # the member of the record handle ``id``, else as STREAM
 
 
-def fan_out_stage() -> FanOut[GatewayContext]:
-    """The pipeline stage that applies this module's routing and merging."""
-    return FanOut(plan, merge, merge_single=is_continuation)
+Routes = Mapping[str, PackageRoute]
 
 
-def plan(call: Call) -> Sequence[Call] | None:
+def fan_out_stage(routes: Routes) -> FanOut[GatewayContext]:
+    """The pipeline stage that applies this module's routing and merging to the tools
+    ``routes`` names (by tool name)."""
+
+    def continues(call: Call) -> bool:
+        return routes.get(call.name) is PackageRoute.SEARCH and is_continuation(call)
+
+    return FanOut(partial(plan, routes=routes), partial(merge, routes=routes), merge_single=continues)
+
+
+def plan(call: Call, *, routes: Routes) -> Sequence[Call] | None:
     context = call.context
     members = context.package
     if not members:
         return None
+    route = routes.get(call.name)
     args = call.arguments
-    stream = _stream_of(call)
-    target = _target_connection(call)
+    stream = _stream_of(call, route)
+    target = _target_connection(call, route)
     if target is not None:
-        if call.name == "search" and is_package_cursor(args.get("cursor")):
+        if route is PackageRoute.SEARCH and is_package_cursor(args.get("cursor")):
             raise invalid_cursor(
                 "it continues a merged search of several sources; drop connection_id to follow it, "
                 "or drop cursor to page this source alone"
             )
         return [_routed(call, _member_for(members, target, stream))]
-    if len(members) == 1 and not is_continuation(call):
+    if len(members) == 1 and not (route is PackageRoute.SEARCH and is_continuation(call)):
         return [_routed(call, members[0])]
-    if call.name == "search":
+    if route is PackageRoute.SEARCH:
         return search_calls(call, members, _routed)
-    if stream is not None and call.name != "schema":
+    if stream is not None and route is not PackageRoute.SCHEMA:
         holders = [m for m in members if _grants_stream(m, stream)]
         if len(holders) == 1:
             return [_routed(call, holders[0])]
         if 1 < len(holders) < len(members):
             raise ambiguous_connection(holders)
-    if call.name == "schema":
+    if route is PackageRoute.SCHEMA:
         candidates = [m for m in members if stream is None or _grants_stream(m, stream)]
         if args.get("detail") == "full" and len(candidates) > 1:
             raise _ambiguous_schema_detail(candidates, str(stream))
@@ -91,14 +109,16 @@ def plan(call: Call) -> Sequence[Call] | None:
     return None
 
 
-def merge(call: Call, sub_calls: Sequence[Call], outcomes: Sequence[Outcome]) -> ToolResult:
+def merge(
+    call: Call, sub_calls: Sequence[Call], outcomes: Sequence[Outcome], *, routes: Routes
+) -> ToolResult:
     members = call.context.package
     sources = [_source_of(sub) for sub in sub_calls]
     ok = [(m, o) for m, o in zip(sources, outcomes, strict=True) if isinstance(o, ToolResult)]
     failed = [(m, o) for m, o in zip(sources, outcomes, strict=True) if isinstance(o, ToolError)]
     if outcomes and not ok:
         raise failed[0][1]
-    if call.name == "search":
+    if routes.get(call.name) is PackageRoute.SEARCH:
         return merge_search(call, members, sources, outcomes)
     return _merge_schema(ok, failed, len(members), call.context.caller.kind)
 
@@ -106,20 +126,20 @@ def merge(call: Call, sub_calls: Sequence[Call], outcomes: Sequence[Outcome]) ->
 # --- routing -----------------------------------------------------------------------
 
 
-def _stream_of(call: Call) -> str | None:
+def _stream_of(call: Call, route: PackageRoute | None) -> str | None:
     args = call.arguments
-    if call.name in _ROUTED_BY_HANDLE and "id" in args:
+    if route is PackageRoute.HANDLE and "id" in args:
         return parse_handle(args["id"]).stream
     stream = args.get("stream")
     return stream if isinstance(stream, str) else None
 
 
-def _target_connection(call: Call) -> str | None:
+def _target_connection(call: Call, route: PackageRoute | None) -> str | None:
     args = call.arguments
     explicit = args.get("connection_id")
     if isinstance(explicit, str):
         return explicit
-    if call.name in _ROUTED_BY_HANDLE and "id" in args:
+    if route is PackageRoute.HANDLE and "id" in args:
         return parse_handle(args["id"]).connection_id
     return None
 

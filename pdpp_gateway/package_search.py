@@ -55,8 +55,8 @@ Route = Callable[[Call, PackageMember], Call]
 
 
 def is_continuation(call: Call) -> bool:
-    """A search continuing a merged page: merged even when one child is left."""
-    return call.name == "search" and is_package_cursor(call.arguments.get("cursor"))
+    """A search (a call routed as one) continuing a merged page: merged even when one child is left."""
+    return is_package_cursor(call.arguments.get("cursor"))
 
 
 def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> list[Call]:

@@ -28,21 +28,26 @@ from pdpp_gateway.call_result import RETRY_AFTER_META, retry_after
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.instructions import INSTRUCTIONS
 from pdpp_gateway.tools.pipeline import build_pipeline
-from pdpp_gateway.tools.specs import ANNOTATIONS, TOOL_NAMES, TOOLS
+from pdpp_gateway.tools.registry import REGISTRY, Registry
+from pdpp_gateway.tools.specs import ANNOTATIONS
 
 ContextFactory = Callable[[ServerRequestContext], GatewayContext]
 DEFAULT_SERVER_NAME = "pdpp-gateway"
-SDK_TOOLS: tuple[types.Tool, ...] = tuple(
-    types.Tool(
-        name=tool.name,
-        title=tool.title,
-        description=tool.description,
-        input_schema=tool.input_schema,
-        output_schema=tool.output_schema,
-        annotations=types.ToolAnnotations.model_validate(ANNOTATIONS),
-    )
-    for tool in TOOLS
-)
+
+
+def sdk_tools(registry: Registry) -> list[types.Tool]:
+    """``registry``'s tools as the SDK lists them (every tool reads one RS, read-only)."""
+    return [
+        types.Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=spec.input_schema,
+            output_schema=spec.output_schema,
+            annotations=types.ToolAnnotations.model_validate(ANNOTATIONS),
+        )
+        for spec in registry.specs
+    ]
 
 
 def call_tool_result(result: ToolResult) -> types.CallToolResult:
@@ -66,24 +71,28 @@ def build_server(
     *,
     name: str = DEFAULT_SERVER_NAME,
     icons: list[types.Icon] | None = None,
+    registry: Registry = REGISTRY,
     pipeline: CallNext | None = None,
 ) -> Server:
-    """One MCP server: tools, resources, instructions. Pass the process's ``pipeline`` when
-    it serves several servers (the hosted door has one per public origin)."""
-    pipeline = pipeline or build_pipeline()
+    """One MCP server: ``registry``'s tools, resources, instructions. Pass the process's
+    ``pipeline`` (built for the same registry) when it serves several servers (the hosted
+    door has one per public origin)."""
+    pipeline = pipeline or build_pipeline(registry)
+    listed = sdk_tools(registry)
+    names = registry.names
 
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(SDK_TOOLS))
+        return types.ListToolsResult(tools=list(listed))
 
     async def call_tool(
         ctx: ServerRequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        if params.name not in TOOL_NAMES:
+        if params.name not in names:
             raise MCPError(
                 types.INVALID_PARAMS,
-                f"Unknown tool {params.name!r}; available tools: {', '.join(TOOL_NAMES)}.",
+                f"Unknown tool {params.name!r}; available tools: {', '.join(names)}.",
             )
         return call_tool_result(
             await pipeline(ToolCall(params.name, params.arguments or {}, context_for(ctx)))

@@ -84,6 +84,7 @@ from pdpp_gateway.rs.resilience import Breakers
 from pdpp_gateway.server import build_server
 from pdpp_gateway.settings import HostedSettings
 from pdpp_gateway.tools.pipeline import build_pipeline
+from pdpp_gateway.tools.registry import REGISTRY, Registry
 
 MAX_SERVERS: Final = 16
 _log = logging.getLogger("pdpp_gateway.hosted")
@@ -104,9 +105,13 @@ class Gateway:
     shared: SharedRefusals | None = None
     endpoint_chain: Handler | None = None
     endpoints: OrderedDict[str, McpEndpoint] = field(default_factory=OrderedDict)
+    registry: Registry = REGISTRY
     # One per process, shared by every origin; ready before it serves, so no first refusal
     # loads jsonschema on the event loop while other callers wait.
-    pipeline: CallNext = field(default_factory=lambda: build_pipeline(ready=True))
+    pipeline: CallNext = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pipeline = build_pipeline(self.registry, ready=True)
 
     def endpoint_for(self, origin: str) -> McpEndpoint:
         endpoint = self.endpoints.get(origin)
@@ -115,9 +120,13 @@ class Gateway:
             return endpoint
         icon = types.Icon(src=f"{origin}/icon.svg", mime_type="image/svg+xml", sizes=["any"])
         server: Server[Any] = build_server(
-            _caller_context, name=self.settings.server_name, icons=[icon], pipeline=self.pipeline
+            _caller_context,
+            name=self.settings.server_name,
+            icons=[icon],
+            registry=self.registry,
+            pipeline=self.pipeline,
         )
-        fast = FastToolCall(server, self.pipeline, _request_context)
+        fast = FastToolCall(server, self.pipeline, _request_context, self.registry.names)
         endpoint = self.endpoints[origin] = McpEndpoint(server, {}, fast)
         while len(self.endpoints) > MAX_SERVERS:
             self.endpoints.popitem(last=False)
@@ -163,11 +172,12 @@ def create_app(
     *,
     packages: PackageResolver | None = None,
     demo: pages.PageFacts | None = None,
+    registry: Registry = REGISTRY,
 ) -> web.Application:
     metrics = Metrics()
     policy = OriginPolicy.from_settings(settings)
     resolver = packages if packages is not None else _package_resolver(settings)
-    gateway = Gateway(settings, metrics, policy, resolver)
+    gateway = Gateway(settings, metrics, policy, resolver, registry=registry)
     traced = [traced_requests] if tracing.enabled() else []  # a span per request, when tracing is on
     app = web.Application(
         middlewares=[*traced, observe(metrics), host_guard(policy)], client_max_size=settings.max_body_bytes

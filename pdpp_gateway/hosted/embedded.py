@@ -6,7 +6,8 @@ Contract:
   the app is built (so ``port=0`` still yields a Host allow-list with the real port) and
   yields the ``/mcp`` URL; the block's end shuts it down gracefully. ``public_self=True``
   makes that loopback origin the public one (the demo: gateway and RS on two ports);
-  ``demo`` is what the connect page and llms.txt say about the demo (its token, cache root).
+  ``demo`` is what the connect page and llms.txt say about the demo (its token, cache root);
+  ``registry`` the tools it serves.
 - ``mcp_http(url, token, era)``: the SDK's own Streamable HTTP client, with a bearer.
 """
 
@@ -27,6 +28,7 @@ from pdpp_gateway.hosted.packages import PackageResolver
 from pdpp_gateway.hosted.pages import PageFacts
 from pdpp_gateway.hosted.serve import bind_socket
 from pdpp_gateway.settings import HostedSettings
+from pdpp_gateway.tools.registry import REGISTRY, Registry
 
 
 @asynccontextmanager
@@ -36,6 +38,7 @@ async def start_gateway(
     packages: PackageResolver | None = None,
     public_self: bool = False,
     demo: PageFacts | None = None,
+    registry: Registry = REGISTRY,
 ) -> AsyncIterator[str]:
     sock = bind_socket(settings.host, settings.port)
     port = sock.getsockname()[1]
@@ -43,7 +46,9 @@ async def start_gateway(
     bound = replace(settings, port=port)
     if public_self:
         bound = replace(bound, public_url=f"http://{host}:{port}")
-    runner = GatewayRunner(create_app(bound, packages=packages, demo=demo), shutdown_timeout=5)
+    runner = GatewayRunner(
+        create_app(bound, packages=packages, demo=demo, registry=registry), shutdown_timeout=5
+    )
     await runner.setup()
     await web.SockSite(runner, sock).start()
     try:

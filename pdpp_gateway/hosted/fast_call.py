@@ -82,8 +82,13 @@ class FastToolCall:
     """The fast ``tools/call`` of one MCP server (one per public origin)."""
 
     def __init__(
-        self, server: Server[Any], pipeline: CallNext, context_of: Callable[[web.Request], GatewayContext]
+        self,
+        server: Server[Any],
+        pipeline: CallNext,
+        context_of: Callable[[web.Request], GatewayContext],
+        names: tuple[str, ...] = TOOL_NAMES,
     ) -> None:
+        self._names = frozenset(names)
         self._server = server
         self._pipeline = pipeline
         self._context_of = context_of
@@ -105,7 +110,7 @@ class FastToolCall:
             return None
         name = params.get("name")
         arguments = params.get("arguments")
-        if type(name) is not str or name not in TOOL_NAMES:
+        if type(name) is not str or name not in self._names:
             return None
         if arguments is None:
             arguments = {}

@@ -1,12 +1,11 @@
 """Model-visible text for every tool result (the ``content[]`` of each call).
 
-``RENDERERS`` maps tool names to pure ``(call, result) -> str`` renderers; ``render_error``
+Each tool's renderer (``render_schema``, ``render_records``, ...) is a pure
+``(call, result) -> str`` named in the tool's record (``tools/registry``); ``render_error``
 renders every ``isError`` result. Each renderer keeps its text bounded and carries the
 handles a model needs for the next call, so a model that reads only the text can finish.
 """
 
-from middleware import Renderer
-from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.render.aggregate import render_aggregate
 from pdpp_gateway.render.errors import render_error
 from pdpp_gateway.render.fetch import render_fetch
@@ -15,13 +14,12 @@ from pdpp_gateway.render.records import render_records
 from pdpp_gateway.render.schema import render_schema
 from pdpp_gateway.render.search import render_search
 
-RENDERERS: dict[str, Renderer[GatewayContext]] = {
-    "schema": render_schema,
-    "query_records": render_records,
-    "aggregate": render_aggregate,
-    "search": render_search,
-    "fetch": render_fetch,
-    "read_record_field": render_field_window,
-}
-
-__all__ = ["RENDERERS", "render_error"]
+__all__ = [
+    "render_aggregate",
+    "render_error",
+    "render_fetch",
+    "render_field_window",
+    "render_records",
+    "render_schema",
+    "render_search",
+]

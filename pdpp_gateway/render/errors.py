@@ -25,12 +25,21 @@ from typing import Any, Final
 from middleware import ToolError, ToolResult
 from pdpp_gateway.context import Call
 from pdpp_gateway.ids import parse_handle
+from pdpp_gateway.refusals import REFUSALS
 from pdpp_gateway.render.common import clip, dumps
 
 MAX_CONNECTIONS: Final = 12
 # REST parameter -> tool argument, where a tool renames one.
 _TOOL_ARGUMENTS: Final[dict[str, dict[str, str]]] = {"search": {"q": "query"}}
 
+# A grant the RS says is gone mid-session: the same advice as the doors' refusal of it
+# (``refusals.REFUSALS``, the one table), for a model that does not know which door it is behind.
+_GRANT_GONE: Final = {
+    code: REFUSALS[code].next_step.format(
+        connect="the app's sign-in, or `pdpp-gateway connect <provider-url>`"
+    )
+    for code in ("grant_revoked", "grant_expired")
+}
 _NEXT_STEPS: Final = {
     "field_not_granted": "That field is outside the grant; call schema(stream) to see the granted fields.",
     "unknown_field": "That field does not exist; call schema(stream) for the field names.",
@@ -38,8 +47,6 @@ _NEXT_STEPS: Final = {
     "grant_stream_not_allowed": "A requested stream is not in this grant; call schema() for the granted streams.",
     "context.instance_mismatch": "That connection_id is not granted for this stream; call schema(stream) for its connections.",
     "connection_not_found": "That connection_id is not granted; call schema() for the granted connections.",
-    "grant_revoked": "The person revoked this grant; ask them to re-approve access (pdpp-gateway connect), then retry.",
-    "grant_expired": "This grant expired; ask the person to re-approve access (pdpp-gateway connect), then retry.",
     "invalid_cursor": "Restart paging without cursor, keeping the same order/sort and query.",
     "cursor_expired": 'The change token is too old: resync with changes_since="beginning".',
     "not_found": "No such record under this grant; search again or check the id.",
@@ -50,6 +57,7 @@ _NEXT_STEPS: Final = {
     "upstream_unavailable": "The resource server is down or overloaded; retry later.",
     "upstream_malformed_response": "Retry; if it persists, report it to the provider.",
     "internal_error": "Retry once; if it fails again, report it to the operator.",
+    **_GRANT_GONE,
 }
 
 

@@ -53,7 +53,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 import orjson
 from aiohttp import hdrs
-from aiohttp_retry import JitterRetry, RetryClient
+from aiohttp_retry import RetryClient
 
 from middleware import gateway_error
 from pdpp_gateway import __version__, tracing
@@ -65,6 +65,7 @@ from pdpp_gateway.rs.errors import (
     TimeoutPhase,
 )
 from pdpp_gateway.rs.memo import Memo, caller_key, grant_changed
+from pdpp_gateway.rs.policy import RetryPolicy, RsTimeouts
 from pdpp_gateway.rs.resilience import Breakers, CircuitOpen, RetryBudget
 from pdpp_gateway.rs.routes import route_class
 
@@ -80,61 +81,8 @@ MAX_REQUEST_TARGET_BYTES: Final = 7_680  # under the common 8,190-byte request-l
 MAX_BODY_DEPTH: Final = 200
 _ORJSON_MOST_LEVELS: Final = 254
 _CHUNK = 64 * 1024
-_GET: Final = frozenset({"GET"})
 # A character's longest form in a URL: four UTF-8 bytes, each escaped as %XX.
 _MOST_ENCODED_PER_CHAR: Final = 12
-
-
-@dataclass(frozen=True, slots=True)
-class RsTimeouts:
-    """Per-phase bounds in seconds."""
-
-    connect: float = 5.0
-    read: float = 20.0
-    total: float = 30.0
-
-    def client_timeout(self) -> aiohttp.ClientTimeout:
-        return aiohttp.ClientTimeout(total=self.total, sock_connect=self.connect, sock_read=self.read)
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Bounded, jittered retries for idempotent reads."""
-
-    attempts: int = 3
-    start_delay: float = 0.1
-    max_delay: float = 1.0
-    statuses: frozenset[int] = frozenset({502, 503, 504})
-    # Refused connections and connections closed before any answer; never timeouts
-    # (each attempt would get the whole time budget again).
-    exceptions: frozenset[type[Exception]] = field(
-        default_factory=lambda: frozenset({aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError})
-    )
-
-    def options(self, retries: int | None = None) -> CountingRetry:
-        """Options allowing ``retries`` retries (default: ``attempts - 1``)."""
-        return CountingRetry(
-            attempts=1 + (self.attempts - 1 if retries is None else retries),
-            start_timeout=self.start_delay,
-            max_timeout=self.max_delay,
-            statuses=self.statuses,
-            exceptions=self.exceptions,
-            methods=_GET,
-            retry_all_server_errors=False,
-            random_interval_size=self.start_delay,
-        )
-
-
-class CountingRetry(JitterRetry):
-    """aiohttp-retry's jittered backoff, counting the retries it actually made."""
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.retries = 0
-
-    def get_timeout(self, attempt: int, response: aiohttp.ClientResponse | None = None) -> float:
-        self.retries += 1  # asked for exactly once before each retry
-        return super().get_timeout(attempt, response)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ input schema (``maxLength``, ``maxItems``, ``maxProperties``) and the filter's o
 caps, so no later check (nor its message) ever handles a megabyte argument, and the
 refusal names the argument, its size and the limit without echoing the value.
 
-``CHECKS`` maps each tool to its ladder; ``middleware.ValidateArguments`` runs it.
+``<TOOL>_CHECKS`` is each tool's ladder, named in its ``Tool`` record (``tools/registry``);
+``middleware.ValidateArguments`` runs it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import Any, Final
 from middleware import Check, ToolError, echo, gateway_error
 from pdpp_gateway.ids import parse_handle, resolve_connection, segment_problem
 from pdpp_gateway.tools.specs import (
-    INPUT_SCHEMAS,
     MAX_FILTER_VALUE_CHARS,
     MAX_NAME_CHARS,
     JSONObject,
@@ -45,9 +45,9 @@ _SIZE_HINTS: Final = {
 }
 
 
-def check_sizes(tool: str) -> Check:
-    """The size caps of ``tool``'s input schema, checked before anything else looks at a value."""
-    properties: Mapping[str, JSONObject] = INPUT_SCHEMAS[tool].get("properties", {})
+def check_sizes(input_schema: JSONObject) -> Check:
+    """The size caps of a tool's input schema, checked before anything else looks at a value."""
+    properties: Mapping[str, JSONObject] = input_schema.get("properties", {})
 
     def too_big(param: str, measured: str, limit: str) -> ToolError:
         hint = _SIZE_HINTS.get(param, "shorten it")
@@ -363,32 +363,33 @@ def check_search_query(arguments: Mapping[str, Any]) -> ToolError | None:
     return None
 
 
-_LADDERS: Final[dict[str, tuple[Check, ...]]] = {
-    "schema": (safe_names("stream", "connection_id"), check_schema_detail),
-    "query_records": (
-        safe_names("stream", "connection_id", "expand"),
-        check_fields_list,
-        check_filter,
-        check_expand_limit,
-        check_changes_since,
-    ),
-    "aggregate": (
-        safe_names("stream", "connection_id", "field", "group_by", "group_by_time"),
-        check_filter,
-        check_aggregate_shape,
-    ),
-    "search": (
-        check_search_query,
-        safe_names("streams", "connection_id"),
-        check_filter,
-        check_search_paging,
-    ),
-    "fetch": (safe_names("connection_id", "expand"), check_fields_list, check_fetch_id, check_expand_limit),
-    "read_record_field": (
-        safe_names("connection_id", "stream", "record_id", "field"),
-        check_field_window_selectors,
-    ),
-}
-CHECKS: Final[dict[str, tuple[Check, ...]]] = {
-    tool: (check_sizes(tool), *ladder) for tool, ladder in _LADDERS.items()
-}
+# Each tool's ladder (its ``Tool`` record, ``tools/registry.py``, puts ``check_sizes`` first).
+SCHEMA_CHECKS: Final = (safe_names("stream", "connection_id"), check_schema_detail)
+QUERY_RECORDS_CHECKS: Final = (
+    safe_names("stream", "connection_id", "expand"),
+    check_fields_list,
+    check_filter,
+    check_expand_limit,
+    check_changes_since,
+)
+AGGREGATE_CHECKS: Final = (
+    safe_names("stream", "connection_id", "field", "group_by", "group_by_time"),
+    check_filter,
+    check_aggregate_shape,
+)
+SEARCH_CHECKS: Final = (
+    check_search_query,
+    safe_names("streams", "connection_id"),
+    check_filter,
+    check_search_paging,
+)
+FETCH_CHECKS: Final = (
+    safe_names("connection_id", "expand"),
+    check_fields_list,
+    check_fetch_id,
+    check_expand_limit,
+)
+READ_RECORD_FIELD_CHECKS: Final = (
+    safe_names("connection_id", "stream", "record_id", "field"),
+    check_field_window_selectors,
+)

@@ -332,16 +332,19 @@ def _field_window_record(args: Mapping[str, Any]) -> RecordRef:
     )
 
 
-HANDLERS: Final[dict[str, ToolHandler]] = {
-    "schema": schema,
-    "query_records": query_records,
-    "aggregate": aggregate,
-    "search": search,
-    "fetch": fetch,
-    "read_record_field": read_record_field,
-}
-
-
-async def dispatch(call: Call) -> ToolResult:
-    """The pipeline's terminal: run the named tool's handler."""
-    return await HANDLERS[call.name](call)
+def shape_schema(call: Call, result: ToolResult) -> ToolResult:
+    """The schema tool's wire shape (its record's ``shape``, run above the fan-out): the global
+    index bounded (``schema_view.bound_index``; the whole index stays in
+    ``annotations["schema_index"]`` so the text can still name every stream), the flag
+    legend beside a compact stream view."""
+    if call.arguments.get("detail") == "full":
+        return result
+    data = result.structured.get("data")
+    if not isinstance(data, dict):
+        return result
+    if "stream" in call.arguments:
+        result.structured["field_capability_legend"] = schema_view.LEGEND
+    else:
+        result.annotations[schema_view.INDEX_ANNOTATION] = data
+        result.structured["data"] = schema_view.bound_index(data)
+    return result

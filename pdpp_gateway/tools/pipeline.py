@@ -6,11 +6,11 @@ Order, outermost first:
 2. ``PreserveErrors``    typed errors become ``isError`` results, envelope intact;
 3. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
                          reaches the RS;
-4. ``shape_schema``      schema results leave in their wire shape: the global index
-                         bounded (``schema_view.bound_index``; the unbounded index stays
-                         in ``annotations["schema_index"]`` so the text can still name
-                         every stream), the flag legend beside a stream view's document;
-                         above the fan-out, so merged package schemas get the same;
+4. ``shape_results``     a tool's successful result leaves in its wire shape (its record's
+                         ``shape``: the schema tool bounds the global index, keeping the
+                         whole one in ``annotations["schema_index"]`` for its text, and
+                         puts the flag legend beside a stream view); above the fan-out,
+                         so merged package results get the same;
 5. ``FanOut``            package callers: route to one child grant or fan out and merge
                          (a pass-through for single-grant callers);
 6. extra stages;
@@ -33,31 +33,26 @@ from middleware import (
     ValidateArguments,
     compose,
 )
-from pdpp_gateway import schema_view, tracing
+from pdpp_gateway import tracing
 from pdpp_gateway.context import Call, CallNext, Stage
 from pdpp_gateway.package import fan_out_stage
-from pdpp_gateway.render import RENDERERS, render_error
+from pdpp_gateway.render import render_error
 from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.rs.errors import RsError
-from pdpp_gateway.tools.checks import CHECKS
-from pdpp_gateway.tools.handlers import dispatch
-from pdpp_gateway.tools.specs import INPUT_SCHEMAS
+from pdpp_gateway.tools.registry import REGISTRY, Registry
 
 
-async def shape_schema(call: Call, next_: CallNext) -> ToolResult:
-    """Stage: bound the global schema index; put the flag legend beside a compact stream view."""
-    result = await next_(call)
-    if call.name != "schema" or result.is_error or call.arguments.get("detail") == "full":
-        return result
-    data = result.structured.get("data")
-    if not isinstance(data, dict):
-        return result
-    if "stream" in call.arguments:
-        result.structured["field_capability_legend"] = schema_view.LEGEND
-    else:
-        result.annotations[schema_view.INDEX_ANNOTATION] = data
-        result.structured["data"] = schema_view.bound_index(data)
-    return result
+def shape_results(registry: Registry) -> Stage:
+    """Stage: each tool's ``shape`` (its record's, ``Tool.shape``) applied to its successful
+    results, above the fan-out, so a merged package result is shaped like any other."""
+    shapers = registry.shapers
+
+    async def stage(call: Call, next_: CallNext) -> ToolResult:
+        result = await next_(call)
+        shape = shapers.get(call.name)
+        return result if shape is None or result.is_error else shape(call, result)
+
+    return stage
 
 
 async def upstream_errors(call: Call, next_: CallNext) -> ToolResult:
@@ -68,18 +63,19 @@ async def upstream_errors(call: Call, next_: CallNext) -> ToolResult:
         raise tool_error(error) from None
 
 
-def build_pipeline(*, ready: bool = False) -> CallNext:
-    """The full chain around the RS-calling handlers; ``ready``: everything a refusal
-    needs is loaded now (a server process, before it serves), not on the first refusal."""
+def build_pipeline(registry: Registry = REGISTRY, *, ready: bool = False) -> CallNext:
+    """The full chain around the RS-calling handlers of ``registry``'s tools; ``ready``:
+    everything a refusal needs is loaded now (a server process, before it serves), not on
+    the first refusal."""
     stages: list[Stage] = [
-        RenderContent(RENDERERS, render_error),
+        RenderContent(registry.renderers, render_error),
         PreserveErrors(),
-        ValidateArguments(INPUT_SCHEMAS, CHECKS, compile_now=ready),
-        shape_schema,
-        fan_out_stage(),
+        ValidateArguments(registry.input_schemas, registry.checks, compile_now=ready),
+        shape_results(registry),
+        fan_out_stage(registry.routes),
         upstream_errors,
     ]
     # With tracing on (``tracing.start_tracing``), a span for the call and one for each stage
     # that does work of its own (None: a pass-through that would only add spans).
     labels = ["render", None, "validation", None, "fan-out", "upstream"]
-    return compose(tracing.traced_stages(stages, labels), dispatch)
+    return compose(tracing.traced_stages(stages, labels), registry.dispatch)

@@ -4,6 +4,9 @@ Contract:
 
 - Exactly six tools: schema, query_records, aggregate, search, fetch, read_record_field.
   All are read-only, idempotent, non-destructive and closed-world (they read one RS).
+  Each ``ToolSpec`` is the model-facing part of a tool's record (``tools/registry``);
+  ``TOOLS`` and ``TOOL_NAMES`` are plain data for what must start without the pipeline
+  (the stdio door's early answers, the command line), held equal to the registry by a test.
 - Schemas are hand-written JSON Schema 2020-12 with ``"type": "object"`` at the root
   and ``additionalProperties: false``, so unknown arguments are refused rather than
   guessed at. ``connection_id`` is the only source selector (never
@@ -15,7 +18,7 @@ Contract:
 - Every free string, array and object argument has a size cap (``maxLength``,
   ``maxItems``, ``maxProperties``), so an oversized argument is refused with a typed
   ``invalid_arguments`` error before any RS call instead of reaching the RS as a huge
-  URL. The check ladder reads these same caps from ``INPUT_SCHEMAS``
+  URL. The check ladder reads these same caps from the tool's input schema
   (``tools.checks.check_sizes``).
 - The whole ``tools/list`` result stays under ``TOOLS_LIST_BUDGET_BYTES`` of compact
   JSON (pinned by a test).
@@ -337,4 +340,3 @@ ANNOTATIONS: Final[dict[str, bool]] = {
 
 TOOLS: Final[tuple[ToolSpec, ...]] = (SCHEMA, QUERY_RECORDS, AGGREGATE, SEARCH, FETCH, READ_RECORD_FIELD)
 TOOL_NAMES: Final[tuple[str, ...]] = tuple(tool.name for tool in TOOLS)
-INPUT_SCHEMAS: Final[dict[str, JSONObject]] = {tool.name: tool.input_schema for tool in TOOLS}

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from middleware.validation import fast_accept
-from pdpp_gateway.tools.specs import INPUT_SCHEMAS
+from pdpp_gateway.tools.registry import REGISTRY
 
 SCHEMAS = {
     name: (schema, fast_accept(schema), Draft202012Validator(schema))
-    for name, schema in INPUT_SCHEMAS.items()
+    for name, schema in REGISTRY.input_schemas.items()
 }
 
 

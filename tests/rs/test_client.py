@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from middleware import ToolError
-from pdpp_gateway.rs.client import RetryPolicy, RsClient, RsTimeouts, rs_path
+from pdpp_gateway.rs.client import RsClient, rs_path
 from pdpp_gateway.rs.errors import (
     RsProtocolError,
     RsStatusError,
@@ -21,6 +21,7 @@ from pdpp_gateway.rs.errors import (
     RsUnavailableError,
     TimeoutPhase,
 )
+from pdpp_gateway.rs.policy import RetryPolicy, RsTimeouts
 
 TOKEN = "tok_secret_do_not_leak"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -9,8 +9,9 @@ import pytest
 from aiohttp import web
 
 from pdpp_gateway.render.upstream import tool_error
-from pdpp_gateway.rs.client import RetryPolicy, RsClient
+from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsProtocolError, RsStatusError, RsUnavailableError
+from pdpp_gateway.rs.policy import RetryPolicy
 
 TOKEN = "tok_secret_do_not_leak"
 FAST = RetryPolicy(attempts=2, start_delay=0.01, max_delay=0.02)

@@ -12,8 +12,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from pdpp_gateway.render.upstream import tool_error
-from pdpp_gateway.rs.client import RetryPolicy, RsClient, RsTimeouts
+from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsTimeoutError, RsUnavailableError
+from pdpp_gateway.rs.policy import RetryPolicy, RsTimeouts
 from pdpp_gateway.rs.resilience import Breakers, CircuitBreaker, CircuitOpen, CircuitState, RetryBudget
 
 TOKEN = "tok_secret_do_not_leak"

@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 
 from middleware import ToolCall, ToolError, ToolResult, ValidateArguments
-from pdpp_gateway.tools.checks import CHECKS
 from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward, scalar
-from pdpp_gateway.tools.specs import INPUT_SCHEMAS
+from pdpp_gateway.tools.registry import REGISTRY
 
-VALIDATE = ValidateArguments(INPUT_SCHEMAS, CHECKS)
+VALIDATE = ValidateArguments(REGISTRY.input_schemas, REGISTRY.checks)
 
 BAD = [
     # typed filters (spec 000): strings of every shape, empty objects, bracket keys

@@ -37,14 +37,14 @@ from middleware import ToolCall, ToolResult
 from middleware.validation import ValidateArguments, whole_numbers
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.rs.client import RsClient
-from pdpp_gateway.tools.checks import CHECKS
 from pdpp_gateway.tools.pipeline import build_pipeline
-from pdpp_gateway.tools.specs import INPUT_SCHEMAS, TOOL_NAMES
+from pdpp_gateway.tools.registry import REGISTRY
+from pdpp_gateway.tools.specs import TOOL_NAMES
 from tests import strict_client
 
 CASES = 1_000
 MAX_ERROR_TEXT = 2_000
-LADDER = ValidateArguments(INPUT_SCHEMAS, CHECKS)
+LADDER = ValidateArguments(REGISTRY.input_schemas, REGISTRY.checks)
 
 SCALARS = (
     st.none()
@@ -121,17 +121,17 @@ def schema_values(schema: dict[str, Any], name: str = "") -> st.SearchStrategy[A
 
 
 def valid(tool: str) -> st.SearchStrategy[dict[str, Any]]:
-    return schema_values(INPUT_SCHEMAS[tool])  # type: ignore[no-any-return]
+    return schema_values(REGISTRY.input_schemas[tool])  # type: ignore[no-any-return]
 
 
 def hostile(tool: str) -> st.SearchStrategy[dict[str, Any]]:
-    names = sorted(INPUT_SCHEMAS[tool]["properties"])
+    names = sorted(REGISTRY.input_schemas[tool]["properties"])
     keys = st.sampled_from([*names, "token", "owner", "__proto__", ""])
     return st.dictionaries(keys, JSON, max_size=6)
 
 
 def swapped(tool: str) -> st.SearchStrategy[dict[str, Any]]:
-    names = sorted(INPUT_SCHEMAS[tool]["properties"])
+    names = sorted(REGISTRY.input_schemas[tool]["properties"])
     return st.tuples(valid(tool), st.sampled_from(names), JSON).map(
         lambda drawn: {**drawn[0], drawn[1]: drawn[2]}
     )

@@ -26,7 +26,8 @@ from mcp.shared.exceptions import MCPError
 
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.resources import MAX_ERROR_MESSAGE
-from pdpp_gateway.rs.client import RsClient, RsTimeouts
+from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.rs.policy import RsTimeouts
 from pdpp_gateway.server import build_server
 from tests.conftest import ERAS
 from tests.strict_client import error_of

@@ -1,0 +1,121 @@
+"""The tools, each one record: what the model sees, how its arguments are checked, how it
+reads the RS, how its text is written and how a package routes it.
+
+Contract:
+
+- ``Tool(spec, checks, handler, render, route)``: ``spec`` (``tools/specs.ToolSpec``: name,
+  description, input and output schemas, the one line people read), ``checks`` (its
+  ladder; the registry puts the input schema's size caps first), ``handler`` (the RS
+  reads; the pipeline's terminal), ``render`` (the model-visible text) and ``route`` (how a
+  package caller's call reaches its members, ``package.PackageRoute``), and optionally
+  ``shape`` (a success's wire shape, applied above the fan-out).
+- ``Registry(tools)`` derives every table a door or stage needs from the records: the
+  names in order, the specs, the input schemas and check ladders
+  (``middleware.ValidateArguments``), the renderers (``RenderContent``), the routes
+  (``package.fan_out_stage``) and ``dispatch`` (the pipeline's terminal). The pipeline
+  (``build_pipeline``), the MCP server (``build_server``) and the hosted door take a
+  registry; ``REGISTRY`` is the gateway's six tools.
+- A seventh tool is one record here (its spec, ladder, handler and renderer where they
+  belong); ``tests/tools/test_seventh_tool.py`` registers one in a test registry and sees
+  it listed, validated, routed for a package, rendered and answered on both doors.
+- ``specs.TOOL_NAMES`` stays a plain tuple for the parts that must start without the
+  pipeline (the stdio door's early answers, the command line); a test holds it equal to
+  ``REGISTRY.names``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from middleware import Check, Renderer, ToolResult
+from pdpp_gateway.context import Call, GatewayContext
+from pdpp_gateway.package import PackageRoute
+from pdpp_gateway.render import (
+    render_aggregate,
+    render_fetch,
+    render_field_window,
+    render_records,
+    render_schema,
+    render_search,
+)
+from pdpp_gateway.tools import checks, handlers, specs
+from pdpp_gateway.tools.handlers import ToolHandler
+from pdpp_gateway.tools.specs import JSONObject, ToolSpec
+
+Shape = Callable[[Call, ToolResult], ToolResult]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    spec: ToolSpec
+    checks: tuple[Check, ...]
+    handler: ToolHandler
+    render: Renderer[GatewayContext]
+    route: PackageRoute
+    shape: Shape | None = None  # a success's wire shape, applied above the fan-out
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class Registry:
+    """Every table the doors and stages use, derived from the tools' records."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self.tools: tuple[Tool, ...] = tuple(tools)
+        self.by_name: Mapping[str, Tool] = {tool.name: tool for tool in self.tools}
+        if len(self.by_name) != len(self.tools):
+            raise ValueError("two tools share a name")
+        self.names: tuple[str, ...] = tuple(self.by_name)
+        self.specs: tuple[ToolSpec, ...] = tuple(tool.spec for tool in self.tools)
+        self.input_schemas: Mapping[str, JSONObject] = {t.name: t.spec.input_schema for t in self.tools}
+        self.checks: Mapping[str, tuple[Check, ...]] = {
+            t.name: (checks.check_sizes(t.spec.input_schema), *t.checks) for t in self.tools
+        }
+        self.renderers: Mapping[str, Renderer[GatewayContext]] = {t.name: t.render for t in self.tools}
+        self.routes: Mapping[str, PackageRoute] = {t.name: t.route for t in self.tools}
+        self.shapers: Mapping[str, Shape] = {t.name: t.shape for t in self.tools if t.shape is not None}
+
+    async def dispatch(self, call: Call) -> ToolResult:
+        """The pipeline's terminal: run the named tool's handler."""
+        return await self.by_name[call.name].handler(call)
+
+
+REGISTRY: Final = Registry(
+    [
+        Tool(
+            specs.SCHEMA,
+            checks.SCHEMA_CHECKS,
+            handlers.schema,
+            render_schema,
+            PackageRoute.SCHEMA,
+            shape=handlers.shape_schema,
+        ),
+        Tool(
+            specs.QUERY_RECORDS,
+            checks.QUERY_RECORDS_CHECKS,
+            handlers.query_records,
+            render_records,
+            PackageRoute.STREAM,
+        ),
+        Tool(
+            specs.AGGREGATE,
+            checks.AGGREGATE_CHECKS,
+            handlers.aggregate,
+            render_aggregate,
+            PackageRoute.STREAM,
+        ),
+        Tool(specs.SEARCH, checks.SEARCH_CHECKS, handlers.search, render_search, PackageRoute.SEARCH),
+        Tool(specs.FETCH, checks.FETCH_CHECKS, handlers.fetch, render_fetch, PackageRoute.HANDLE),
+        Tool(
+            specs.READ_RECORD_FIELD,
+            checks.READ_RECORD_FIELD_CHECKS,
+            handlers.read_record_field,
+            render_field_window,
+            PackageRoute.HANDLE,
+        ),
+    ]
+)
