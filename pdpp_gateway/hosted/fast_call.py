@@ -29,8 +29,10 @@ SDK's wire order (the per-version result models: ``_meta``, ``content``, ``isErr
 to ``_meta``). ``encode(reply)`` writes it with orjson refusing anything orjson would write
 differently from pydantic (datetimes, dataclasses, subclasses of JSON types, non-string
 keys, integers beyond 64 bits); such a result, and any result whose parts are not the
-plain types the pipeline promises, is shaped by the SDK's own serializer instead
-(``sdk_shaped``), so it still answers, or fails, as the SDK path does.
+plain types the pipeline promises, is shaped as the SDK's runner shapes it, from the SDK's
+public parts (``sdk_shaped``: the result model's dump and ``mcp_types``' per-version result
+sieve), so it still answers, or fails, as the SDK path does (pinned for each such shape by
+``tests/hosted/test_fast_call_results.py``). No private SDK attribute is used.
 """
 
 from __future__ import annotations
@@ -43,12 +45,13 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 from mcp.server import Server
-from mcp.server.connection import Connection
-from mcp.server.runner import ServerRunner
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
+    INTERNAL_ERROR,
     PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
 )
 from mcp_types import methods as sdk_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -157,7 +160,24 @@ class FastToolCall:
         return encode(reply)
 
     def sdk_shaped(self, result: ToolResult, version: str) -> dict[str, Any]:
-        """The result shaped by the SDK's own serializer (for results the fast path does
-        not write itself); raises as the SDK would for a result it cannot send."""
-        runner = ServerRunner(self._server, Connection.from_envelope(version, None, None), None)
-        return runner._serialize(METHOD, version, call_tool_result(result))
+        """The result shaped as the SDK's runner shapes a ``tools/call`` result, from the SDK's
+        public parts (for results the fast path does not write itself; raises as the SDK
+        would for a result it cannot send): the ``CallToolResult`` dumped in JSON mode, the
+        per-version result sieve (``mcp_types.methods.serialize_server_result``), then in the
+        2026-07-28 era ``resultType`` and the server identity stamp."""
+        dumped = call_tool_result(result).model_dump(by_alias=True, mode="json", exclude_none=True)
+        try:
+            dumped = sdk_methods.serialize_server_result(METHOD, version, dumped)
+        except ValidationError:
+            _log.exception("the %s result does not fit the %s result shape", METHOD, version)
+            raise MCPError(code=INTERNAL_ERROR, message="Handler returned an invalid result") from None
+        if version not in _MODERN:
+            return dumped
+        if dumped.get("resultType") is None:
+            dumped["resultType"] = "complete"
+        meta = dumped.get("_meta")
+        if meta is None:
+            dumped["_meta"] = {SERVER_INFO_META_KEY: self._stamp}
+        elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
+            dumped["_meta"] = {**meta, SERVER_INFO_META_KEY: self._stamp}
+        return dumped
