@@ -111,13 +111,6 @@ class _Loader(threading.Thread):
             raise self.error
 
 
-def tracing_wanted() -> bool:
-    """An OTLP endpoint is named (``tracing.wanted``, without importing the module early)."""
-    return any(
-        os.environ.get(name) for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.logs import configure_logging
 

@@ -166,7 +166,6 @@ class EarlyResponder:
 
     table: Table | None
     server_name: str
-    calls: bool = True  # answer plain tools/call requests too (``EarlyCall``)
     era: str | None = None  # "handshake" or "modern" once the first request is answered
     version: str | None = None  # the negotiated handshake version
     lines: int = 0
@@ -228,7 +227,7 @@ class EarlyResponder:
         """A plain call of one of the tools: ``name`` and ``arguments`` (an object, ``null`` or
         left out), and in the 2026 era the envelope as the only ``_meta`` (a progress token,
         or anything else the SDK would act on, is the SDK's)."""
-        if not self.calls or not isinstance(params, dict):
+        if not isinstance(params, dict):
             return None
         name, arguments = params.get("name"), params.get("arguments")
         if name not in TOOL_NAMES or not isinstance(arguments, dict | None):
