@@ -56,6 +56,7 @@ from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
 from pdpp_gateway.hosted.discovery import RsDiscovery, mcp_authorization, mcp_resource_metadata
 from pdpp_gateway.hosted.fast_call import FastToolCall
+from pdpp_gateway.hosted.inbound import INBOUND, MCP_LABELS, body_checks, header_checks
 from pdpp_gateway.hosted.limits import RateLimits, rate_limits
 from pdpp_gateway.hosted.metrics import Metrics
 from pdpp_gateway.hosted.ops import DRAIN, Drain, healthz, metrics_route, observe, readyz
@@ -70,15 +71,7 @@ from pdpp_gateway.hosted.tokens import (
     IntrospectionValidator,
     SchemaProbeValidator,
 )
-from pdpp_gateway.hosted.transport import (
-    INBOUND,
-    MCP_LABELS,
-    MCP_OUTCOME,
-    McpEndpoint,
-    body_checks,
-    header_checks,
-    method_not_allowed,
-)
+from pdpp_gateway.hosted.transport import MCP_OUTCOME, McpEndpoint, method_not_allowed
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.resilience import Breakers
 from pdpp_gateway.server import build_server

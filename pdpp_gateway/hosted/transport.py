@@ -5,39 +5,8 @@ no ``Mcp-Session-Id``, no server-sent events):
 
 - Any method but ``POST`` answers 405 with ``Allow: POST`` (no standalone ``GET``
   stream, no sessions to ``DELETE``).
-- ``header_checks`` runs BEFORE the bearer check and decides everything visible in the
-  headers, so such a malformed request never costs an upstream call (no RS probe, no
-  token introspection), in this order (the generic ``middleware.http.shape_checks`` in
-  this door's words):
-
-  1. ``Accept`` must admit ``application/json`` with a non-zero quality (the most
-     specific matching range decides: ``application/json;q=0, */*`` refuses) → 406;
-  2. ``Content-Type`` must be ``application/json`` → 415;
-  3. ``Content-Encoding``, when present, must be ``identity`` → 415 (the gateway never
-     decompresses a request: no decompression bomb, no buffer it did not size);
-  4. a declared body over the cap → 413.
-
-- ``body_checks`` runs AFTER the bearer check (an unauthenticated caller never makes
-  the gateway read, buffer or parse a body):
-
-  1. the body is read within ``body_timeout`` seconds (a client that stalls mid-body
-     gets 408 and the connection is closed) and over the cap while reading (chunked)
-     → 413;
-  2. one JSON object: unparsable → 400 ``-32700``; a batch, a posted response, or an
-     envelope without ``"jsonrpc": "2.0"``, a string ``method`` or a valid ``id`` →
-     400 ``-32600``; an ``MCP-Protocol-Version`` this server does not speak → 400
-     ``-32022`` with the request's id, ``data.supported`` (what ``server/discover``
-     lists) and ``data.requested``, as the SDK answers it at the stdio door; ``params`` that is not an object → 400 ``-32602`` (the id echoed
-     when it is a valid one: JSON-RPC 2.0 §5 keeps ``null`` for requests whose id
-     could not be read);
-  3. era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
-     2025-11-25) → the handshake era. 2026-07-28 → the 2026 rules: routing headers
-     must not repeat and must match the body (``Mcp-Method``, ``Mcp-Name``), the
-     ``_meta`` envelope must be complete (the SDK's ``classify_inbound_request``
-     ladder and status table).
-
-  Every refusal is a JSON-RPC error object (``refusals``).
-  The parsed message rides on the request (``INBOUND``) to the endpoint.
+- Every request passed ``inbound.header_checks`` (before the bearer check) and
+  ``inbound.body_checks`` (after it): the parsed message rides on the request (``INBOUND``).
 - ``McpEndpoint.post``: a notification → 202, empty. A request runs through the SDK's
   single-request kernel (``serve_one``) with this aiohttp request as the request
   context, so the server's ``context_for`` reads the caller's ``GatewayContext`` from
@@ -48,7 +17,7 @@ no ``Mcp-Session-Id``, no server-sent events):
   same answer, byte for byte, without the SDK's pydantic round trip); anything it does
   not fully understand goes to ``serve_one``.
 - Metrics: each answered ``/mcp`` POST is counted once by the app with the method and
-  tool labels put on the request here (``MCP_LABELS``) and the outcome the endpoint
+  tool labels ``inbound`` put on the request (``MCP_LABELS``) and the outcome the endpoint
   put there (``MCP_OUTCOME``); a POST answered before the endpoint is ``refused``
   (method ``unparsed`` when refused before its body was read).
 
@@ -61,63 +30,38 @@ both eras. The SDK ignores ``q=0`` in ``Accept``; this transport honours it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
 import orjson
 from aiohttp import web
-from aiohttp.typedefs import Handler
 from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.runner import modern_error_data, serve_one
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
-    InboundLadderRejection,
     InboundModernRoute,
-    classify_inbound_request,
-    find_duplicated_routing_header,
 )
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import MessageMetadata, ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
-    HEADER_MISMATCH,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
     ErrorData,
-    JSONRPCNotification,
 )
-from mcp_types.version import (
-    HANDSHAKE_PROTOCOL_VERSIONS,
-    MODERN_PROTOCOL_VERSIONS,
-    SUPPORTED_PROTOCOL_VERSIONS,
-)
-from pydantic import ValidationError
 
-from middleware.http import shape_checks
 from pdpp_gateway.call_result import RETRY_AFTER_META
 from pdpp_gateway.hosted.fast_call import FastToolCall, PlainCall
-from pdpp_gateway.hosted.http_server import END_CONNECTION
-from pdpp_gateway.hosted.metrics import tool_label
+from pdpp_gateway.hosted.inbound import INBOUND, VERSION_HEADER, Inbound, Request
 from pdpp_gateway.hosted.ops import DRAIN
 from pdpp_gateway.hosted.refusals import refusal
-from pdpp_gateway.rpc_params import params_problem
 
 _log = logging.getLogger(__name__)
-VERSION_HEADER: Final = "MCP-Protocol-Version"
-_HANDSHAKE: Final = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
-_SUPPORTED: Final = frozenset(SUPPORTED_PROTOCOL_VERSIONS)
-_VERSION_SHAPE: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass
@@ -149,154 +93,9 @@ class _Exchange:
         return None
 
 
-_NOT_A_REQUEST: Final = (
-    "Invalid request: the body must be one JSON-RPC 2.0 request or notification object "
-    '(with "jsonrpc": "2.0", a string method and a string or integer id)'
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """A JSON-RPC request that passed the shape checks, which are exactly what the SDK's
-    ``JSONRPCRequest`` model checks (so building that model here would only cost time)."""
-
-    id: str | int
-    method: str
-    params: dict[str, Any] | None
-
-
-@dataclass(frozen=True, slots=True)
-class Inbound:
-    """A POST body that passed every shape check."""
-
-    decoded: dict[str, Any]
-    message: Request | None  # None: a notification
-    modern_version: str | None  # the 2026-era MCP-Protocol-Version, else None
-    route: InboundModernRoute | None  # the 2026-era envelope, for requests
-
-
-INBOUND: Final = web.RequestKey("mcp_inbound", Inbound)
 SERVER_RESTARTING: Final = -32003  # JSON-RPC server-defined range: the server stopped the call
 RESTART_RETRY_SECONDS: Final = 2
-MCP_LABELS: Final = web.RequestKey("mcp_labels", tuple[str, str])  # (method, tool) metric labels
 MCP_OUTCOME: Final = web.RequestKey("mcp_outcome", str)
-
-
-def header_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """The checks that need only the headers (run before the bearer check): the generic
-    shape stage in this door's words. (The protocol version is checked with the body, so
-    its refusal carries the request's id.)"""
-    texts = {
-        "not_acceptable": "Not acceptable: this endpoint answers application/json only. Send "
-        "Accept: application/json, text/event-stream.",
-        "unsupported_media_type": "Unsupported media type: send one JSON-RPC message with "
-        "Content-Type: application/json.",
-        "unsupported_content_encoding": "Unsupported Content-Encoding: send the JSON body identity-encoded "
-        "(no Content-Encoding header); compressed request bodies are not accepted.",
-    }
-
-    def refuse(status: int, code: str, message: str) -> web.Response:
-        return (
-            _too_large(max_body_bytes) if status == 413 else refusal(status, code, texts.get(code, message))
-        )
-
-    return shape_checks(refuse, max_body_bytes=max_body_bytes)
-
-
-def body_checks(
-    max_body_bytes: int, body_timeout: float
-) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """Read and check the body (run after the bearer check)."""
-
-    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        try:
-            if request.content.is_eof():  # the whole body has arrived: reading it cannot stall
-                body = await request.read()
-            else:
-                async with asyncio.timeout(body_timeout):
-                    body = await request.read()
-        except TimeoutError:
-            response = refusal(
-                408,
-                "request_timeout",
-                f"The request body did not arrive within {body_timeout:g} s; the connection is closed. "
-                "Send the whole body promptly on a new connection.",
-                headers={"Connection": "close"},
-            )
-            response.force_close()
-            response[END_CONNECTION] = True
-            return response
-        except web.HTTPRequestEntityTooLarge:
-            return _too_large(max_body_bytes)
-        inbound = parse_inbound(body, request)
-        if isinstance(inbound, web.Response):
-            return inbound
-        request[INBOUND] = inbound
-        request[MCP_LABELS] = _labels(inbound)
-        return await handler(request)
-
-    return check
-
-
-def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
-    """The shape ladder over one POST body (steps 4 and 5 of the module contract)."""
-    try:
-        decoded = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return refusal(
-            400,
-            "parse_error",
-            "Parse error: the body is not valid JSON. Send one JSON-RPC 2.0 object.",
-            rpc_code=PARSE_ERROR,
-        )
-    if not isinstance(decoded, dict):
-        return _invalid(None, f"{_NOT_A_REQUEST} (no batches).")
-    notification = "id" not in decoded
-    method = decoded.get("method")
-    valid_id = not notification and _valid_id(decoded["id"])
-    echo = decoded["id"] if valid_id and isinstance(method, str) else None
-    if decoded.get("jsonrpc") != "2.0" or not isinstance(method, str) or not (notification or valid_id):
-        return _invalid(echo, _NOT_A_REQUEST)
-    requested = request.headers.get(VERSION_HEADER)
-    if requested is not None and requested not in _SUPPORTED:
-        return _unsupported_version(requested, echo)
-    if decoded.get("params") is not None and not isinstance(decoded["params"], dict):
-        return refusal(
-            400,
-            "invalid_params",
-            "Invalid params: params must be a JSON object (or left out).",
-            rpc_code=INVALID_PARAMS,
-            request_id=echo,
-        )
-    version = request.headers.get(VERSION_HEADER)
-    modern = version if version is not None and version not in _HANDSHAKE else None
-    if notification:
-        try:
-            JSONRPCNotification.model_validate(decoded)
-        except ValidationError:
-            return _invalid(None, _NOT_A_REQUEST)
-        return Inbound(decoded, None, modern, None)
-    message = Request(decoded["id"], method, decoded.get("params"))
-    problem = params_problem(method, message.params)
-    if problem is not None:
-        return refusal(400, "invalid_params", problem, rpc_code=INVALID_PARAMS, request_id=message.id)
-    if modern is None:
-        return Inbound(decoded, message, None, None)
-    duplicated = find_duplicated_routing_header(
-        (name.decode("latin-1"), value.decode("latin-1")) for name, value in request.raw_headers
-    )
-    if duplicated is not None:
-        return _rejection(
-            message.id,
-            InboundLadderRejection(
-                code=HEADER_MISMATCH, message=f"{duplicated} header appears more than once"
-            ),
-        )
-    headers = {name.lower(): value for name, value in request.headers.items()}
-    verdict = classify_inbound_request(decoded, headers=headers)
-    if isinstance(verdict, InboundLadderRejection):
-        return _rejection(message.id, verdict)
-    return Inbound(decoded, message, modern, verdict)
 
 
 async def method_not_allowed(request: web.Request) -> web.Response:
@@ -458,82 +257,6 @@ def _outcome(reply: dict[str, Any]) -> str:
     if isinstance(result, dict) and result.get("isError"):
         return "tool_error"
     return "ok"
-
-
-def _labels(inbound: Inbound) -> tuple[str, str]:
-    if inbound.message is None:
-        return "notification", ""
-    method = inbound.message.method
-    tool = tool_label((inbound.message.params or {}).get("name")) if method == "tools/call" else ""
-    return (method if method in _KNOWN_METHODS else "other"), tool
-
-
-def _valid_id(value: object) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _too_large(max_body_bytes: int) -> web.Response:
-    return refusal(
-        413,
-        "request_too_large",
-        f"The body is larger than {max_body_bytes} bytes. Send a smaller request (one message, no padding).",
-    )
-
-
-def _invalid(request_id: Any, message: str) -> web.Response:
-    return refusal(400, "invalid_request", message, rpc_code=INVALID_REQUEST, request_id=request_id)
-
-
-def _unsupported_version(version: str, request_id: Any) -> web.Response:
-    """400 with the request's id, as the SDK words it at the stdio door: ``data.supported``
-    lists what ``server/discover`` lists (the 2026-era versions) and ``data.requested``
-    echoes the value only when it is shaped like a version (a date), so no other header
-    content is ever reflected. The message also names the handshake era's versions."""
-    supported = list(MODERN_PROTOCOL_VERSIONS)
-    shaped = _VERSION_SHAPE.fullmatch(version) is not None
-    shown = f" {version!r}" if shaped else " (not a YYYY-MM-DD version)"
-    return refusal(
-        400,
-        "unsupported_protocol_version",
-        f"Unsupported MCP-Protocol-Version{shown}. Send {', '.join(supported)} with every request, or "
-        f"use the initialize handshake ({', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}) and leave the header "
-        "out before it.",
-        rpc_code=UNSUPPORTED_PROTOCOL_VERSION,
-        request_id=request_id,
-        supported=supported,
-        requested=version if shaped else None,
-    )
-
-
-_KNOWN_METHODS: Final = frozenset(
-    {
-        "initialize",
-        "server/discover",
-        "ping",
-        "tools/list",
-        "tools/call",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-    }
-)
-
-
-_LADDER_CODES: Final = {HEADER_MISMATCH: "header_mismatch", INVALID_PARAMS: "invalid_params"}
-
-
-def _rejection(request_id: Any, rejection: InboundLadderRejection) -> web.Response:
-    """A 2026-era ladder rejection: the SDK's code, status and message, our typed data."""
-    extra = rejection.data if isinstance(rejection.data, dict) else {}
-    return refusal(
-        ERROR_CODE_HTTP_STATUS.get(rejection.code, 400),
-        _LADDER_CODES.get(rejection.code, "invalid_request"),
-        f"{rejection.message[:1].upper()}{rejection.message[1:]}. Send routing headers that match the body "
-        "(Mcp-Method, Mcp-Name, once each) and the complete _meta envelope.",
-        rpc_code=rejection.code,
-        request_id=request_id,
-        **extra,
-    )
 
 
 def _error_body(request_id: Any, error: ErrorData) -> dict[str, Any]:

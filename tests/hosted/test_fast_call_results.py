@@ -21,7 +21,8 @@ from mcp_types import DEFAULT_NEGOTIATED_VERSION
 
 from middleware import ToolCall, ToolResult
 from pdpp_gateway.hosted.fast_call import FastToolCall
-from pdpp_gateway.hosted.transport import INBOUND, MCP_OUTCOME, Inbound, McpEndpoint, parse_inbound
+from pdpp_gateway.hosted.inbound import INBOUND, Inbound, parse_inbound
+from pdpp_gateway.hosted.transport import MCP_OUTCOME, McpEndpoint
 from pdpp_gateway.server import build_server
 
 V2026 = "2026-07-28"
