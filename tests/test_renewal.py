@@ -222,3 +222,50 @@ async def test_a_renewed_token_the_rs_names_an_owner_token_leaves_the_cache(
     with pytest.raises(CredentialError):
         await connect._refresh(sandbox.url, tmp_path, ["github"])
     assert [c.connector for c in load_credentials(sandbox.url, tmp_path)] == ["gmail"]
+
+
+async def test_an_early_call_waits_for_the_renewal_of_a_grant_lapsed_at_start(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    """A script writes the opening and a call at once to a stdio server whose cached access token
+    has already lapsed: the call is answered early (before the SDK loads), with data, after the
+    session renewed the grant; nothing is written before the renewal passed."""
+    sandbox = await sandbox_factory(access_token_ttl=3600)
+    await approve(sandbox.url, tmp_path, "gmail")
+    lapse_now(sandbox)
+    frames = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "query_records", "arguments": {"stream": "messages", "limit": 1}},
+        },
+    ]
+    done = await asyncio.to_thread(
+        run_cli,
+        "stdio",
+        "--provider-url",
+        sandbox.url,
+        "--cache-root",
+        str(tmp_path),
+        "--log-level",
+        "DEBUG",
+        stdin="".join(json.dumps(frame) + "\n" for frame in frames),
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {json.loads(line)["id"]: json.loads(line) for line in done.stdout.splitlines()}
+    assert sorted(answers) == [1, 2]
+    assert answers[2]["result"]["isError"] is False, answers[2]
+    assert "answered tools/call 2 (query_records) before the SDK loaded" in done.stderr
+    assert refreshes(sandbox) == 1
