@@ -47,7 +47,7 @@ from pdpp_gateway.context import (
     PackageMember,
     ambiguous_connection,
 )
-from pdpp_gateway.ids import parse_handle
+from pdpp_gateway.ids import RecordRef, parse_handle
 from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
 from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
 from pdpp_gateway.render.errors import next_step
@@ -82,8 +82,9 @@ def plan(call: Call, *, routes: Routes) -> Sequence[Call] | None:
         return None
     route = routes.get(call.name)
     args = call.arguments
-    stream = _stream_of(call, route)
-    target = _target_connection(call, route)
+    handle = parse_handle(args["id"]) if route is PackageRoute.HANDLE and "id" in args else None
+    stream = _stream_of(call, handle)
+    target = _target_connection(call, handle)
     if target is not None:
         if route is PackageRoute.SEARCH and is_package_cursor(args.get("cursor")):
             raise invalid_cursor(
@@ -126,22 +127,18 @@ def merge(
 # --- routing -----------------------------------------------------------------------
 
 
-def _stream_of(call: Call, route: PackageRoute | None) -> str | None:
-    args = call.arguments
-    if route is PackageRoute.HANDLE and "id" in args:
-        return parse_handle(args["id"]).stream
-    stream = args.get("stream")
+def _stream_of(call: Call, handle: RecordRef | None) -> str | None:
+    if handle is not None:
+        return handle.stream
+    stream = call.arguments.get("stream")
     return stream if isinstance(stream, str) else None
 
 
-def _target_connection(call: Call, route: PackageRoute | None) -> str | None:
-    args = call.arguments
-    explicit = args.get("connection_id")
+def _target_connection(call: Call, handle: RecordRef | None) -> str | None:
+    explicit = call.arguments.get("connection_id")
     if isinstance(explicit, str):
         return explicit
-    if route is PackageRoute.HANDLE and "id" in args:
-        return parse_handle(args["id"]).connection_id
-    return None
+    return handle.connection_id if handle is not None else None
 
 
 def _grants_stream(member: PackageMember, stream: str) -> bool:

@@ -45,6 +45,7 @@ from pdpp_gateway.package_cursor import (
     is_package_cursor,
     member_keys,
 )
+from pdpp_gateway.render.common import RETRIEVAL
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 DEFAULT_SEARCH_LIMIT: Final = 25
@@ -193,12 +194,12 @@ def merge_search(
         "request_id": None,
     }
     by_meaning = [
-        (lane, outcome.structured["retrieval"])
+        (lane, outcome.structured[RETRIEVAL])
         for lane, outcome in zip(lanes, outcomes, strict=True)
-        if isinstance(outcome, ToolResult) and isinstance(outcome.structured.get("retrieval"), dict)
+        if isinstance(outcome, ToolResult) and isinstance(outcome.structured.get(RETRIEVAL), dict)
     ]
     if by_meaning:
-        structured["retrieval"] = {
+        structured[RETRIEVAL] = {
             **by_meaning[0][1],
             "sources": [_label(lane.member) for lane, _ in by_meaning],
         }
@@ -260,7 +261,7 @@ def _lanes(
         data = _data(outcome)
         hits = [hit for hit in outcome.structured.get("results") or () if isinstance(hit, dict)]
         next_cursor = data.get("next_cursor") if data.get("has_more") else None
-        if outcome.structured.get("retrieval"):  # answered by meaning: re-read it by skip, not
+        if outcome.structured.get(RETRIEVAL):  # answered by meaning: re-read it by skip, not
             next_cursor = None  # with a cursor of another mode than the next call's
         lanes.append(
             _Lane(

@@ -29,6 +29,8 @@ MAX_WARNINGS_SHOWN: Final = 5
 _MAX_CONNECTION_LABEL: Final = 120
 # Structured output key: the connections an answer merged because no connection_id narrowed it.
 MERGED_CONNECTIONS: Final = "merged_connections"
+# Structured output key: the mode that answered a search, when not the one asked (``search``).
+RETRIEVAL: Final = "retrieval"
 
 
 def as_mapping(value: object) -> Mapping[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any, Final
 from middleware import ToolResult
 from pdpp_gateway.context import Call
 from pdpp_gateway.documents import parse_marks, preview_around_mark
-from pdpp_gateway.render.common import as_mapping, call_text, clip, dumps, fit_rows, warning_lines
+from pdpp_gateway.render.common import RETRIEVAL, as_mapping, call_text, clip, dumps, fit_rows, warning_lines
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 BUDGET: Final = 5_000
@@ -43,7 +43,7 @@ def render_search(call: Call, result: ToolResult) -> str:
     first (``retrieval``: the whole answer, or, for a package, the sources that did)."""
     envelope = as_mapping(result.structured.get("data"))
     hits = [h for h in result.structured.get("results") or () if isinstance(h, Mapping)]
-    retrieval = as_mapping(result.structured.get("retrieval"))
+    retrieval = as_mapping(result.structured.get(RETRIEVAL))
     sources = retrieval.get("sources")  # a package: only these members answered by meaning
     fallback = retrieval.get("mode") if not sources else None
     mode = fallback if isinstance(fallback, str) else call.arguments.get("mode", "lexical")

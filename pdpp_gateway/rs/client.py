@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import TracebackType
@@ -171,18 +171,17 @@ class RsClient:
         """A reader fixed to ``token``: tool code cannot pick or swap credentials."""
         return BoundRsClient(self, token)
 
-    async def get_json(
-        self, path: str, query: Query = (), *, token: str, headers: Mapping[str, str] | None = None
-    ) -> RsResponse:
+    async def get_json(self, path: str, query: Query = (), *, token: str) -> RsResponse:
         self._check_size(path, query)
         started = time.perf_counter()
         answered: int | None = None
         request_id: str | None = None
         sent = True
-        traced = dict(headers) if headers else {}
-        with tracing.rs_span(route_class(path), traced) as span:
+        scope = route_class(path)
+        headers = _headers(token, "application/json")
+        with tracing.rs_span(scope, headers) as span:
             try:
-                async with self._request(path, query, token, "application/json", traced) as response:
+                async with self._request(path, query, token, scope, headers) as response:
                     status = answered = response.status
                     request_id = response.headers.get("Request-Id")
                     raw = await self._read_capped(response, self._max_body_bytes)
@@ -217,10 +216,11 @@ class RsClient:
         started = time.perf_counter()
         status: int | None = None
         sent = True
-        traced: dict[str, str] = {}
-        with tracing.rs_span(route_class(path), traced) as span:
+        scope = route_class(path)
+        headers = _headers(token, "*/*")
+        with tracing.rs_span(scope, headers) as span:
             try:
-                blob = await self._read_blob(path, query, token, max_bytes, traced)
+                blob = await self._read_blob(path, query, token, max_bytes, scope, headers)
                 status = 200
                 return blob
             except RsStatusError as error:
@@ -241,9 +241,9 @@ class RsClient:
             self._observer(path, status, elapsed)
 
     async def _read_blob(
-        self, path: str, query: Query, token: str, max_bytes: int, headers: Mapping[str, str]
+        self, path: str, query: Query, token: str, max_bytes: int, scope: str, headers: dict[str, str]
     ) -> RsBlob:
-        async with self._request(path, query, token, "*/*", headers) as response:
+        async with self._request(path, query, token, scope, headers) as response:
             request_id = response.headers.get("Request-Id")
             if 300 <= response.status < 400:
                 raise RsProtocolError(_REDIRECTED)
@@ -277,20 +277,10 @@ class RsClient:
                 "values, then call again.",
             )
 
-    def _request(
-        self, path: str, query: Query, token: str, accept: str, headers: Mapping[str, str] | None
-    ) -> _Exchange:
+    def _request(self, path: str, query: Query, token: str, scope: str, headers: dict[str, str]) -> _Exchange:
         if self._client is None:
             raise RuntimeError("RsClient.start() was not called")
-        return _Exchange(
-            self,
-            route_class(path),
-            self._client,
-            self.base_url + path,
-            list(query),
-            {**(headers or {}), "Accept": accept, **({"Authorization": f"Bearer {token}"} if token else {})},
-            token,
-        )
+        return _Exchange(self, scope, self._client, self.base_url + path, list(query), headers, token)
 
     @staticmethod
     async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes | None:
@@ -400,6 +390,11 @@ class _Exchange:
             breaker.succeeded()  # the RS answered; what it said is not a health problem
         else:
             breaker.released()
+
+
+def _headers(token: str, accept: str) -> dict[str, str]:
+    """A read's own headers (a fresh dict: tracing adds ``traceparent`` to it)."""
+    return {"Accept": accept, "Authorization": f"Bearer {token}"} if token else {"Accept": accept}
 
 
 def _timeout_error(error: TimeoutError, timeouts: RsTimeouts) -> RsTimeoutError:

@@ -41,7 +41,7 @@ from middleware import ToolResult
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import Call, GatewayContext
 from pdpp_gateway.ids import RecordRef, check_segment, parse_handle, resolve_connection
-from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
+from pdpp_gateway.render.common import MERGED_CONNECTIONS, RETRIEVAL, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
 from pdpp_gateway.rs.memo import memoised_read
@@ -71,7 +71,6 @@ _AGGREGATE_PARAMS: Final = (
     "limit",
     "connection_id",
 )
-RETRIEVAL: Final = "retrieval"  # structured output: the mode that answered, when not the one asked
 NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
 _SEARCH_PATHS: Final = {
     "lexical": "/v1/search",
@@ -189,18 +188,21 @@ async def search(call: Call) -> ToolResult:
             answered = await context.rs.get_json(_SEARCH_PATHS[fallback], query)
             found = documents.search_results(answered.body, provider_url=context.provider_url)
             if found:
-                structured = _envelope(
-                    context, answered, documents.search_envelope(answered.body, len(found))
-                )
-                structured["results"] = found
-                structured[RETRIEVAL] = {
-                    "mode": fallback,
-                    "instead_of": "lexical",
-                    "why": NO_RECORD_HAS_EVERY_WORD,
-                }
-                return ToolResult(structured=structured)
+                retrieval = {"mode": fallback, "instead_of": "lexical", "why": NO_RECORD_HAS_EVERY_WORD}
+                return _search_result(context, answered, found, retrieval)
+    return _search_result(context, response, results)
+
+
+def _search_result(
+    context: GatewayContext,
+    response: RsResponse,
+    results: list[dict[str, Any]],
+    retrieval: dict[str, str] | None = None,
+) -> ToolResult:
     structured = _envelope(context, response, documents.search_envelope(response.body, len(results)))
     structured["results"] = results
+    if retrieval is not None:
+        structured[RETRIEVAL] = retrieval
     return ToolResult(structured=structured)
 
 
