@@ -26,13 +26,11 @@ from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 
 from pdpp_gateway.rs.resilience import CircuitState
-from pdpp_gateway.rs.routes import route_class
 from pdpp_gateway.tools.specs import TOOL_NAMES
 
 LATENCY_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-upstream_route = route_class  # a bounded label for an RS path (``rs.routes``)
 
-__all__ = ["CONTENT_TYPE", "Metrics", "upstream_route"]
+__all__ = ["CONTENT_TYPE", "Metrics"]
 
 
 def tool_label(name: object) -> str:
@@ -120,8 +118,8 @@ class Metrics:
     def count_response(self, route: str, status: int) -> None:
         self._child(self.responses, route, str(status)).inc()
 
-    def observe_upstream(self, path: str, status: int | None, seconds: float) -> None:
-        route = upstream_route(path)
+    def observe_upstream(self, route: str, status: int | None, seconds: float) -> None:
+        """One RS read: ``route`` is its route class (``rs.routes``), never the path."""
         label = f"{status // 100}xx" if status is not None else "none"
         self._child(self.upstream_latency, route, label).observe(seconds)
         if status is None or status >= 400:

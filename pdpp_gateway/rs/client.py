@@ -72,7 +72,8 @@ from pdpp_gateway.rs.routes import route_class
 _log = logging.getLogger(__name__)
 
 Query = Sequence[tuple[str, str]]
-# Told of every read: (path, HTTP status or None when no answer came, seconds).
+# Told of every read: (its route class, ``rs.routes``; HTTP status or None when no answer
+# came; seconds). Never the path: it holds stream names and record ids.
 Observer = Callable[[str, int | None, float], None]
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_REQUEST_TARGET_BYTES: Final = 7_680  # under the common 8,190-byte request-line limit
@@ -191,7 +192,7 @@ class RsClient:
             finally:
                 tracing.rs_answered(span, answered, request_id)
                 if sent:
-                    self._observe(path, answered, started)
+                    self._observe(path, scope, answered, started)
         if 300 <= status < 400:
             raise RsProtocolError(_REDIRECTED)
         if status >= 400 or status < 200:
@@ -232,13 +233,13 @@ class RsClient:
             finally:
                 tracing.rs_answered(span, status, None)
                 if sent:
-                    self._observe(path, status, started)
+                    self._observe(path, scope, status, started)
 
-    def _observe(self, path: str, status: int | None, started: float) -> None:
+    def _observe(self, path: str, scope: str, status: int | None, started: float) -> None:
         elapsed = time.perf_counter() - started
         _log.debug("GET %s -> %s in %.1f ms", path, status, elapsed * 1000)
         if self._observer is not None:
-            self._observer(path, status, elapsed)
+            self._observer(scope, status, elapsed)
 
     async def _read_blob(
         self, path: str, query: Query, token: str, max_bytes: int, scope: str, headers: dict[str, str]
