@@ -12,7 +12,8 @@ frames only: fd 1 is pointed at stderr for the whole process (``fast_start.wire`
 
 Start-up, in order: stdin/stdout claimed; a stdin reader answers the session's opening
 requests from ``fast_start/answers.json`` while the credential is checked and the
-pipeline with its RS client loads in a background thread; those answers are written only
+pipeline with its RS client loads in a background thread (aiohttp's reads of the CA bundle
+beside it: ``fast_start.trust_aside``); those answers are written only
 once the check passed. Then the session (``fast_start.session``) builds the caller's
 readers and answers plain tool calls through the pipeline (``fast_start.calls``) with the
 SDK's bytes; once the first are answered the SDK loads in the same thread, and when it is
@@ -93,7 +94,11 @@ class _Loader(threading.Thread):
     def run(self) -> None:
         default_switch = sys.getswitchinterval()
         try:
+            from pdpp_gateway.fast_start.trust_aside import import_aiohttp
+
+            _, trust = import_aiohttp()  # its CA-bundle reads run beside the imports below
             importlib.import_module(SESSION_MODULE)
+            trust.wait()  # before the session may open a connection
             self.session_ready.set()
             self._wake.set()
             self._sdk_wanted.wait()
