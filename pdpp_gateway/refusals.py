@@ -3,8 +3,8 @@ door says and does with it.
 
 Contract (standard library only: the stdio door reads it before the SDK has loaded):
 
-- ``REFUSALS[code]`` is a ``Refusal``: the RS-style error ``type``, the HTTP status and
-  JSON-RPC error code of the hosted door, the exit code of the local doors and terminal
+- ``REFUSALS[code]`` is a ``Refusal``: the RS-style error ``type``, the HTTP status of
+  the hosted door (its JSON-RPC code follows from it: ``rpc_codes``), the exit code of the local doors and terminal
   commands, what happened (``message``) and the one thing to do next (``next_step``).
   A code absent from the table is a defect (a ``KeyError``).
 - Text is written here only (a cache or command-line problem adds which file or value
@@ -26,10 +26,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
+from pdpp_gateway import rpc_codes
 from pdpp_gateway.caller import Rejection
-
-CREDENTIAL_REFUSED_RPC: Final = -32001  # JSON-RPC: no usable credential (401, 403)
-UNAVAILABLE_RPC: Final = -32000  # JSON-RPC: try again shortly (503)
 
 
 class ExitCode(IntEnum):
@@ -55,8 +53,12 @@ class Refusal:
     exit_code: ExitCode
     message: str
     next_step: str
-    rpc_code: int = CREDENTIAL_REFUSED_RPC
     retry_after: int | None = None  # seconds, for a refusal that passes by itself
+
+    @property
+    def rpc_code(self) -> int:
+        """The JSON-RPC code of a door that answers this refusal over JSON-RPC (``rpc_codes``)."""
+        return rpc_codes.for_status(self.http_status, caller_fault=rpc_codes.INVALID_REQUEST)
 
 
 _REAPPROVE: Final = "Ask the person to approve a new grant for this app: {connect}."
@@ -127,7 +129,6 @@ REFUSALS: Final[Mapping[str, Refusal]] = {
         ExitCode.UNAVAILABLE,
         "The token could not be checked right now (the authorization server or resource server did not answer).",
         "Retry in a few seconds; nothing was read.",
-        rpc_code=UNAVAILABLE_RPC,
         retry_after=5,
     ),
     # The local credential cache (messages name the file; these give status and exit code).

@@ -16,15 +16,16 @@ failure becomes the same ``ToolError`` a tool call gets (``render.upstream.tool_
 and the JSON-RPC error says it the same way: its ``data`` is that typed envelope, its
 message (at most ``MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the
 next step a tool result would give (``render.errors.next_step``). The JSON-RPC code
-says whose fault it is: only a caller mistake (a malformed or unknown URI, a bad
-segment) is ``-32602`` (invalid params); an RS 404 is ``-32002`` (resource not found) in
-the handshake era and ``-32602`` in the 2026-07-28 era (which retired ``-32002``);
-everything upstream (the RS unreachable, timing out, answering garbage, any other RS
-error, a refused credential) is ``-32603`` (internal error). (An RS 400/409/422, e.g. an
-ambiguous record handle, is the caller's to fix: ``-32602``.) Segments are checked for traversal
+comes from the one status table every door uses (``rpc_codes.for_status``): a caller
+mistake (a malformed or unknown URI, a bad segment, an RS 400/409/422 such as an
+ambiguous record handle) is ``-32602`` (invalid params); an RS 404 is ``-32002`` (resource
+not found) in the handshake era and ``-32602`` in the 2026-07-28 era (which retired
+``-32002``); a credential the RS refuses (401, 403) is ``-32001``; the RS unreachable,
+held back, too slow or answering 503/504 is ``-32000`` (try again shortly); an RS 429 is
+``-32029``; an unusable answer or any other RS error is ``-32603``. Segments are checked for traversal
 before any RS call. Every read error's ``data`` names the ``uri`` it was about (cut past
 ``MAX_URI_ECHO`` characters). ``resources/list`` failing upstream logs one line (no
-traceback) and answers ``-32603`` the same way.
+traceback) and answers with the code of its first failure, by the same table.
 """
 
 from __future__ import annotations
@@ -41,22 +42,22 @@ import orjson
 from mcp.shared.exceptions import MCPError
 
 from middleware import ToolError
+from pdpp_gateway import rpc_codes
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RECORD_URI_PREFIX, check_segment, parse_handle
 from pdpp_gateway.package import for_member, member_context, members_granting
+from pdpp_gateway.refusals import REFUSALS
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.rs.client import rs_path
-from pdpp_gateway.rs.errors import RsError, RsStatusError
+from pdpp_gateway.rs.errors import RsError, RsStatusError, RsTimeoutError, RsUnavailableError
 
 STREAM_PREFIX: Final = "pdpp://stream/"
 BLOB_PREFIX: Final = "pdpp://blob/"
 MAX_BLOB_BYTES: Final = 8 * 1024 * 1024
-RESOURCE_NOT_FOUND: Final = -32002
 MAX_ERROR_MESSAGE: Final = 300
 MAX_STEP_CHARS: Final = 160  # of MAX_ERROR_MESSAGE, kept for the next step
 MAX_URI_ECHO: Final = 1000  # characters of the URI named back in an error's data
-_CALLER_STATUSES: Final = frozenset({400, 409, 422})
 _log = logging.getLogger(__name__)
 
 TEMPLATES: Final = (
@@ -128,7 +129,7 @@ def _naming(error: MCPError, uri: str, *, modern: bool) -> MCPError:
     ``-32602`` (that era retired ``-32002``)."""
     data = dict(error.data) if isinstance(error.data, Mapping) else {}
     data["uri"] = uri if len(uri) <= MAX_URI_ECHO else uri[: MAX_URI_ECHO - 1] + "…"
-    code = types.INVALID_PARAMS if modern and error.code == RESOURCE_NOT_FOUND else error.code
+    code = types.INVALID_PARAMS if modern and error.code == rpc_codes.NOT_FOUND else error.code
     return MCPError(code, error.message, data=data)
 
 
@@ -176,17 +177,18 @@ def protocol_error(error: ToolError | RsError) -> MCPError:
 
 
 def _json_rpc_code(error: ToolError | RsError) -> int:
+    """By the one status table (``rpc_codes``); a caller's mistake is a bad URI (``-32602``)."""
     if isinstance(error, RsStatusError):
-        if error.status == 404:
-            return RESOURCE_NOT_FOUND
-        if error.status in _CALLER_STATUSES:
-            return types.INVALID_PARAMS  # the RS says the URI asked for something wrong or ambiguous
-        return types.INTERNAL_ERROR
+        return rpc_codes.for_status(error.status, caller_fault=rpc_codes.INVALID_PARAMS)
+    if isinstance(error, RsUnavailableError | RsTimeoutError):
+        return rpc_codes.UNAVAILABLE  # unreachable, held back or too slow: try again shortly
     if isinstance(error, RsError):
-        return types.INTERNAL_ERROR  # timeout, unreachable, unusable answer
+        return rpc_codes.INTERNAL_ERROR  # an unusable answer
+    if error.code in REFUSALS:  # a credential refused by its kind on the first read
+        return REFUSALS[error.code].rpc_code
     if error.envelope.get("type") == "invalid_request_error" or error.code == "ambiguous_connection":
-        return types.INVALID_PARAMS  # refused before any RS call: fix the URI
-    return types.INTERNAL_ERROR
+        return rpc_codes.INVALID_PARAMS  # refused before any RS call: fix the URI
+    return rpc_codes.INTERNAL_ERROR
 
 
 def _bounded(text: str, limit: int) -> str:

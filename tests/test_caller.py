@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate, read_bearer
-from pdpp_gateway.hosted.refusals import CREDENTIAL_REFUSED, UNAVAILABLE
 from pdpp_gateway.refusals import REFUSALS, ExitCode, explain, local_connect
+from pdpp_gateway.rpc_codes import CREDENTIAL_REFUSED, INVALID_REQUEST, UNAVAILABLE
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,9 @@ def test_every_refusal_renders_for_every_door_without_leftover_templates() -> No
             assert message, code
             assert step, code
             assert "{" not in message + step, code
-        assert refusal.rpc_code in {CREDENTIAL_REFUSED, UNAVAILABLE}
+        # A refused or uncheckable credential is told apart from a malformed request (two headers).
+        expected = {401: CREDENTIAL_REFUSED, 403: CREDENTIAL_REFUSED, 503: UNAVAILABLE, 400: INVALID_REQUEST}
+        assert refusal.rpc_code == expected[refusal.http_status], code
         assert isinstance(refusal.exit_code, ExitCode)
 
 

@@ -208,7 +208,7 @@ async def test_rs_down_at_start_then_an_unlabelled_owner_token_never_reads(
             assert f"pdpp-gateway connect {url}" in result.content[0].text  # type: ignore[union-attr]
             with pytest.raises(MCPError) as caught:
                 await client.read_resource("pdpp://stream/messages")
-            assert caught.value.code == -32603
+            assert caught.value.code == -32001  # a refused credential, as on every door
             assert caught.value.error.data["code"] == "owner_token_refused"
             probes = board.paths().count("/v1/schema")
             again = await client.call_tool("search", {"query": "invoice"})
@@ -243,7 +243,7 @@ async def test_rs_down_at_start_then_a_client_token_is_verified_once(
             ]
 
 
-# --- resources: upstream faults are internal errors, caller mistakes invalid params ------------
+# --- resources: an unreachable RS is "try again shortly", garbage internal, caller mistakes invalid params
 
 
 def _dead_url() -> str:
@@ -253,7 +253,7 @@ def _dead_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def test_resources_with_the_rs_down_fail_as_internal_errors_without_a_traceback(tmp_path: Path) -> None:
+def test_resources_with_the_rs_down_fail_as_unavailable_without_a_traceback(tmp_path: Path) -> None:
     url = _dead_url()
     cache_root = tmp_path / ".pdpp"
     token = "tok_client_for_a_dead_rs"
@@ -275,9 +275,9 @@ def test_resources_with_the_rs_down_fail_as_internal_errors_without_a_traceback(
     )
     assert done.returncode == 0, done.stderr
     replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
-    assert replies[2]["error"]["code"] == -32603  # the RS is down: not the caller's fault
+    assert replies[2]["error"]["code"] == -32000  # the RS is down: not the caller's fault, try again
     assert replies[2]["error"]["data"]["code"] == "upstream_unavailable"
-    assert replies[3]["error"]["code"] == -32603
+    assert replies[3]["error"]["code"] == -32000
     assert len(replies[3]["error"]["message"]) <= 300
     assert replies[4]["error"]["code"] == -32602  # a bad URI is the caller's to fix
     assert "Traceback" not in done.stderr
@@ -286,7 +286,7 @@ def test_resources_with_the_rs_down_fail_as_internal_errors_without_a_traceback(
     assert token not in done.stderr + done.stdout
 
 
-async def test_resource_reads_report_upstream_faults_as_internal_errors(
+async def test_resource_reads_tell_upstream_faults_from_caller_mistakes(
     tmp_path: Path, shared_sandbox: Any
 ) -> None:
     board = Switchboard(shared_sandbox.url)
@@ -302,11 +302,11 @@ async def test_resource_reads_report_upstream_faults_as_internal_errors(
             board.garbage, board.down = False, True
             with pytest.raises(MCPError) as outage:
                 await client.read_resource("pdpp://record/cin_mail_work%2Fmessages%3Am1")
-            assert outage.value.code == -32603
+            assert outage.value.code == -32000
             assert outage.value.error.data["code"] == "upstream_unavailable"
             with pytest.raises(MCPError) as listing:
                 await client.list_resources()
-            assert listing.value.code == -32603
+            assert listing.value.code == -32000
             with pytest.raises(MCPError) as mistake:
                 await client.read_resource("pdpp://record/not-a-handle")
             assert mistake.value.code == -32602

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, Final
+from typing import Any
 
 import anyio
 import orjson
@@ -35,8 +35,8 @@ from pdpp_gateway.call_result import encode, result_wire
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.fast_start.answers import EarlyCall, EarlyCancel
 from pdpp_gateway.fast_start.wire import Wire
+from pdpp_gateway.rpc_codes import INTERNAL_ERROR
 
-INTERNAL_ERROR: Final = -32603
 _log = logging.getLogger("pdpp_gateway.stdio")
 
 

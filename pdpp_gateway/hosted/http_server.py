@@ -35,7 +35,8 @@ from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
-from pdpp_gateway.hosted.refusals import INVALID_REQUEST, rpc_error_body
+from pdpp_gateway.hosted.refusals import rpc_error_body
+from pdpp_gateway.rpc_codes import INVALID_REQUEST
 
 END_CONNECTION: Final = web.ResponseKey("end_connection", bool)
 REDACTED: Final = "[redacted]"

@@ -36,7 +36,6 @@ from pdpp_gateway.hosted.shared_state import SharedStore
 from pdpp_gateway.settings import HostedSettings
 
 CALLER: Final = web.RequestKey("rate_limit_caller", str)
-RATE_LIMITED: Final = -32029  # JSON-RPC server-defined range: too many requests
 
 
 def caller_key(facts: BearerFacts, token: str) -> str:
@@ -73,7 +72,6 @@ class RateLimits:
                 f"Too many calls from this grant: wait {wait} s before the next call, then pace the calls "
                 "(prefer aggregate over paging and counting, and narrower searches).",
                 origin_of(request),
-                rpc_code=RATE_LIMITED,
                 headers={"Retry-After": str(wait)},
                 retry_after_seconds=wait,
             )

@@ -21,13 +21,14 @@ body is one JSON-RPC 2.0 error object that MCP clients can read::
   oauth-protected-resource/mcp"``. Every refusal names the public ``/icon.svg`` in ``Link``.
 - No refusal ever echoes the bearer it refused, a header or the request line.
 
-Integer codes (``RPC_CODES``, by HTTP status unless a caller names one):
+Integer codes: by HTTP status from the one table (``rpc_codes.for_status``, a caller's
+mistake being ``-32600``) unless a refusing stage names another:
 
 =========  ==========================================================================
 ``-32700``  parse error: the body is not JSON (400)
 ``-32600``  invalid request: method, ``Accept``, ``Content-Type``, ``Content-Encoding``,
-            size, body timeout, Host, malformed HTTP or JSON-RPC envelope (400, 405,
-            406, 408, 413, 415, 421)
+            size, body timeout, Host, two ``Authorization`` headers, malformed HTTP or
+            JSON-RPC envelope (400, 405, 406, 408, 413, 415, 421)
 ``-32602``  invalid params: ``params`` is not an object (400)
 ``-32022``  unsupported ``MCP-Protocol-Version`` (400; ``data.supported`` lists them)
 ``-32001``  refused credential: no/invalid/expired bearer (401), owner or unresolvable
@@ -55,22 +56,10 @@ from aiohttp import web
 from pdpp_gateway.caller import Rejection
 from pdpp_gateway.error_types import error_type_for
 from pdpp_gateway.logs import REQUEST_ID
-from pdpp_gateway.refusals import CREDENTIAL_REFUSED_RPC, REFUSALS, UNAVAILABLE_RPC, explain
+from pdpp_gateway.refusals import REFUSALS, explain
+from pdpp_gateway.rpc_codes import INVALID_REQUEST, for_status
 
 MCP_METADATA_PATH: Final = "/.well-known/oauth-protected-resource/mcp"
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-INVALID_PARAMS: Final = -32602
-CREDENTIAL_REFUSED: Final = CREDENTIAL_REFUSED_RPC
-UNAVAILABLE: Final = UNAVAILABLE_RPC
-INTERNAL_ERROR: Final = -32603
-RPC_CODES: Final = {
-    401: CREDENTIAL_REFUSED,
-    403: CREDENTIAL_REFUSED,
-    500: INTERNAL_ERROR,
-    503: UNAVAILABLE,
-    504: UNAVAILABLE,
-}
 
 
 def grant_route(origin: str) -> str:
@@ -121,7 +110,7 @@ def rpc_error_body(
     if http_request_id:
         members["request_id"] = http_request_id
     error = {
-        "code": rpc_code if rpc_code is not None else RPC_CODES.get(status, INVALID_REQUEST),
+        "code": rpc_code if rpc_code is not None else for_status(status, caller_fault=INVALID_REQUEST),
         "message": message,
         "data": members,
     }

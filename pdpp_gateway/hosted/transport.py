@@ -60,6 +60,7 @@ from pdpp_gateway.hosted.fast_call import FastToolCall, PlainCall
 from pdpp_gateway.hosted.inbound import INBOUND, VERSION_HEADER, Inbound, Request
 from pdpp_gateway.hosted.ops import DRAIN
 from pdpp_gateway.hosted.refusals import refusal
+from pdpp_gateway.rpc_codes import SERVER_RESTARTING
 
 _log = logging.getLogger(__name__)
 
@@ -93,7 +94,6 @@ class _Exchange:
         return None
 
 
-SERVER_RESTARTING: Final = -32003  # JSON-RPC server-defined range: the server stopped the call
 RESTART_RETRY_SECONDS: Final = 2
 MCP_OUTCOME: Final = web.RequestKey("mcp_outcome", str)
 

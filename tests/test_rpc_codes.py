@@ -1,0 +1,56 @@
+"""One status → JSON-RPC code table: the hosted door's refusals and the resource reads agree.
+
+The same HTTP status gets the same code whichever door or operation reports it; only what a
+caller's mistake is called differs (a malformed request on the hosted door, a bad URI on a
+resource read).
+"""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from pdpp_gateway.hosted.refusals import rpc_error_body
+from pdpp_gateway.resources import protocol_error
+from pdpp_gateway.rpc_codes import (
+    CREDENTIAL_REFUSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    NOT_FOUND,
+    RATE_LIMITED,
+    UNAVAILABLE,
+    for_status,
+)
+from pdpp_gateway.rs.errors import RsStatusError, RsTimeoutError, RsUnavailableError, TimeoutPhase
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        (401, CREDENTIAL_REFUSED),
+        (403, CREDENTIAL_REFUSED),
+        (404, NOT_FOUND),
+        (429, RATE_LIMITED),
+        (503, UNAVAILABLE),
+        (504, UNAVAILABLE),
+        (500, INTERNAL_ERROR),
+        (502, INTERNAL_ERROR),
+    ],
+)
+def test_a_status_has_one_code_on_every_door(status: int, code: int) -> None:
+    hosted = orjson.loads(rpc_error_body(status, "x", "what happened"))["error"]["code"]
+    refused = RsStatusError.from_body(status, {"error": {"code": "x", "message": "m"}}, None)
+    assert hosted == protocol_error(refused).code == code
+
+
+@pytest.mark.parametrize("status", [400, 409, 422, 413])
+def test_a_caller_mistake_is_named_by_the_door(status: int) -> None:
+    assert for_status(status, caller_fault=INVALID_REQUEST) == INVALID_REQUEST
+    refused = RsStatusError.from_body(status, {"error": {"code": "x", "message": "m"}}, None)
+    assert protocol_error(refused).code == INVALID_PARAMS  # a resource read: fix the URI
+
+
+def test_an_rs_that_cannot_answer_now_is_try_again_shortly() -> None:
+    assert protocol_error(RsUnavailableError("connection refused")).code == UNAVAILABLE
+    assert protocol_error(RsTimeoutError(TimeoutPhase.READ, 10.0)).code == UNAVAILABLE
