@@ -46,9 +46,12 @@ def problem(code: str, detail: str, provider_url: str = "<provider-url>") -> Cre
     return CredentialError(code, f"{message.removesuffix('.')} ({detail}). {step}")
 
 
-def refused(rejection: Rejection, provider_url: str, *, status: int | None = None) -> CredentialError:
-    """The local doors' form of a rejection: one line saying what and what to do."""
-    message, step = explain(rejection, local_connect(provider_url))
+def refused(
+    rejection: Rejection, provider_url: str, *, status: int | None = None, connect: str | None = None
+) -> CredentialError:
+    """The local doors' form of a rejection: one line saying what and what to do;
+    ``connect`` words the way to a grant when ``local_connect``'s would not do."""
+    message, step = explain(rejection, connect or local_connect(provider_url))
     line = f"{provider_url}: {message} {step}"
     if status is not None:
         return CredentialRejected(rejection.code, line, status)

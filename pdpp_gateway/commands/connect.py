@@ -228,8 +228,8 @@ async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> str | None
     """No owner (or package) token reaches the cache: by the AS's label, then by the RS's
     answer. Returns why the RS could not be asked (the token is then checked before its
     first read), else ``None``."""
-    from pdpp_gateway.caller import BearerFacts
-    from pdpp_gateway.local_verdict import REFUSED_KINDS, CredentialRejected, judge
+    from pdpp_gateway.caller import BearerFacts, Rejection
+    from pdpp_gateway.local_verdict import REFUSED_KINDS, CredentialRejected, judge, refused
     from pdpp_gateway.oauth_flow import ConnectError
     from pdpp_gateway.refusals import ExitCode
     from pdpp_gateway.rs.client import RsClient
@@ -237,11 +237,8 @@ async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> str | None
 
     kind = str(answer.get("pdpp_token_kind", "")).lower()
     if kind == "mcp_package" or answer.get("grant_package_id"):
-        raise ConnectError(
-            "the provider issued a multi-source package token, which only its hosted /mcp accepts; nothing was "
-            f"cached. Ask for one connector's grant: pdpp-gateway connect {provider_url} --connector ID",
-            ExitCode.REFUSED_KIND,
-        )
+        one_source = f"run `pdpp-gateway connect {provider_url} --connector ID` (one source per grant)"
+        raise refused(Rejection("mcp_package_token_refused"), provider_url, connect=one_source)
     if kind in REFUSED_KINDS:
         judge(BearerFacts(kind=kind), provider_url)  # raises the table's refusal
     try:

@@ -205,7 +205,7 @@ async def test_an_owner_token_is_never_cached(sandbox: Any) -> None:
     with pytest.raises(CredentialError) as by_rs:  # unlabelled, but the RS says it is the owner's
         await _refuse_owner(sandbox.url, {"access_token": sandbox.tokens["owner"]})
     assert by_rs.value.exit_code == 77
-    with pytest.raises(ConnectError) as package:  # the reference's answer for its multi-source picker
+    with pytest.raises(CredentialError) as package:  # the reference's answer for its multi-source picker
         await _refuse_owner(
             sandbox.url, {"access_token": sandbox.tokens["package"], "grant_package_id": "gpk_1"}
         )
