@@ -18,7 +18,7 @@ from middleware.fanout import FanOut, Outcome
 from middleware.pipeline import JSONObject, Middleware, Next, ToolCall, ToolResult, compose
 from middleware.rendering import RenderContent, Renderer
 from middleware.token_kinds import RefuseTokenKinds
-from middleware.validation import Check, ValidateArguments
+from middleware.validation import Check, Parser, ValidateArguments
 
 __all__ = [
     "Check",
@@ -27,6 +27,7 @@ __all__ = [
     "Middleware",
     "Next",
     "Outcome",
+    "Parser",
     "PreserveErrors",
     "RefuseTokenKinds",
     "RenderContent",

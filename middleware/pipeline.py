@@ -13,6 +13,11 @@ Contract:
   the caller's identity), typed by ``C``: a pipeline of ``Middleware[C]`` stages is
   checked by mypy end to end, and the stock stages here work for any ``C``. This package
   never imports the gateway.
+- ``ToolCall.parsed`` is the tool's typed view of its arguments, made once by the
+  validation stage from the arguments it accepted (``ValidateArguments(parsers=...)``) and
+  read by every stage below instead of the raw mapping; ``None`` above that stage, or for a
+  tool without a parser. A stage that changes the arguments hands down their new parse
+  with them (``with_arguments(arguments, parsed)``): the two never disagree.
 - A ``ToolResult`` carries ``structured`` (the JSON object for ``structuredContent``)
   and ``text`` (the model-visible ``content[]`` text). A stage that renders text fills
   ``text``; a result that reaches the transport with ``text`` unset is a defect.
@@ -37,9 +42,10 @@ class ToolCall(Generic[C]):
     name: str
     arguments: Mapping[str, Any]
     context: C
+    parsed: object = None  # the tool's typed arguments, once validation accepted them
 
-    def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall[C]:
-        return replace(self, arguments=arguments)
+    def with_arguments(self, arguments: Mapping[str, Any], parsed: object = None) -> ToolCall[C]:
+        return replace(self, arguments=arguments, parsed=parsed)
 
 
 @dataclass(slots=True)

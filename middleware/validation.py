@@ -26,6 +26,11 @@ Contract:
   before any recursive step, so a hostile payload cannot exhaust the stack.
 - Tools with no schema pass through untouched: the server decides what an unknown
   tool name means.
+- ``parsers`` (optional, by tool): once the ladder and the schema accepted the arguments,
+  the tool's parser turns them into its typed, frozen value, handed down as
+  ``call.parsed`` (so a record handle is parsed and a filter encoded here, once, and
+  nowhere below). A parser sees only arguments the schema accepted; it may still refuse
+  them with a ``ToolError`` (a check that needs the parse, such as a record handle's).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
 Check = Callable[[Mapping[str, Any]], ToolError | None]
+Parser = Callable[[Mapping[str, Any]], object]
 MAX_SAFE_INTEGER: Final = 2**53
 MAX_DEPTH: Final = 32
 _MAX_MESSAGE: Final = 300
@@ -94,6 +100,7 @@ class ValidateArguments:
         schemas: Mapping[str, JSONObject],
         checks: Mapping[str, Sequence[Check]] | None = None,
         *,
+        parsers: Mapping[str, Parser] | None = None,
         compile_now: bool = False,
     ) -> None:
         self._schemas = dict(schemas)
@@ -102,12 +109,30 @@ class ValidateArguments:
         self._validators: dict[str, Validator] = {}
         self._fast = {name: fast_accept(schema) for name, schema in schemas.items()}
         self._checks = {name: tuple(ladder) for name, ladder in (checks or {}).items()}
+        self._parsers = dict(parsers or {})
         if compile_now:  # a server that should not pay for it on its event loop, later
             for name in self._schemas:
                 self._validator(name)
 
     def rejection(self, tool: str, arguments: Mapping[str, Any]) -> ToolError | None:
         """The first reason to refuse ``arguments`` for ``tool``, or ``None``."""
+        return self.verdict(tool, arguments)[0]
+
+    def verdict(self, tool: str, arguments: Mapping[str, Any]) -> tuple[ToolError | None, object]:
+        """``(the first reason to refuse, None)``, or ``(None, the tool's parsed arguments)``
+        (``None`` for a tool without a parser)."""
+        error = self._ladder_rejection(tool, arguments)
+        if error is not None:
+            return error, None
+        parser = self._parsers.get(tool)
+        if parser is None:
+            return None, None
+        try:
+            return None, parser(arguments)
+        except ToolError as refused:
+            return refused, None
+
+    def _ladder_rejection(self, tool: str, arguments: Mapping[str, Any]) -> ToolError | None:
         for check in self._checks.get(tool, ()):
             try:
                 error = check(arguments)
@@ -155,10 +180,10 @@ class ValidateArguments:
         return await self._checked(call, whole_numbers(call.arguments), next_)
 
     async def _checked(self, call: ToolCall[C], arguments: JSONObject, next_: Next[C]) -> ToolResult:
-        error = self.rejection(call.name, arguments)
+        error, parsed = self.verdict(call.name, arguments)
         if error is not None:
             raise error
-        return await next_(call.with_arguments(arguments))
+        return await next_(call.with_arguments(arguments, parsed))
 
 
 _SCALARS: Final = frozenset({str, int, bool, type(None)})

@@ -1,7 +1,9 @@
 """Package fan-out: one caller, several child grants (an ``mcp_package`` token, or a local
 package of cached grants), each read with that child's OWN token.
 
-Routing (``plan``), for a context whose ``package`` is non-empty:
+Routing (``plan``), for a context whose ``package`` is non-empty, by the call's parsed
+arguments (``tools.args.Args``: the stream and the connection it names; a record handle
+is parsed once, by validation):
 
 - a ``connection_id`` (argument, or embedded in a record handle) routes to the member
   whose grant lists it (preferring one that grants the stream); none → 404
@@ -38,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from middleware import FanOut, Outcome, ToolError, ToolResult
+from middleware import FanOut, Outcome, Parser, ToolError, ToolResult
 from pdpp_gateway.caller import Caller, TokenKind
 from pdpp_gateway.context import (
     MAX_LISTED_CONNECTIONS,
@@ -47,10 +49,12 @@ from pdpp_gateway.context import (
     PackageMember,
     ambiguous_connection,
 )
-from pdpp_gateway.ids import RecordRef, parse_handle
 from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
 from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
 from pdpp_gateway.render.errors import next_step
+from pdpp_gateway.tools.args import Args, SchemaArgs, SearchArgs
+
+_NOWHERE = Args(stream=None, connection_id=None)  # a tool without parsed arguments names neither
 
 
 class PackageRoute(enum.Enum):
@@ -63,30 +67,32 @@ class PackageRoute(enum.Enum):
 
 
 Routes = Mapping[str, PackageRoute]
+Parsers = Mapping[str, Parser]
 
 
-def fan_out_stage(routes: Routes) -> FanOut[GatewayContext]:
+def fan_out_stage(routes: Routes, parsers: Parsers) -> FanOut[GatewayContext]:
     """The pipeline stage that applies this module's routing and merging to the tools
-    ``routes`` names (by tool name)."""
+    ``routes`` names (by tool name); ``parsers`` parse a member's own arguments where a
+    route gives it other ones (a search's streams narrowed to what the member grants)."""
 
     def continues(call: Call) -> bool:
         return routes.get(call.name) is PackageRoute.SEARCH and is_continuation(call)
 
-    return FanOut(partial(plan, routes=routes), partial(merge, routes=routes), merge_single=continues)
+    return FanOut(
+        partial(plan, routes=routes, parsers=parsers), partial(merge, routes=routes), merge_single=continues
+    )
 
 
-def plan(call: Call, *, routes: Routes) -> Sequence[Call] | None:
+def plan(call: Call, *, routes: Routes, parsers: Parsers) -> Sequence[Call] | None:
     context = call.context
     members = context.package
     if not members:
         return None
     route = routes.get(call.name)
-    args = call.arguments
-    handle = parse_handle(args["id"]) if route is PackageRoute.HANDLE and "id" in args else None
-    stream = _stream_of(call, handle)
-    target = _target_connection(call, handle)
+    where = call.parsed if isinstance(call.parsed, Args) else _NOWHERE
+    stream, target = where.stream, where.connection_id
     if target is not None:
-        if route is PackageRoute.SEARCH and is_package_cursor(args.get("cursor")):
+        if isinstance(where, SearchArgs) and is_package_cursor(where.cursor):
             raise invalid_cursor(
                 "it continues a merged search of several sources; drop connection_id to follow it, "
                 "or drop cursor to page this source alone"
@@ -95,7 +101,12 @@ def plan(call: Call, *, routes: Routes) -> Sequence[Call] | None:
     if len(members) == 1 and not (route is PackageRoute.SEARCH and is_continuation(call)):
         return [_routed(call, members[0])]
     if route is PackageRoute.SEARCH:
-        return search_calls(call, members, _routed)
+        parse = parsers[call.name]
+
+        def member_call(parent: Call, member: PackageMember, given: Mapping[str, Any]) -> Call:
+            return _routed(parent.with_arguments(given, parse(given)), member)
+
+        return search_calls(call, members, member_call)
     if stream is not None and route is not PackageRoute.SCHEMA:
         holders = [m for m in members if _grants_stream(m, stream)]
         if len(holders) == 1:
@@ -104,7 +115,7 @@ def plan(call: Call, *, routes: Routes) -> Sequence[Call] | None:
             raise ambiguous_connection(holders)
     if route is PackageRoute.SCHEMA:
         candidates = [m for m in members if stream is None or _grants_stream(m, stream)]
-        if args.get("detail") == "full" and len(candidates) > 1:
+        if isinstance(where, SchemaArgs) and where.full and len(candidates) > 1:
             raise _ambiguous_schema_detail(candidates, str(stream))
         return [_routed(call, member) for member in candidates]
     return None
@@ -125,20 +136,6 @@ def merge(
 
 
 # --- routing -----------------------------------------------------------------------
-
-
-def _stream_of(call: Call, handle: RecordRef | None) -> str | None:
-    if handle is not None:
-        return handle.stream
-    stream = call.arguments.get("stream")
-    return stream if isinstance(stream, str) else None
-
-
-def _target_connection(call: Call, handle: RecordRef | None) -> str | None:
-    explicit = call.arguments.get("connection_id")
-    if isinstance(explicit, str):
-        return explicit
-    return handle.connection_id if handle is not None else None
 
 
 def _grants_stream(member: PackageMember, stream: str) -> bool:

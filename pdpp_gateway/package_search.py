@@ -52,7 +52,8 @@ DEFAULT_SEARCH_LIMIT: Final = 25
 ORDER: Final = "round_robin_by_child_rank"
 _CURSOR_FAILURES: Final = frozenset({"invalid_cursor", "cursor_expired"})
 
-Route = Callable[[Call, PackageMember], Call]
+# A member's sub-call of ``call`` with the given arguments (parsed again: they differ).
+Route = Callable[[Call, PackageMember, Mapping[str, Any]], Call]
 
 
 def is_continuation(call: Call) -> bool:
@@ -72,7 +73,7 @@ def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> 
         positions = {child.key: child for child in decoded.children}
     elif len(eligible) == 1:
         _, member, narrowed = eligible[0]
-        return [route(call.with_arguments(narrowed), member)]
+        return [route(call, member, narrowed)]
     else:
         raise invalid_cursor(
             "it is one source's cursor, and this search spans several; pass that source's "
@@ -80,7 +81,7 @@ def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> 
         )
     if cursor is None and len(eligible) == 1:
         _, member, narrowed = eligible[0]
-        return [route(call.with_arguments(narrowed), member)]
+        return [route(call, member, narrowed)]
     asked = [(member, narrowed, positions[key]) for key, member, narrowed in eligible if key in positions]
     # Each child's turns on a full page, rounded up; hybrid search cannot page, so its one
     # page asks every child for the whole limit.
@@ -91,7 +92,7 @@ def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> 
         sub_args["limit"] = min(MAX_PAGE_LIMIT, position.skip + share)
         if position.rs_cursor is not None:
             sub_args["cursor"] = position.rs_cursor
-        calls.append(route(call.with_arguments(sub_args), member))
+        calls.append(route(call, member, sub_args))
     return calls
 
 

@@ -4,7 +4,8 @@ Each check takes the raw arguments (any JSON) and returns a typed ``ToolError`` 
 tells the caller what to send instead, or ``None``. They exist where the schema alone
 would give a vague answer (a string ``filter``), where arguments depend on each other
 (``group_by`` XOR ``group_by_time``), and where a value could widen or redirect a read
-(path segments with traversal, two disagreeing connection handles).
+(path segments with traversal). A record handle is parsed, and checked against an explicit
+``connection_id``, once, by the tool's parser after the schema (``tools/args``).
 
 ``check_sizes`` runs first in every ladder: it applies the size caps of the tool's
 input schema (``maxLength``, ``maxItems``, ``maxProperties``) and the filter's own
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from middleware import Check, ToolError, echo, gateway_error
-from pdpp_gateway.ids import parse_handle, resolve_connection, segment_problem
+from pdpp_gateway.ids import segment_problem
 from pdpp_gateway.tools.specs import (
     MAX_FILTER_VALUE_CHARS,
     MAX_NAME_CHARS,
@@ -306,17 +307,6 @@ def check_search_paging(arguments: Mapping[str, Any]) -> ToolError | None:
     return None
 
 
-def check_fetch_id(arguments: Mapping[str, Any]) -> ToolError | None:
-    """The id must parse, and an explicit connection_id must agree with an embedded one."""
-    if "id" not in arguments:
-        return None
-    try:
-        resolve_connection(parse_handle(arguments["id"]), arguments.get("connection_id"))
-    except ToolError as error:
-        return error
-    return None
-
-
 def check_field_window_selectors(arguments: Mapping[str, Any]) -> ToolError | None:
     """One record identity form, and compatible window selectors."""
 
@@ -327,9 +317,6 @@ def check_field_window_selectors(arguments: Mapping[str, Any]) -> ToolError | No
     if "id" in arguments:
         if triple:
             return bad("Pass either id or stream + record_id (with connection_id), not both.", triple[0])
-        error = check_fetch_id(arguments)
-        if error is not None:
-            return error
     elif len(triple) < 2:
         return bad(
             "read_record_field needs id, or stream + record_id (plus connection_id when shared).", "id"
@@ -386,7 +373,6 @@ SEARCH_CHECKS: Final = (
 FETCH_CHECKS: Final = (
     safe_names("connection_id", "expand"),
     check_fields_list,
-    check_fetch_id,
     check_expand_limit,
 )
 READ_RECORD_FIELD_CHECKS: Final = (

@@ -2,7 +2,8 @@
 merged-sources schema read, or a binary field's projected record read after the RS
 refused it as non-text).
 
-Contract: a handler receives a call whose arguments already passed validation. It
+Contract: a handler receives a call whose arguments already passed validation, and reads
+them parsed (``tools.args``: its record handle resolved, its RS query encoded once). It
 issues GETs to the RS ``/v1`` API through the caller's bound client, never anything
 else, and returns a ``ToolResult`` whose ``structured`` is the tool's structured
 output (``text`` is left to the rendering stage). RS failures propagate as the plain
@@ -40,37 +41,24 @@ from typing import Any, Final
 from middleware import ToolResult
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import Call, GatewayContext
-from pdpp_gateway.ids import RecordRef, check_segment, parse_handle, resolve_connection
+from pdpp_gateway.ids import RecordRef
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, RETRIEVAL, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
 from pdpp_gateway.rs.memo import memoised_read
-from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
+from pdpp_gateway.tools.args import (
+    AggregateArgs,
+    FetchArgs,
+    FieldArgs,
+    RecordsArgs,
+    SchemaArgs,
+    SearchArgs,
+    args_of,
+)
 from pdpp_gateway.tools.expand_gate import check_expand
 
 ToolHandler = Callable[[Call], Awaitable[ToolResult]]
 
-_RECORDS_PARAMS: Final = (
-    "limit",
-    "cursor",
-    "order",
-    "sort",
-    "count",
-    "fields",
-    "expand",
-    "changes_since",
-    "connection_id",
-)
-_AGGREGATE_PARAMS: Final = (
-    "metric",
-    "field",
-    "group_by",
-    "group_by_time",
-    "granularity",
-    "time_zone",
-    "limit",
-    "connection_id",
-)
 NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
 _SEARCH_PATHS: Final = {
     "lexical": "/v1/search",
@@ -86,10 +74,9 @@ def _envelope(context: GatewayContext, response: RsResponse, data: Mapping[str, 
 
 
 async def schema(call: Call) -> ToolResult:
-    context, args = call.context, call.arguments
-    stream, connection_id = args.get("stream"), args.get("connection_id")
-    scope: QueryPairs = forward(args, ("stream", "connection_id"))
-    if args.get("detail") == "full":
+    context, args = call.context, args_of(call, SchemaArgs)
+    stream, connection_id, scope = args.stream, args.connection_id, args.scope
+    if args.full:
         response = await context.rs.get_json("/v1/schema", [("detail", "full"), *scope])
         document = schema_view.full_view(schema_view.unwrap_schema(response.body))
         return ToolResult(structured=_envelope(context, response, document))
@@ -108,31 +95,26 @@ async def schema(call: Call) -> ToolResult:
 
 
 async def query_records(call: Call) -> ToolResult:
-    context, args = call.context, call.arguments
-    stream = args["stream"]
-    await check_expand(context.rs, stream, args.get("expand") or (), args.get("connection_id"))
-    query = [
-        *forward(args, _RECORDS_PARAMS),
-        *filter_pairs(args.get("filter")),
-        *expand_limit_pairs(args.get("expand_limit")),
-    ]
-    response = await context.rs.get_json(rs_path("v1", "streams", stream, "records"), query)
+    context, args = call.context, args_of(call, RecordsArgs)
+    stream = args.stream
+    await check_expand(context.rs, stream, args.expand, args.connection_id)
+    response = await context.rs.get_json(rs_path("v1", "streams", stream, "records"), args.query)
     structured = _envelope(context, response, response.body)
-    if not args.get("connection_id") and _page_merges(response.body):
+    if not args.connection_id and _page_merges(response.body):
         _note_merge(structured, await _stream_connections(context, stream))
     return ToolResult(structured=structured)
 
 
 async def aggregate(call: Call) -> ToolResult:
-    context, args = call.context, call.arguments
-    query = [*forward(args, _AGGREGATE_PARAMS), *filter_pairs(args.get("filter"))]
-    path = rs_path("v1", "streams", args["stream"], "aggregate")
-    if args.get("connection_id"):
+    context, args = call.context, args_of(call, AggregateArgs)
+    query = args.query
+    path = rs_path("v1", "streams", args.stream, "aggregate")
+    if args.connection_id:
         response = await context.rs.get_json(path, query)
         return ToolResult(structured=_envelope(context, response, response.body))
     # Without connection_id the RS adds up every connection holding the name, and its answer
     # does not say so: the stream's connections come from the schema, read alongside.
-    sources = asyncio.create_task(_stream_connections(context, args["stream"]))
+    sources = asyncio.create_task(_stream_connections(context, args.stream))
     try:
         response = await context.rs.get_json(path, query)
     except asyncio.CancelledError:
@@ -174,15 +156,11 @@ async def _stream_connections(context: GatewayContext, stream: str) -> list[dict
 
 
 async def search(call: Call) -> ToolResult:
-    context, args = call.context, call.arguments
-    query = [
-        *forward(args, ("query",), rename={"query": "q"}),
-        *forward(args, ("streams", "limit", "cursor", "connection_id")),
-        *filter_pairs(args.get("filter")),
-    ]
-    response = await context.rs.get_json(_SEARCH_PATHS[args.get("mode", "lexical")], query)
+    context, args = call.context, args_of(call, SearchArgs)
+    query = args.query
+    response = await context.rs.get_json(_SEARCH_PATHS[args.mode or "lexical"], query)
     results = documents.search_results(response.body, provider_url=context.provider_url)
-    if not results and "mode" not in args and not args.get("cursor") and not response.body.get("has_more"):
+    if not results and args.mode is None and not args.cursor and not response.body.get("has_more"):
         fallback = await _meaning_mode(context)
         if fallback is not None:
             answered = await context.rs.get_json(_SEARCH_PATHS[fallback], query)
@@ -221,39 +199,28 @@ async def _meaning_mode(context: GatewayContext) -> str | None:
 
 
 async def fetch(call: Call) -> ToolResult:
-    context, args = call.context, call.arguments
-    ref = parse_handle(args["id"])
-    connection_id = resolve_connection(ref, args.get("connection_id"))
-    await check_expand(context.rs, ref.stream, args.get("expand") or (), connection_id)
-    query = [
-        *forward(args, ("fields", "expand")),
-        *expand_limit_pairs(args.get("expand_limit")),
-        *([("connection_id", connection_id)] if connection_id else []),
-    ]
+    context, args = call.context, args_of(call, FetchArgs)
+    ref = args.ref
+    await check_expand(context.rs, ref.stream, args.expand, ref.connection_id)
     response = await context.rs.get_json(
-        rs_path("v1", "streams", ref.stream, "records", ref.record_id), query
+        rs_path("v1", "streams", ref.stream, "records", ref.record_id), args.query
     )
     document = documents.fetch_document(
-        response.body, requested_id=args["id"], ref=ref, provider_url=context.provider_url
+        response.body, requested_id=args.requested_id, ref=ref, provider_url=context.provider_url
     )
     return ToolResult(structured=document)
 
 
 async def read_record_field(call: Call) -> ToolResult:
-    context, args = call.context, call.arguments
-    ref = _field_window_record(args)
-    query = [
-        *([("connection_id", ref.connection_id)] if ref.connection_id else []),
-        ("field", args["field"]),
-        *forward(args, ("offset_chars", "limit_chars", "q", "before_chars", "after_chars")),
-    ]
+    context, args = call.context, args_of(call, FieldArgs)
+    ref = args.ref
     path = rs_path("v1", "streams", ref.stream, "records", ref.record_id, "field-window")
     try:
-        response = await context.rs.get_json(path, query)
+        response = await context.rs.get_json(path, args.query)
     except RsStatusError as error:
         if error.status != 422 or error.code != "field_not_text":
             raise
-        blob = await _blob_field(context, ref, str(args["field"]))
+        blob = await _blob_field(context, ref, args.field)
         if blob is None:
             raise
         return ToolResult(structured=blob)
@@ -272,7 +239,7 @@ async def read_record_field(call: Call) -> ToolResult:
             "stream": ref.stream,
             "record_id": ref.record_id,
         },
-        "field": {"path": field.get("path", args["field"]), "type": field.get("type")},
+        "field": {"path": field.get("path", args.field), "type": field.get("type")},
         "window": dict(window),
         "warnings": list(meta.get("warnings") or []),
         "provider_url": context.provider_url,
@@ -319,32 +286,18 @@ async def _blob_field(context: GatewayContext, ref: RecordRef, field: str) -> di
     }
 
 
-def _field_window_record(args: Mapping[str, Any]) -> RecordRef:
-    if "id" in args:
-        ref = parse_handle(args["id"])
-        connection = resolve_connection(ref, args.get("connection_id"))
-        return RecordRef(stream=ref.stream, record_id=ref.record_id, connection_id=connection)
-    connection_id = args.get("connection_id")
-    return RecordRef(
-        stream=check_segment(args["stream"], "stream", param="stream"),
-        record_id=check_segment(args["record_id"], "record_id", param="record_id"),
-        connection_id=None
-        if connection_id is None
-        else check_segment(connection_id, "connection_id", param="connection_id"),
-    )
-
-
 def shape_schema(call: Call, result: ToolResult) -> ToolResult:
     """The schema tool's wire shape (its record's ``shape``, run above the fan-out): the global
     index bounded (``schema_view.bound_index``; the whole index stays in
     ``annotations["schema_index"]`` so the text can still name every stream), the flag
     legend beside a compact stream view."""
-    if call.arguments.get("detail") == "full":
+    args = args_of(call, SchemaArgs)
+    if args.full:
         return result
     data = result.structured.get("data")
     if not isinstance(data, dict):
         return result
-    if "stream" in call.arguments:
+    if args.stream is not None:
         result.structured["field_capability_legend"] = schema_view.LEGEND
     else:
         result.annotations[schema_view.INDEX_ANNOTATION] = data

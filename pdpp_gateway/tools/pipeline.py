@@ -5,7 +5,8 @@ Order, outermost first:
 1. ``RenderContent``     every result leaves with bounded model-visible text;
 2. ``PreserveErrors``    typed errors become ``isError`` results, envelope intact;
 3. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
-                         reaches the RS;
+                         reaches the RS; then the tool's parser, whose typed value
+                         (``tools/args``) travels down as ``call.parsed``;
 4. ``shape_results``     a tool's successful result leaves in its wire shape (its record's
                          ``shape``: the schema tool bounds the global index, keeping the
                          whole one in ``annotations["schema_index"]`` for its text, and
@@ -70,9 +71,11 @@ def build_pipeline(registry: Registry = REGISTRY, *, ready: bool = False) -> Cal
     stages: list[Stage] = [
         RenderContent(registry.renderers, render_error),
         PreserveErrors(),
-        ValidateArguments(registry.input_schemas, registry.checks, compile_now=ready),
+        ValidateArguments(
+            registry.input_schemas, registry.checks, parsers=registry.parsers, compile_now=ready
+        ),
         shape_results(registry),
-        fan_out_stage(registry.routes),
+        fan_out_stage(registry.routes, registry.parsers),
         upstream_errors,
     ]
     # With tracing on (``tracing.start_tracing``), a span for the call and one for each stage

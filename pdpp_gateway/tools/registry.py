@@ -3,20 +3,22 @@ reads the RS, how its text is written and how a package routes it.
 
 Contract:
 
-- ``Tool(spec, checks, handler, render, route)``: ``spec`` (``tools/specs.ToolSpec``: name,
-  description, input and output schemas, the one line people read), ``checks`` (its
-  ladder; the registry puts the input schema's size caps first), ``handler`` (the RS
+- ``Tool(spec, checks, parse, handler, render, route)``: ``spec`` (``tools/specs.ToolSpec``:
+  name, description, input and output schemas, the one line people read), ``checks`` (its
+  ladder; the registry puts the input schema's size caps first), ``parse`` (the accepted
+  arguments as the tool's typed value, ``tools/args``, made once by validation and read by
+  the fan-out and the handler as ``call.parsed``), ``handler`` (the RS
   reads; the pipeline's terminal), ``render`` (the model-visible text) and ``route`` (how a
   package caller's call reaches its members, ``package.PackageRoute``), and optionally
   ``shape`` (a success's wire shape, applied above the fan-out).
 - ``Registry(tools)`` derives every table a door or stage needs from the records: the
-  names in order, the specs, the input schemas and check ladders
+  names in order, the specs, the input schemas, check ladders and parsers
   (``middleware.ValidateArguments``), the renderers (``RenderContent``), the routes
-  (``package.fan_out_stage``) and ``dispatch`` (the pipeline's terminal). The pipeline
+  with the parsers (``package.fan_out_stage``) and ``dispatch`` (the pipeline's terminal). The pipeline
   (``build_pipeline``), the MCP server (``build_server``) and the hosted door take a
   registry; ``REGISTRY`` is the gateway's six tools.
-- A seventh tool is one record here (its spec, ladder, handler and renderer where they
-  belong); ``tests/tools/test_seventh_tool.py`` registers one in a test registry and sees
+- A seventh tool is one record here (its spec, ladder, parser, handler and renderer where
+  they belong); ``tests/tools/test_seventh_tool.py`` registers one in a test registry and sees
   it listed, validated, routed for a package, rendered and answered on both doors.
 - ``specs.TOOL_NAMES`` stays a plain tuple for the parts that must start without the
   pipeline (the stdio door's early answers, the command line); a test holds it equal to
@@ -29,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from middleware import Check, Renderer, ToolResult
+from middleware import Check, Parser, Renderer, ToolResult
 from pdpp_gateway.context import Call, GatewayContext
 from pdpp_gateway.package import PackageRoute
 from pdpp_gateway.render import (
@@ -40,7 +42,7 @@ from pdpp_gateway.render import (
     render_schema,
     render_search,
 )
-from pdpp_gateway.tools import checks, handlers, specs
+from pdpp_gateway.tools import args, checks, handlers, specs
 from pdpp_gateway.tools.handlers import ToolHandler
 from pdpp_gateway.tools.specs import JSONObject, ToolSpec
 
@@ -51,6 +53,7 @@ Shape = Callable[[Call, ToolResult], ToolResult]
 class Tool:
     spec: ToolSpec
     checks: tuple[Check, ...]
+    parse: Parser
     handler: ToolHandler
     render: Renderer[GatewayContext]
     route: PackageRoute
@@ -75,6 +78,7 @@ class Registry:
         self.checks: Mapping[str, tuple[Check, ...]] = {
             t.name: (checks.check_sizes(t.spec.input_schema), *t.checks) for t in self.tools
         }
+        self.parsers: Mapping[str, Parser] = {t.name: t.parse for t in self.tools}
         self.renderers: Mapping[str, Renderer[GatewayContext]] = {t.name: t.render for t in self.tools}
         self.routes: Mapping[str, PackageRoute] = {t.name: t.route for t in self.tools}
         self.shapers: Mapping[str, Shape] = {t.name: t.shape for t in self.tools if t.shape is not None}
@@ -89,6 +93,7 @@ REGISTRY: Final = Registry(
         Tool(
             specs.SCHEMA,
             checks.SCHEMA_CHECKS,
+            args.parse_schema,
             handlers.schema,
             render_schema,
             PackageRoute.SCHEMA,
@@ -97,6 +102,7 @@ REGISTRY: Final = Registry(
         Tool(
             specs.QUERY_RECORDS,
             checks.QUERY_RECORDS_CHECKS,
+            args.parse_query_records,
             handlers.query_records,
             render_records,
             PackageRoute.STREAM,
@@ -104,15 +110,31 @@ REGISTRY: Final = Registry(
         Tool(
             specs.AGGREGATE,
             checks.AGGREGATE_CHECKS,
+            args.parse_aggregate,
             handlers.aggregate,
             render_aggregate,
             PackageRoute.STREAM,
         ),
-        Tool(specs.SEARCH, checks.SEARCH_CHECKS, handlers.search, render_search, PackageRoute.SEARCH),
-        Tool(specs.FETCH, checks.FETCH_CHECKS, handlers.fetch, render_fetch, PackageRoute.HANDLE),
+        Tool(
+            specs.SEARCH,
+            checks.SEARCH_CHECKS,
+            args.parse_search,
+            handlers.search,
+            render_search,
+            PackageRoute.SEARCH,
+        ),
+        Tool(
+            specs.FETCH,
+            checks.FETCH_CHECKS,
+            args.parse_fetch,
+            handlers.fetch,
+            render_fetch,
+            PackageRoute.HANDLE,
+        ),
         Tool(
             specs.READ_RECORD_FIELD,
             checks.READ_RECORD_FIELD_CHECKS,
+            args.parse_read_record_field,
             handlers.read_record_field,
             render_field_window,
             PackageRoute.HANDLE,

@@ -21,6 +21,7 @@ PUBLIC = {
     "Middleware",
     "Next",
     "Outcome",
+    "Parser",
     "PreserveErrors",
     "RefuseTokenKinds",
     "RenderContent",

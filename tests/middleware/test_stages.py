@@ -179,6 +179,34 @@ async def test_arguments_nested_too_deep_are_refused_before_any_recursion() -> N
     assert result.structured["seen"] == {"filter": {"a": {"b": [1, 2]}}}
 
 
+async def test_the_parser_runs_once_after_the_schema_and_its_value_travels_down() -> None:
+    parsed_from: list[Mapping[str, Any]] = []
+
+    def parse_span(arguments: Mapping[str, Any]) -> tuple[int, int]:
+        parsed_from.append(arguments)
+        start, _, end = str(arguments["span"]).partition("-")
+        if not end:
+            raise gateway_error("invalid_span", "span must read START-END", param="span")
+        return int(start), int(end)
+
+    schema = {"type": "object", "properties": {"span": {"type": "string"}}, "required": ["span"]}
+    stage = ValidateArguments({"t": schema}, parsers={"t": parse_span})
+
+    async def seen(call: ToolCall) -> ToolResult:
+        return ToolResult(structured={"parsed": call.parsed})
+
+    result = await stage(ToolCall("t", {"span": "3-9"}, None), seen)
+    assert result.structured["parsed"] == (3, 9)
+    assert parsed_from == [{"span": "3-9"}]  # once
+    with pytest.raises(ToolError) as refused:  # the schema first: the parser never sees a number
+        await stage(ToolCall("t", {"span": 5}, None), seen)
+    assert refused.value.envelope["code"] == "invalid_arguments"
+    assert len(parsed_from) == 1
+    with pytest.raises(ToolError) as unparsable:  # then the parser's own refusal
+        await stage(ToolCall("t", {"span": "7"}, None), seen)
+    assert unparsable.value.envelope["code"] == "invalid_span"
+
+
 def test_jsonschema_loads_on_the_first_refusal_not_when_the_pipeline_is_built() -> None:
     """Valid calls never need it (jsonschema-rs says yes), so a start-up does not wait for it;
     the first refusal still gets jsonschema's wording."""

@@ -14,7 +14,7 @@ from middleware import ToolCall, ToolError, ToolResult, ValidateArguments
 from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward, scalar
 from pdpp_gateway.tools.registry import REGISTRY
 
-VALIDATE = ValidateArguments(REGISTRY.input_schemas, REGISTRY.checks)
+VALIDATE = ValidateArguments(REGISTRY.input_schemas, REGISTRY.checks, parsers=REGISTRY.parsers)
 
 BAD = [
     # typed filters (spec 000): strings of every shape, empty objects, bracket keys

@@ -1,4 +1,4 @@
-"""A seventh tool is one record in a registry: listed, validated, routed for a package,
+"""A seventh tool is one record in a registry: listed, validated and parsed, routed for a package,
 rendered and answered on both doors, with nothing else edited.
 
 ``count_records`` counts a stream's records (one RS aggregate read). It is registered in a
@@ -9,6 +9,8 @@ same ``build_server`` the stdio door runs), against the sandbox RS.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -22,7 +24,9 @@ from pdpp_gateway.package import PackageRoute
 from pdpp_gateway.rs.client import RsClient, rs_path
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.server import build_server
+from pdpp_gateway.tools.args import Args, args_of
 from pdpp_gateway.tools.checks import safe_names
+from pdpp_gateway.tools.encoding import QueryPairs
 from pdpp_gateway.tools.pipeline import build_pipeline
 from pdpp_gateway.tools.registry import REGISTRY, Registry, Tool
 from pdpp_gateway.tools.specs import TOOL_NAMES, ToolSpec
@@ -45,13 +49,21 @@ COUNT_SPEC = ToolSpec(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class CountArgs(Args):
+    stream: str
+    query: QueryPairs
+
+
+def parse_count(arguments: Mapping[str, Any]) -> CountArgs:
+    connection_id = arguments.get("connection_id")
+    query = [("metric", "count"), *([("connection_id", connection_id)] if connection_id else [])]
+    return CountArgs(stream=arguments["stream"], connection_id=connection_id, query=query)
+
+
 async def count_records(call: Call) -> ToolResult:
-    args = call.arguments
-    query = [
-        ("metric", "count"),
-        *([("connection_id", args["connection_id"])] if "connection_id" in args else []),
-    ]
-    response = await call.context.rs.get_json(rs_path("v1", "streams", args["stream"], "aggregate"), query)
+    args = args_of(call, CountArgs)
+    response = await call.context.rs.get_json(rs_path("v1", "streams", args.stream, "aggregate"), args.query)
     return ToolResult({"data": response.body})
 
 
@@ -61,7 +73,12 @@ def render_count(call: Call, result: ToolResult) -> str:
 
 
 COUNT = Tool(
-    COUNT_SPEC, (safe_names("stream", "connection_id"),), count_records, render_count, PackageRoute.STREAM
+    COUNT_SPEC,
+    (safe_names("stream", "connection_id"),),
+    parse_count,
+    count_records,
+    render_count,
+    PackageRoute.STREAM,
 )
 SEVEN = Registry([*REGISTRY.tools, COUNT])
 

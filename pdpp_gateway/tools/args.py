@@ -1,0 +1,196 @@
+"""Each tool's arguments, parsed once: typed, frozen values made by the validation stage.
+
+Contract: ``parse_<tool>(arguments)`` runs after the tool's check ladder and its JSON
+Schema accepted ``arguments`` (``middleware.ValidateArguments(parsers=...)``), so it sees
+only well-typed values; it parses what needs parsing (a record handle, checked against an
+explicit ``connection_id``: ``invalid_id`` or ``connection_mismatch`` if not) and encodes
+the RS query once (``tools.encoding``: filters, expansions, projections). The value travels
+as ``call.parsed``; the stages below read it (``args_of``) instead of the raw mapping:
+
+- ``Args.stream`` and ``Args.connection_id`` are where a call reads: the stream it names
+  (a handle's own for a record), and the connection it names (explicit, else embedded in
+  the handle). The package fan-out routes by them (``package.plan``).
+- The handlers take the rest (``tools.handlers``): the RS path's segments and the query.
+
+The raw arguments stay on the call for what echoes them back (the text's follow-up calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from middleware import ToolCall
+from pdpp_gateway.ids import RecordRef, parse_handle, resolve_connection
+from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
+
+RECORDS_PARAMS: Final = (
+    "limit",
+    "cursor",
+    "order",
+    "sort",
+    "count",
+    "fields",
+    "expand",
+    "changes_since",
+    "connection_id",
+)
+AGGREGATE_PARAMS: Final = (
+    "metric",
+    "field",
+    "group_by",
+    "group_by_time",
+    "granularity",
+    "time_zone",
+    "limit",
+    "connection_id",
+)
+WINDOW_PARAMS: Final = ("offset_chars", "limit_chars", "q", "before_chars", "after_chars")
+
+
+@dataclass(frozen=True, slots=True)
+class Args:
+    """Where a call reads: the stream it names and the connection it names, if any."""
+
+    stream: str | None
+    connection_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaArgs(Args):
+    full: bool  # detail: "full" (one stream's whole schema)
+    scope: QueryPairs  # stream and connection_id, as the RS takes them
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsArgs(Args):
+    stream: str
+    expand: tuple[str, ...]
+    query: QueryPairs
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateArgs(Args):
+    stream: str
+    query: QueryPairs
+
+
+@dataclass(frozen=True, slots=True)
+class SearchArgs(Args):
+    mode: str | None  # None: not pinned (lexical, with a meaning-based retry on no hits)
+    cursor: str | None
+    query: QueryPairs
+
+
+@dataclass(frozen=True, slots=True)
+class FetchArgs(Args):
+    stream: str
+    ref: RecordRef  # its connection resolved (explicit, else embedded)
+    requested_id: str  # the id as the caller wrote it
+    expand: tuple[str, ...]
+    query: QueryPairs
+
+
+@dataclass(frozen=True, slots=True)
+class FieldArgs(Args):
+    stream: str
+    ref: RecordRef
+    field: str
+    query: QueryPairs
+
+
+A = TypeVar("A", bound=Args)
+
+
+def args_of(call: ToolCall[Any], kind: type[A]) -> A:
+    """``call``'s parsed arguments, of the tool's own kind (anything else is a defect)."""
+    parsed = call.parsed
+    if not isinstance(parsed, kind):
+        raise TypeError(f"{call.name} arrived without its parsed arguments ({kind.__name__})")
+    return parsed
+
+
+def parse_schema(arguments: Mapping[str, Any]) -> SchemaArgs:
+    return SchemaArgs(
+        stream=arguments.get("stream"),
+        connection_id=arguments.get("connection_id"),
+        full=arguments.get("detail") == "full",
+        scope=forward(arguments, ("stream", "connection_id")),
+    )
+
+
+def parse_query_records(arguments: Mapping[str, Any]) -> RecordsArgs:
+    return RecordsArgs(
+        stream=arguments["stream"],
+        connection_id=arguments.get("connection_id"),
+        expand=tuple(arguments.get("expand") or ()),
+        query=[
+            *forward(arguments, RECORDS_PARAMS),
+            *filter_pairs(arguments.get("filter")),
+            *expand_limit_pairs(arguments.get("expand_limit")),
+        ],
+    )
+
+
+def parse_aggregate(arguments: Mapping[str, Any]) -> AggregateArgs:
+    return AggregateArgs(
+        stream=arguments["stream"],
+        connection_id=arguments.get("connection_id"),
+        query=[*forward(arguments, AGGREGATE_PARAMS), *filter_pairs(arguments.get("filter"))],
+    )
+
+
+def parse_search(arguments: Mapping[str, Any]) -> SearchArgs:
+    return SearchArgs(
+        stream=None,
+        connection_id=arguments.get("connection_id"),
+        mode=arguments.get("mode"),
+        cursor=arguments.get("cursor"),
+        query=[
+            *forward(arguments, ("query",), rename={"query": "q"}),
+            *forward(arguments, ("streams", "limit", "cursor", "connection_id")),
+            *filter_pairs(arguments.get("filter")),
+        ],
+    )
+
+
+def parse_fetch(arguments: Mapping[str, Any]) -> FetchArgs:
+    ref = _resolved(arguments)
+    return FetchArgs(
+        stream=ref.stream,
+        connection_id=ref.connection_id,
+        ref=ref,
+        requested_id=arguments["id"],
+        expand=tuple(arguments.get("expand") or ()),
+        query=[
+            *forward(arguments, ("fields", "expand")),
+            *expand_limit_pairs(arguments.get("expand_limit")),
+            *([("connection_id", ref.connection_id)] if ref.connection_id else []),
+        ],
+    )
+
+
+def parse_read_record_field(arguments: Mapping[str, Any]) -> FieldArgs:
+    if "id" in arguments:
+        ref = _resolved(arguments)
+    else:  # stream + record_id, each a safe segment (the ladder checked them)
+        ref = RecordRef(arguments["stream"], arguments["record_id"], arguments.get("connection_id"))
+    return FieldArgs(
+        stream=ref.stream,
+        connection_id=ref.connection_id,
+        ref=ref,
+        field=arguments["field"],
+        query=[
+            *([("connection_id", ref.connection_id)] if ref.connection_id else []),
+            ("field", arguments["field"]),
+            *forward(arguments, WINDOW_PARAMS),
+        ],
+    )
+
+
+def _resolved(arguments: Mapping[str, Any]) -> RecordRef:
+    """The handle ``id``, its connection resolved against an explicit ``connection_id``."""
+    ref = parse_handle(arguments["id"])
+    connection = resolve_connection(ref, arguments.get("connection_id"))
+    return RecordRef(stream=ref.stream, record_id=ref.record_id, connection_id=connection)
