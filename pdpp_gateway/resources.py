@@ -7,57 +7,64 @@ Contract:
   ``handle`` is any record handle form (see ``ids``), percent-encoded.
 - ``pdpp://blob/{connection_id}/{blob_id}`` and ``pdpp://blob/{blob_id}``
                                        → ``GET /v1/blobs/{id}[?connection_id]`` (bytes, base64),
-  refused with a clear error past ``MAX_BLOB_BYTES`` rather than silently cut.
+  refused with a clear error past ``resource_reads.MAX_BLOB_BYTES`` rather than silently cut.
 - ``resources/list`` lists one ``pdpp://stream/`` resource per granted stream name
   (``GET /v1/streams``), so stream listing stays reachable without a tool.
 
-Every read uses the caller's bound client (same grant token as the tools). An RS
-failure becomes the same ``ToolError`` a tool call gets (``render.upstream.tool_error``),
-and the JSON-RPC error says it the same way: its ``data`` is that typed envelope, its
-message (at most ``MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the
-next step a tool result would give (``render.errors.next_step``). The JSON-RPC code
-comes from the one status table every door uses (``rpc_codes.for_status``): a caller
-mistake (a malformed or unknown URI, a bad segment, an RS 400/409/422 such as an
-ambiguous record handle) is ``-32602`` (invalid params); an RS 404 is ``-32002`` (resource
-not found) in the handshake era and ``-32602`` in the 2026-07-28 era (which retired
-``-32002``); a credential the RS refuses (401, 403) is ``-32001``; the RS unreachable,
-held back, too slow or answering 503/504 is ``-32000`` (try again shortly); an RS 429 is
-``-32029``; an unusable answer or any other RS error is ``-32603``. Segments are checked for traversal
-before any RS call. Every read error's ``data`` names the ``uri`` it was about (cut past
-``MAX_URI_ECHO`` characters). ``resources/list`` failing upstream logs one line (no
-traceback) and answers with the code of its first failure, by the same table.
+Each read runs through the resource pipeline (``resource_reads``: the URI parsed once,
+routed for a package like a tool call, its RS failure worded by the tool pipeline's
+``upstream_errors``), with the caller's bound client (same grant token as the tools).
+This module puts the answer on the wire. A refusal's JSON-RPC error says it the way a
+tool result would: its ``data`` is the typed envelope, its message (at most
+``MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the next step
+(``render.errors.next_step``). The JSON-RPC code comes from the one status table every
+door uses (``rpc_codes.for_status``): a caller mistake (a malformed or unknown URI, a bad
+segment, an RS 400/409/422 such as an ambiguous record handle) is ``-32602`` (invalid
+params); an RS 404 (or a connection the package does not hold) is ``-32002`` (resource not
+found) in the handshake era and ``-32602`` in the 2026-07-28 era (which retired
+``-32002``); a credential refused (by the RS, or by its kind) is ``-32001``; the RS
+unreachable, held back, too slow or answering 503/504 is ``-32000`` (try again shortly);
+an RS 429 is ``-32029``; an unusable answer or any other RS error is ``-32603``. Every
+read error's ``data`` names the ``uri`` it was about (cut past ``MAX_URI_ECHO``
+characters). ``resources/list`` failing upstream logs one line (no traceback) and
+answers with the code of its first failure, by the same table; a package's list that
+some members answered lists theirs.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import unquote
 
 import mcp.types as types
 import orjson
 from mcp.shared.exceptions import MCPError
 
-from middleware import ToolError
+from middleware import ToolCall, ToolError
 from pdpp_gateway import rpc_codes
 from pdpp_gateway.context import GatewayContext
-from pdpp_gateway.ids import RECORD_URI_PREFIX, check_segment, parse_handle
-from pdpp_gateway.package import for_member, member_context, members_granting
 from pdpp_gateway.refusals import REFUSALS
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.render.upstream import tool_error
-from pdpp_gateway.rs.client import rs_path
-from pdpp_gateway.rs.errors import RsError, RsStatusError, RsTimeoutError, RsUnavailableError
+from pdpp_gateway.resource_reads import (
+    BLOB,
+    BODIES,
+    FAILED,
+    LIST,
+    PIPELINE,
+    STREAM_PREFIX,
+    kind_of,
+    unknown_uri,
+)
+from pdpp_gateway.rs.client import RsBlob
+from pdpp_gateway.rs.errors import RsError
 
-STREAM_PREFIX: Final = "pdpp://stream/"
-BLOB_PREFIX: Final = "pdpp://blob/"
-MAX_BLOB_BYTES: Final = 8 * 1024 * 1024
 MAX_ERROR_MESSAGE: Final = 300
 MAX_STEP_CHARS: Final = 160  # of MAX_ERROR_MESSAGE, kept for the next step
 MAX_URI_ECHO: Final = 1000  # characters of the URI named back in an error's data
+_TRY_AGAIN: Final = frozenset({"upstream_unavailable", "upstream_timeout"})
 _log = logging.getLogger(__name__)
 
 TEMPLATES: Final = (
@@ -84,20 +91,17 @@ TEMPLATES: Final = (
 
 async def list_stream_resources(context: GatewayContext) -> list[types.Resource]:
     """One resource per granted stream name, with its sources in the description."""
-    rows: list[Any] = []
-    failures: list[ToolError | RsError] = []
-    readers = _every_member(context, None)
-    answers = await asyncio.gather(*(_forward(r, "/v1/streams", []) for r in readers), return_exceptions=True)
-    for answer in answers:
-        if isinstance(answer, ToolError | RsError):
-            failures.append(answer)
-        elif isinstance(answer, BaseException):
-            raise answer
-        else:
-            rows.extend(answer.get("data") or ())
-    if failures:
-        refusal = protocol_error(failures[0])
-        _log.warning("resources/list failed for %d source(s): %s", len(failures), refusal.error.message)
+    try:
+        result = await PIPELINE(ToolCall(LIST, {}, context))
+    except ToolError as error:
+        failed: list[ToolError] = [error]
+        bodies: list[Any] = []
+    else:
+        failed, bodies = result.annotations.get(FAILED) or [], result.structured[BODIES]
+    rows = [row for body in bodies for row in body.get("data") or ()]
+    if failed:
+        refusal = protocol_error(failed[0])
+        _log.warning("resources/list failed for %d source(s): %s", len(failed), refusal.error.message)
         if not rows:
             raise refusal from None
     sources: dict[str, list[str]] = {}
@@ -118,10 +122,20 @@ async def list_stream_resources(context: GatewayContext) -> list[types.Resource]
 
 async def read(context: GatewayContext, uri: str, *, modern: bool = False) -> types.ReadResourceResult:
     """Read one ``pdpp://`` resource with the caller's grant; ``modern``: the 2026-07-28 era."""
+    kind = kind_of(uri)
     try:
-        return await _read(context, uri)
-    except MCPError as error:
-        raise _naming(error, uri, modern=modern) from None
+        if kind is None:
+            raise unknown_uri(uri)
+        result = await PIPELINE(ToolCall(kind, {"uri": uri}, context))
+    except ToolError as error:
+        raise _naming(protocol_error(error), uri, modern=modern) from None
+    blob = result.annotations.get(BLOB)
+    if isinstance(blob, RsBlob):
+        contents = types.BlobResourceContents(
+            uri=uri, mime_type=blob.content_type, blob=base64.b64encode(blob.data).decode("ascii")
+        )
+        return types.ReadResourceResult(contents=[contents])
+    return _json(uri, *result.structured[BODIES])
 
 
 def _naming(error: MCPError, uri: str, *, modern: bool) -> MCPError:
@@ -133,39 +147,8 @@ def _naming(error: MCPError, uri: str, *, modern: bool) -> MCPError:
     return MCPError(code, error.message, data=data)
 
 
-async def _read(context: GatewayContext, uri: str) -> types.ReadResourceResult:
-    try:
-        if uri.startswith(STREAM_PREFIX):
-            name = check_segment(unquote(uri[len(STREAM_PREFIX) :]), "stream name", param="uri")
-            path = rs_path("v1", "streams", name)
-            readers = _every_member(context, name)
-            answers = await asyncio.gather(*(_forward(r, path, []) for r in readers), return_exceptions=True)
-            failed = next((a for a in answers if isinstance(a, BaseException)), None)
-            if failed is not None:
-                raise failed
-            return _json(uri, *(a for a in answers if not isinstance(a, BaseException)))
-        if uri.startswith(RECORD_URI_PREFIX):
-            ref = parse_handle(uri, param="uri")
-            query = [("connection_id", ref.connection_id)] if ref.connection_id else []
-            reader = member_context(context, ref.connection_id, ref.stream)
-            body = await _forward(
-                reader, rs_path("v1", "streams", ref.stream, "records", ref.record_id), query
-            )
-            return _json(uri, body)
-        if uri.startswith(BLOB_PREFIX):
-            return await _read_blob(context, uri)
-    except (ToolError, RsError) as error:
-        raise protocol_error(error) from None
-    raise MCPError(
-        types.INVALID_PARAMS,
-        f"Unknown resource URI {uri[:200]!r}; readable: pdpp://stream/{{name}}, pdpp://record/{{handle}}, "
-        "pdpp://blob/{connection_id}/{blob_id}.",
-    )
-
-
 def protocol_error(error: ToolError | RsError) -> MCPError:
-    """The JSON-RPC error for a failed resource operation: caller mistakes only are -32602."""
-    code = _json_rpc_code(error)
+    """The JSON-RPC error for a failed resource operation (see the module contract)."""
     typed = tool_error(error) if isinstance(error, RsError) else error
     param = typed.envelope.get("param")
     step = next_step(
@@ -173,64 +156,26 @@ def protocol_error(error: ToolError | RsError) -> MCPError:
     )
     step = _bounded(step, MAX_STEP_CHARS) if step else ""
     said = _bounded(f"{typed.code}: {typed.envelope.get('message', '')}", MAX_ERROR_MESSAGE - len(step) - 1)
-    return MCPError(code, f"{said} {step}" if step else said, data=typed.envelope)
+    return MCPError(_json_rpc_code(typed), f"{said} {step}" if step else said, data=typed.envelope)
 
 
-def _json_rpc_code(error: ToolError | RsError) -> int:
+def _json_rpc_code(error: ToolError) -> int:
     """By the one status table (``rpc_codes``); a caller's mistake is a bad URI (``-32602``)."""
-    if isinstance(error, RsStatusError):
-        return rpc_codes.for_status(error.status, caller_fault=rpc_codes.INVALID_PARAMS)
-    if isinstance(error, RsUnavailableError | RsTimeoutError):
-        return rpc_codes.UNAVAILABLE  # unreachable, held back or too slow: try again shortly
-    if isinstance(error, RsError):
-        return rpc_codes.INTERNAL_ERROR  # an unusable answer
-    if error.code in REFUSALS:  # a credential refused by its kind on the first read
+    if error.code in REFUSALS:  # a credential refused, by the RS or by its kind
         return REFUSALS[error.code].rpc_code
+    if error.code in _TRY_AGAIN:
+        return rpc_codes.UNAVAILABLE  # unreachable, held back or too slow: try again shortly
+    status = error.extra.get("http_status")
+    if isinstance(status, int):  # the RS's own answer, or a package connection not found
+        return rpc_codes.for_status(status, caller_fault=rpc_codes.INVALID_PARAMS)
     if error.envelope.get("type") == "invalid_request_error" or error.code == "ambiguous_connection":
         return rpc_codes.INVALID_PARAMS  # refused before any RS call: fix the URI
-    return rpc_codes.INTERNAL_ERROR
+    return rpc_codes.INTERNAL_ERROR  # an unusable answer
 
 
 def _bounded(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-async def _read_blob(context: GatewayContext, uri: str) -> types.ReadResourceResult:
-    parts = uri[len(BLOB_PREFIX) :].split("/")
-    if len(parts) not in (1, 2):
-        raise MCPError(types.INVALID_PARAMS, "Blob URI must be pdpp://blob/{connection_id}/{blob_id}.")
-    segments = [check_segment(unquote(part), "blob URI segment", param="uri") for part in parts]
-    blob_id = segments[-1]
-    connection_id = segments[0] if len(segments) == 2 else None
-    query = [("connection_id", connection_id)] if connection_id else []
-    blob = await member_context(context, connection_id, None).rs.get_bytes(
-        rs_path("v1", "blobs", blob_id), query, max_bytes=MAX_BLOB_BYTES
-    )
-    if blob.truncated:
-        size = f"{blob.total_bytes} bytes" if blob.total_bytes is not None else "too large"
-        raise MCPError(
-            types.INVALID_PARAMS,
-            f"Blob {blob_id} is {size}; resource reads stop at {MAX_BLOB_BYTES} bytes. "
-            "Use its record's metadata (mime type, size) instead.",
-        )
-    contents = types.BlobResourceContents(
-        uri=uri, mime_type=blob.content_type, blob=base64.b64encode(blob.data).decode("ascii")
-    )
-    return types.ReadResourceResult(contents=[contents])
-
-
-async def _forward(context: GatewayContext, path: str, query: list[tuple[str, str]]) -> dict[str, Any]:
-    response = await context.rs.get_json(path, query)
-    return response.body
-
-
-def _every_member(context: GatewayContext, stream: str | None) -> list[GatewayContext]:
-    """The contexts a stream-wide read asks: the caller's own, or each package member
-    granting ``stream`` (all of them when none does, so the RS words the refusal)."""
-    if not context.package:
-        return [context]
-    return [for_member(context, member) for member in members_granting(context, stream) or context.package]
 
 
 def _json(uri: str, *bodies: Mapping[str, Any]) -> types.ReadResourceResult:

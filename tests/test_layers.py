@@ -23,7 +23,10 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         ),
     ),
     ("reading the RS", frozenset({"rs", "context", "local_verdict"})),
-    ("tools", frozenset({"tools", "render", "package", "package_cursor", "package_search"})),
+    (
+        "tools",
+        frozenset({"tools", "render", "package", "package_cursor", "package_search", "resource_reads"}),
+    ),
     ("protocol", frozenset({"server", "resources"})),
     (
         "local grants",

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
 
+import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from pdpp_gateway.credentials import write_credential
 from tests.conftest import run_cli, stdio_params
@@ -270,3 +272,19 @@ async def test_resources_read_from_the_member_their_uri_names(sandbox_factory: A
     assert json.loads(stream.contents[0].text)["name"] == "threads"  # type: ignore[union-attr]
     assert [call.path for call in mail.calls] == ["/v1/streams/threads"]
     assert tokens_seen(mail) == {"client_work_mail"}
+
+
+async def test_package_resource_reads_route_and_refuse_like_tool_calls(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    async with package_gateway(sandbox_factory, tmp_path / ".pdpp") as (client, mail, chat):
+        with pytest.raises(MCPError) as unknown:
+            await client.read_resource("pdpp://record/" + quote("cin_nope/messages:m1", safe=""))
+        assert mail.calls == chat.calls == []  # refused from membership alone
+        both = await client.read_resource("pdpp://stream/messages")
+    assert unknown.value.error.code == -32002  # a connection this package does not hold: not found
+    assert unknown.value.error.data["code"] == "connection_not_found"
+    assert unknown.value.error.message.startswith("connection_not_found: ")
+    # both grants hold a messages stream: one content each, in member order, each with its own token
+    assert [json.loads(c.text)["name"] for c in both.contents] == ["messages", "messages"]  # type: ignore[union-attr]
+    assert (tokens_seen(mail), tokens_seen(chat)) == ({"client_work_mail"}, {"client_chat"})

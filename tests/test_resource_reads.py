@@ -1,0 +1,42 @@
+"""Resource reads through their pipeline, in process against the sandbox RS: a blob past the
+cap is refused with its size, never cut; an unknown URI is the caller's to fix."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from pdpp_gateway import resource_reads
+from pdpp_gateway.credentials import load_credentials, write_credential
+from pdpp_gateway.local_package import MemberStart
+from pdpp_gateway.local_readers import caller_context
+from pdpp_gateway.resources import read
+
+BLOB = "pdpp://blob/cin_mail_work/blob_receipt_png"
+
+
+async def test_a_blob_past_the_cap_is_refused_with_its_size(
+    shared_sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_credential(tmp_path, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
+    members = [MemberStart(c.provider_url, c) for c in load_credentials(shared_sandbox.url, tmp_path)]
+    async with contextlib.AsyncExitStack() as stack:
+        context = await caller_context(stack, members, tmp_path)
+        whole = await read(context, BLOB)
+        size = len(whole.contents[0].blob) * 3 // 4  # base64: about 4 characters per 3 bytes
+        monkeypatch.setattr(resource_reads, "MAX_BLOB_BYTES", 16)
+        with pytest.raises(MCPError) as capped:
+            await read(context, BLOB)
+        with pytest.raises(MCPError) as unknown:
+            await read(context, "pdpp://folder/x")
+    assert size > 16
+    assert capped.value.error.code == -32602
+    assert capped.value.error.data["code"] == "blob_too_large"
+    assert "resource reads stop at 16 bytes" in capped.value.error.message
+    assert capped.value.error.data["uri"] == BLOB
+    assert unknown.value.error.code == -32602
+    assert "readable: pdpp://stream/{name}" in unknown.value.error.message
