@@ -14,10 +14,12 @@ Contract:
   caller could not send back.
 - ``fingerprint`` binds a cursor to the search it continues (query, mode, streams, filter;
   not ``limit``, which may change between pages).
-- ``decode`` accepts only what ``encode`` produces for the same search and package:
-  anything garbled, forged, of another version, for another search or naming a child the
-  package no longer has is a typed 400 ``invalid_cursor`` refusal telling the caller to
-  send ``next_cursor`` exactly as returned, or to start over without ``cursor``.
+- ``decode`` (run once per call, by the search's parser: ``tools.args``) accepts only what
+  ``encode`` produces for the same search, and ``check_children`` only a cursor whose
+  children the package still has: anything garbled, forged, of another version, for
+  another search or naming a child the package no longer has is a typed 400
+  ``invalid_cursor`` refusal telling the caller to send ``next_cursor`` exactly as
+  returned, or to start over without ``cursor``.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def member_keys(members: Sequence[PackageMember]) -> list[str]:
     return keys
 
 
-def is_package_cursor(value: object) -> bool:
+def is_package_cursor(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and value.startswith(PREFIX)
 
 
@@ -94,8 +96,8 @@ def encode(cursor: PackageCursor) -> str | None:
     return text if len(text) <= MAX_CURSOR_CHARS else None
 
 
-def decode(text: str, *, expected_fingerprint: str, known_keys: Collection[str]) -> PackageCursor:
-    """The cursor ``encode`` made for this search and package, or a typed ``invalid_cursor``."""
+def decode(text: str, *, expected_fingerprint: str) -> PackageCursor:
+    """The cursor ``encode`` made for this search, or a typed ``invalid_cursor``."""
     if not is_package_cursor(text) or len(text) > MAX_CURSOR_CHARS:
         raise invalid_cursor("it is not a merged-search cursor of this gateway")
     body = text[len(PREFIX) :]
@@ -108,13 +110,20 @@ def decode(text: str, *, expected_fingerprint: str, known_keys: Collection[str])
         raise invalid_cursor("it is garbled or from another gateway version")
     if payload.get("f") != expected_fingerprint:
         raise invalid_cursor("it belongs to a different search (query, mode, streams or filter changed)")
-    children = tuple(_child(entry, known_keys) for entry in _list(payload.get("c")))
+    children = tuple(_child(entry) for entry in _list(payload.get("c")))
     if len({child.key for child in children}) != len(children):
         raise invalid_cursor("it is garbled")
     turn = payload.get("t")
     if not _is_count(turn) or (children and turn >= len(children)) or (not children and turn != 0):
         raise invalid_cursor("it is garbled")
     return PackageCursor(fingerprint=expected_fingerprint, children=children, turn=turn)
+
+
+def check_children(cursor: PackageCursor, known_keys: Collection[str]) -> PackageCursor:
+    """``cursor`` if every child it continues is one of ``known_keys``, else ``invalid_cursor``."""
+    if any(child.key not in known_keys for child in cursor.children):
+        raise invalid_cursor("a source it continues is no longer part of this package")
+    return cursor
 
 
 def invalid_cursor(why: str) -> ToolError:
@@ -141,7 +150,7 @@ def _is_count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _child(entry: object, known_keys: Collection[str]) -> ChildPosition:
+def _child(entry: object) -> ChildPosition:
     if not isinstance(entry, list) or len(entry) != 3:
         raise invalid_cursor("it is garbled")
     key, rs_cursor, skip = entry
@@ -149,6 +158,4 @@ def _child(entry: object, known_keys: Collection[str]) -> ChildPosition:
         raise invalid_cursor("it is garbled")
     if not _is_count(skip) or skip >= MAX_PAGE_LIMIT:
         raise invalid_cursor("it is garbled")
-    if key not in known_keys:
-        raise invalid_cursor("a source it continues is no longer part of this package")
     return ChildPosition(key=key, rs_cursor=rs_cursor, skip=skip)

@@ -38,7 +38,7 @@ from pdpp_gateway.context import Call, PackageMember
 from pdpp_gateway.package_cursor import (
     ChildPosition,
     PackageCursor,
-    decode,
+    check_children,
     encode,
     fingerprint,
     invalid_cursor,
@@ -46,6 +46,7 @@ from pdpp_gateway.package_cursor import (
     member_keys,
 )
 from pdpp_gateway.render.common import RETRIEVAL
+from pdpp_gateway.tools.args import SearchArgs, args_of
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 DEFAULT_SEARCH_LIMIT: Final = 25
@@ -69,7 +70,7 @@ def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> 
     if cursor is None:
         positions = {key: ChildPosition(key, None, 0) for key, _, _ in eligible}
     elif is_package_cursor(cursor):
-        decoded = _decode(call, [key for key, _, _ in eligible])
+        decoded = check_children(_package_cursor(call), [key for key, _, _ in eligible])
         positions = {child.key: child for child in decoded.children}
     elif len(eligible) == 1:
         _, member, narrowed = eligible[0]
@@ -231,10 +232,12 @@ def _eligible(
     return eligible
 
 
-def _decode(call: Call, known_keys: Sequence[str]) -> PackageCursor:
-    return decode(
-        str(call.arguments["cursor"]), expected_fingerprint=fingerprint(call.arguments), known_keys=known_keys
-    )
+def _package_cursor(call: Call) -> PackageCursor:
+    """The merged page's cursor this search continues, as its parser decoded it."""
+    decoded = args_of(call, SearchArgs).package_cursor
+    if decoded is None:
+        raise TypeError("a continuation of a merged search arrived without its decoded cursor")
+    return decoded
 
 
 def _limit(args: Mapping[str, Any]) -> int:
@@ -248,7 +251,7 @@ def _lanes(
     call: Call, keys: Sequence[str], sources: Sequence[PackageMember], outcomes: Sequence[Outcome]
 ) -> tuple[int, list[_Lane]]:
     if is_package_cursor(call.arguments.get("cursor")):
-        decoded = _decode(call, keys)
+        decoded = _package_cursor(call)  # its children checked when the call was planned
         positions = {child.key: child for child in decoded.children}
         at_turn = decoded.children[decoded.turn].key if decoded.children else None
     else:

@@ -3,7 +3,8 @@
 Contract: ``parse_<tool>(arguments)`` runs after the tool's check ladder and its JSON
 Schema accepted ``arguments`` (``middleware.ValidateArguments(parsers=...)``), so it sees
 only well-typed values; it parses what needs parsing (a record handle, checked against an
-explicit ``connection_id``: ``invalid_id`` or ``connection_mismatch`` if not) and encodes
+explicit ``connection_id``: ``invalid_id`` or ``conflicting_connection_id`` if not; a merged
+search's package cursor, ``invalid_cursor`` if it is not one of this search's) and encodes
 the RS query once (``tools.encoding``: filters, expansions, projections). The value travels
 as ``call.parsed``; the stages below read it (``args_of``) instead of the raw mapping:
 
@@ -23,6 +24,7 @@ from typing import Any, Final, TypeVar
 
 from middleware import ToolCall
 from pdpp_gateway.ids import RecordRef, parse_handle, resolve_connection
+from pdpp_gateway.package_cursor import PackageCursor, decode, fingerprint, is_package_cursor
 from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
 
 RECORDS_PARAMS: Final = (
@@ -80,6 +82,7 @@ class AggregateArgs(Args):
 class SearchArgs(Args):
     mode: str | None  # None: not pinned (lexical, with a meaning-based retry on no hits)
     cursor: str | None
+    package_cursor: PackageCursor | None  # ``cursor`` decoded, when it continues a merged page
     query: QueryPairs
 
 
@@ -142,11 +145,17 @@ def parse_aggregate(arguments: Mapping[str, Any]) -> AggregateArgs:
 
 
 def parse_search(arguments: Mapping[str, Any]) -> SearchArgs:
+    cursor = arguments.get("cursor")
+    merged = None
+    # With connection_id it continues no merged search: the fan-out refuses it, saying so.
+    if is_package_cursor(cursor) and "connection_id" not in arguments:
+        merged = decode(cursor, expected_fingerprint=fingerprint(arguments))
     return SearchArgs(
         stream=None,
         connection_id=arguments.get("connection_id"),
         mode=arguments.get("mode"),
-        cursor=arguments.get("cursor"),
+        cursor=cursor,
+        package_cursor=merged,
         query=[
             *forward(arguments, ("query",), rename={"query": "q"}),
             *forward(arguments, ("streams", "limit", "cursor", "connection_id")),
