@@ -38,7 +38,7 @@ import orjson
 from pdpp_gateway.caller import BearerFacts
 from pdpp_gateway.hosted.origin import normal_resources
 from pdpp_gateway.hosted.shared_state import SharedRefusals
-from pdpp_gateway.rs.bearer_report import rejected_by_rs
+from pdpp_gateway.rs.bearer_report import refused
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsError, RsStatusError
 from pdpp_gateway.rs.token_kind import SchemaProbe
@@ -146,9 +146,12 @@ class SchemaProbeValidator:
         try:
             return await self._probe.probe(self._rs.bind(token))
         except RsStatusError as error:
-            if error.status in {401, 403}:
-                return rejected_by_rs(error.code)
-            raise AuthServerUnavailable(f"the RS answered HTTP {error.status} to the bearer probe") from None
+            answer = refused(error.status, error.code)
+            if answer is None:
+                raise AuthServerUnavailable(
+                    f"the RS answered HTTP {error.status} to the bearer probe"
+                ) from None
+            return answer.facts
         except RsError:
             raise AuthServerUnavailable("the RS did not answer the bearer probe") from None
 

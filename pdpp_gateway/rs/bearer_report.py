@@ -3,6 +3,14 @@
 Contract: pure functions and plain types only (no HTTP client, no SDK), so the stdio
 door can use them before anything heavy is imported.
 
+- ``ProbeAnswer``: what one answer of the RS to the bearer probe says of the bearer: its
+  facts, and the RS's 401/403 when it refused the bearer itself (a local door may renew
+  after a 401). ``refused(status, code)`` is the one reading of an error answer, for the
+  three doors that ask what a bearer is (the stdio start-up's stdlib probe, the local
+  doors' ``verify_at_start`` and the hosted door's probe validator, both of them asking
+  through ``rs.token_kind.SchemaProbe``); ``None`` when the answer says nothing of the
+  bearer (other 4xx, 5xx: each door decides what that means). ``accepted(document)``
+  reads a 2xx.
 - ``read_report(body)``: the ``bearer`` of a ``/v1/schema`` document (possibly inside a
   ``data`` envelope) as ``caller.BearerFacts`` (with no kind when the RS names none,
   which the ladder refuses).
@@ -21,6 +29,7 @@ door can use them before anything heavy is imported.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from pdpp_gateway.caller import BearerFacts, TokenKind
@@ -31,6 +40,29 @@ START_PROBE_SECONDS: Final = 10.0  # the bound of a local door's start-up check
 
 
 PACKAGE_BY_ROUTE: Final = BearerFacts(kind=TokenKind.PACKAGE, by_route=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeAnswer:
+    """What the RS's answer to the bearer probe says of the bearer."""
+
+    facts: BearerFacts
+    refused_status: int | None = None  # the RS's own 401/403 for this bearer
+
+
+def accepted(document: Mapping[str, Any]) -> ProbeAnswer:
+    """A 2xx schema document's word on the bearer."""
+    return ProbeAnswer(read_report(document))
+
+
+def refused(status: int, code: object) -> ProbeAnswer | None:
+    """An error answer's word on the bearer: a package token (404 ``not_found``), an inactive
+    one (401/403), or ``None``: the RS could not say (other 4xx, 5xx)."""
+    if is_package_route(status, code):
+        return ProbeAnswer(PACKAGE_BY_ROUTE)
+    if status in {401, 403}:
+        return ProbeAnswer(rejected_by_rs(code), refused_status=status)
+    return None
 
 
 class KindUnknown(Exception):

@@ -28,18 +28,16 @@ from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
 
 from pdpp_gateway import __version__
-from pdpp_gateway.caller import BearerFacts
 from pdpp_gateway.local_verdict import judge
 from pdpp_gateway.rs.bearer_report import (
     COMPACT_QUERY,
-    PACKAGE_BY_ROUTE,
     SCHEMA_PATH,
     START_PROBE_SECONDS,
     KindUnknown,
+    ProbeAnswer,
+    accepted,
     form_refused,
-    is_package_route,
-    read_report,
-    rejected_by_rs,
+    refused,
 )
 from pdpp_gateway.rs.error_body import normalise_error_body
 
@@ -83,8 +81,8 @@ def check_and_describe(
         raise KindUnknown(_UNAVAILABLE) from None
     finally:
         connection.close()
-    facts, document = _facts(status, body)
-    kind = judge(facts, provider_url, status=status if status in {401, 403} else None)
+    answer, document = _read(status, body)
+    kind = judge(answer.facts, provider_url, status=answer.refused_status)
     return str(kind), document
 
 
@@ -117,13 +115,13 @@ def _get(connection: http.client.HTTPConnection, path: str, token: str, deadline
     return response.status, body
 
 
-def _facts(status: int, body: bytes) -> tuple[BearerFacts, dict[str, Any]]:
+def _read(status: int, body: bytes) -> tuple[ProbeAnswer, dict[str, Any]]:
     """What the RS says the token is and its schema document, or the exception its answer means."""
     if 200 <= status < 300:
         document = _json(body)
         if not isinstance(document, dict):
             raise KindUnknown(_MALFORMED)
-        return read_report(document), document
+        return accepted(document), document
     if 300 <= status < 400:
         raise KindUnknown(_MALFORMED)  # a redirect is never followed
     if status in {502, 503, 504}:
@@ -132,11 +130,10 @@ def _facts(status: int, body: bytes) -> tuple[BearerFacts, dict[str, Any]]:
     code = normalise_error_body(status, parsed if parsed is not None else body.decode(errors="replace")).get(
         "code"
     )
-    if is_package_route(status, code):
-        return PACKAGE_BY_ROUTE, {}
-    if status in {401, 403}:
-        return rejected_by_rs(code), {}
-    raise KindUnknown(code if isinstance(code, str) else f"http_{status}")
+    answer = refused(status, code)
+    if answer is None:
+        raise KindUnknown(code if isinstance(code, str) else f"http_{status}")
+    return answer, {}
 
 
 def _json(body: bytes) -> Any:

@@ -9,7 +9,7 @@ Contract:
   answers a package token on ``/v1`` with 404 ``not_found`` (capture 40), a route that
   always exists for any other bearer, so that answer reads as ``mcp_package``. Other RS
   failures (a 401/403 included) propagate as the ``RsError`` tree; a door that asks at
-  start reads a 401/403 as an inactive bearer (``bearer_report.rejected_by_rs``).
+  start reads a 401/403 as an inactive bearer (``bearer_report.refused``).
 - Whether the bearer may read is never decided here: ``caller.authenticate`` decides,
   through ``local_verdict.judge`` for the local doors.
 - ``KindCheckedRs`` wraps the caller's bound reader for a door whose credential comes
@@ -49,7 +49,7 @@ from pdpp_gateway.rs.bearer_report import (
     form_refused,
     is_package_route,
     read_report,
-    rejected_by_rs,
+    refused,
 )
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 from pdpp_gateway.rs.errors import RsError, RsStatusError
@@ -85,7 +85,9 @@ class SchemaProbe:
       client and owner tokens and answers a package token there with "Unknown source",
       a route that always exists for any other bearer (capture 40);
     - anything else (401/403 such as ``context.audience_mismatch``, other 4xx, 5xx, no
-      answer) propagates as the ``RsError`` tree; each door decides what it means.
+      answer) propagates as the ``RsError`` tree: a reader's read fails with the RS's own
+      error, and a door that asks what the bearer is reads a refusal with
+      ``bearer_report.refused`` (as the stdio start-up's stdlib probe does).
     """
 
     def __init__(self) -> None:
@@ -123,9 +125,10 @@ async def verify_at_start(
         with anyio.fail_after(seconds):
             facts = await SchemaProbe().probe(rs)
     except RsStatusError as error:
-        if error.status not in {401, 403}:
+        answer = refused(error.status, error.code)
+        if answer is None:
             raise KindUnknown(error.code) from None
-        return judge(rejected_by_rs(error.code), provider_url, status=error.status)
+        return judge(answer.facts, provider_url, status=answer.refused_status)
     except RsError as error:
         raise KindUnknown(error.code) from None
     except TimeoutError:
