@@ -2,8 +2,8 @@
 package of cached grants), each read with that child's OWN token.
 
 Routing (``plan``), for a context whose ``package`` is non-empty, by the call's parsed
-arguments (``tools.args.Args``: the stream and the connection it names; a record handle
-is parsed once, by validation):
+arguments (``tools.args.reads_from``: the stream and the connection it names; a record
+handle is parsed once, by validation):
 
 - a ``connection_id`` (argument, or embedded in a record handle) routes to the member
   whose grant lists it (preferring one that grants the stream); none → 404
@@ -52,9 +52,7 @@ from pdpp_gateway.context import (
 from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
 from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
 from pdpp_gateway.render.errors import next_step
-from pdpp_gateway.tools.args import Args, SchemaArgs, SearchArgs
-
-_NOWHERE = Args(stream=None, connection_id=None)  # a tool without parsed arguments names neither
+from pdpp_gateway.tools.args import SchemaArgs, SearchArgs, reads_from
 
 
 class PackageRoute(enum.Enum):
@@ -89,8 +87,8 @@ def plan(call: Call, *, routes: Routes, parsers: Parsers) -> Sequence[Call] | No
     if not members:
         return None
     route = routes.get(call.name)
-    where = call.parsed if isinstance(call.parsed, Args) else _NOWHERE
-    stream, target = where.stream, where.connection_id
+    where = call.parsed
+    stream, target = reads_from(where)
     if target is not None:
         if isinstance(where, SearchArgs) and is_package_cursor(where.cursor):
             raise invalid_cursor(

@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 from urllib.parse import unquote
 
 from middleware import FanOut, Outcome, ToolError, ToolResult, ValidateArguments, compose, gateway_error
@@ -37,8 +36,7 @@ from pdpp_gateway.context import Call, CallNext, Stage
 from pdpp_gateway.ids import RECORD_URI_PREFIX, check_segment, parse_handle
 from pdpp_gateway.package import for_member, member_context, members_granting
 from pdpp_gateway.rs.client import rs_path
-from pdpp_gateway.tools.args import Args, args_of
-from pdpp_gateway.tools.encoding import QueryPairs
+from pdpp_gateway.tools.args import Pairs, args_of
 from pdpp_gateway.tools.pipeline import upstream_errors
 
 STREAM_PREFIX: Final = "pdpp://stream/"
@@ -53,12 +51,14 @@ MAX_BLOB_BYTES: Final = 8 * 1024 * 1024
 READABLE: Final = "pdpp://stream/{name}, pdpp://record/{handle}, pdpp://blob/{connection_id}/{blob_id}"
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceArgs(Args):
-    """One resource read: what to GET, and where it routes."""
+class ResourceArgs(NamedTuple):
+    """One resource read: where it routes (``stream``, ``connection_id``, as a tool's parsed
+    arguments name them), and what to GET."""
 
+    stream: str | None
+    connection_id: str | None
     path: str
-    query: QueryPairs
+    query: Pairs
     every_holder: bool = False  # ask every package member granting ``stream``
 
 
@@ -79,7 +79,7 @@ def unknown_uri(uri: str) -> ToolError:
 def _parse_stream(arguments: Mapping[str, Any]) -> ResourceArgs:
     name = check_segment(unquote(arguments["uri"][len(STREAM_PREFIX) :]), "stream name", param="uri")
     return ResourceArgs(
-        stream=name, connection_id=None, path=rs_path("v1", "streams", name), query=[], every_holder=True
+        stream=name, connection_id=None, path=rs_path("v1", "streams", name), query=(), every_holder=True
     )
 
 
@@ -89,7 +89,7 @@ def _parse_record(arguments: Mapping[str, Any]) -> ResourceArgs:
         stream=ref.stream,
         connection_id=ref.connection_id,
         path=rs_path("v1", "streams", ref.stream, "records", ref.record_id),
-        query=[("connection_id", ref.connection_id)] if ref.connection_id else [],
+        query=(("connection_id", ref.connection_id),) if ref.connection_id else (),
     )
 
 
@@ -105,12 +105,12 @@ def _parse_blob(arguments: Mapping[str, Any]) -> ResourceArgs:
         stream=None,
         connection_id=connection_id,
         path=rs_path("v1", "blobs", segments[-1]),
-        query=[("connection_id", connection_id)] if connection_id else [],
+        query=(("connection_id", connection_id),) if connection_id else (),
     )
 
 
 def _parse_list(arguments: Mapping[str, Any]) -> ResourceArgs:
-    return ResourceArgs(stream=None, connection_id=None, path="/v1/streams", query=[], every_holder=True)
+    return ResourceArgs(stream=None, connection_id=None, path="/v1/streams", query=(), every_holder=True)
 
 
 PARSERS: Final = {STREAM: _parse_stream, RECORD: _parse_record, BLOB: _parse_blob, LIST: _parse_list}

@@ -8,9 +8,11 @@ search's package cursor, ``invalid_cursor`` if it is not one of this search's) a
 the RS query once (``tools.encoding``: filters, expansions, projections). The value travels
 as ``call.parsed``; the stages below read it (``args_of``) instead of the raw mapping:
 
-- ``Args.stream`` and ``Args.connection_id`` are where a call reads: the stream it names
-  (a handle's own for a record), and the connection it names (explicit, else embedded in
-  the handle). The package fan-out routes by them (``package.plan``).
+- Each tool's value is a ``NamedTuple`` (typed, immutable, and cheap to define on the
+  stdio door's start path) whose first two fields, ``stream`` and ``connection_id``, are
+  where the call reads: the stream it names (a handle's own for a record), and the
+  connection it names (explicit, else embedded in the handle). The package fan-out routes
+  by them (``reads_from``, ``package.plan``).
 - The handlers take the rest (``tools.handlers``): the RS path's segments and the query.
 
 The raw arguments stay on the call for what echoes them back (the text's follow-up calls).
@@ -19,13 +21,12 @@ The raw arguments stay on the call for what echoes them back (the text's follow-
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from middleware import ToolCall
 from pdpp_gateway.ids import RecordRef, parse_handle, resolve_connection
 from pdpp_gateway.package_cursor import PackageCursor, decode, fingerprint, is_package_cursor
-from pdpp_gateway.tools.encoding import QueryPairs, expand_limit_pairs, filter_pairs, forward
+from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward
 
 RECORDS_PARAMS: Final = (
     "limit",
@@ -49,61 +50,56 @@ AGGREGATE_PARAMS: Final = (
     "connection_id",
 )
 WINDOW_PARAMS: Final = ("offset_chars", "limit_chars", "q", "before_chars", "after_chars")
+Pairs = tuple[tuple[str, str], ...]  # an RS query, encoded
 
 
-@dataclass(frozen=True, slots=True)
-class Args:
-    """Where a call reads: the stream it names and the connection it names, if any."""
-
+class SchemaArgs(NamedTuple):
     stream: str | None
     connection_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaArgs(Args):
     full: bool  # detail: "full" (one stream's whole schema)
-    scope: QueryPairs  # stream and connection_id, as the RS takes them
+    scope: Pairs  # stream and connection_id, as the RS takes them
 
 
-@dataclass(frozen=True, slots=True)
-class RecordsArgs(Args):
+class RecordsArgs(NamedTuple):
     stream: str
+    connection_id: str | None
     expand: tuple[str, ...]
-    query: QueryPairs
+    query: Pairs
 
 
-@dataclass(frozen=True, slots=True)
-class AggregateArgs(Args):
+class AggregateArgs(NamedTuple):
     stream: str
-    query: QueryPairs
+    connection_id: str | None
+    query: Pairs
 
 
-@dataclass(frozen=True, slots=True)
-class SearchArgs(Args):
+class SearchArgs(NamedTuple):
+    stream: None  # a search names streams, not one stream
+    connection_id: str | None
     mode: str | None  # None: not pinned (lexical, with a meaning-based retry on no hits)
     cursor: str | None
     package_cursor: PackageCursor | None  # ``cursor`` decoded, when it continues a merged page
-    query: QueryPairs
+    query: Pairs
 
 
-@dataclass(frozen=True, slots=True)
-class FetchArgs(Args):
+class FetchArgs(NamedTuple):
     stream: str
+    connection_id: str | None
     ref: RecordRef  # its connection resolved (explicit, else embedded)
     requested_id: str  # the id as the caller wrote it
     expand: tuple[str, ...]
-    query: QueryPairs
+    query: Pairs
 
 
-@dataclass(frozen=True, slots=True)
-class FieldArgs(Args):
+class FieldArgs(NamedTuple):
     stream: str
+    connection_id: str | None
     ref: RecordRef
     field: str
-    query: QueryPairs
+    query: Pairs
 
 
-A = TypeVar("A", bound=Args)
+A = TypeVar("A")
 
 
 def args_of(call: ToolCall[Any], kind: type[A]) -> A:
@@ -114,12 +110,21 @@ def args_of(call: ToolCall[Any], kind: type[A]) -> A:
     return parsed
 
 
+def reads_from(parsed: object) -> tuple[str | None, str | None]:
+    """The stream and the connection a call's parsed arguments name, or neither."""
+    stream, connection = getattr(parsed, "stream", None), getattr(parsed, "connection_id", None)
+    return (
+        stream if isinstance(stream, str) else None,
+        connection if isinstance(connection, str) else None,
+    )
+
+
 def parse_schema(arguments: Mapping[str, Any]) -> SchemaArgs:
     return SchemaArgs(
         stream=arguments.get("stream"),
         connection_id=arguments.get("connection_id"),
         full=arguments.get("detail") == "full",
-        scope=forward(arguments, ("stream", "connection_id")),
+        scope=tuple(forward(arguments, ("stream", "connection_id"))),
     )
 
 
@@ -128,11 +133,11 @@ def parse_query_records(arguments: Mapping[str, Any]) -> RecordsArgs:
         stream=arguments["stream"],
         connection_id=arguments.get("connection_id"),
         expand=tuple(arguments.get("expand") or ()),
-        query=[
+        query=(
             *forward(arguments, RECORDS_PARAMS),
             *filter_pairs(arguments.get("filter")),
             *expand_limit_pairs(arguments.get("expand_limit")),
-        ],
+        ),
     )
 
 
@@ -140,7 +145,7 @@ def parse_aggregate(arguments: Mapping[str, Any]) -> AggregateArgs:
     return AggregateArgs(
         stream=arguments["stream"],
         connection_id=arguments.get("connection_id"),
-        query=[*forward(arguments, AGGREGATE_PARAMS), *filter_pairs(arguments.get("filter"))],
+        query=(*forward(arguments, AGGREGATE_PARAMS), *filter_pairs(arguments.get("filter"))),
     )
 
 
@@ -156,11 +161,11 @@ def parse_search(arguments: Mapping[str, Any]) -> SearchArgs:
         mode=arguments.get("mode"),
         cursor=cursor,
         package_cursor=merged,
-        query=[
+        query=(
             *forward(arguments, ("query",), rename={"query": "q"}),
             *forward(arguments, ("streams", "limit", "cursor", "connection_id")),
             *filter_pairs(arguments.get("filter")),
-        ],
+        ),
     )
 
 
@@ -172,11 +177,11 @@ def parse_fetch(arguments: Mapping[str, Any]) -> FetchArgs:
         ref=ref,
         requested_id=arguments["id"],
         expand=tuple(arguments.get("expand") or ()),
-        query=[
+        query=(
             *forward(arguments, ("fields", "expand")),
             *expand_limit_pairs(arguments.get("expand_limit")),
             *([("connection_id", ref.connection_id)] if ref.connection_id else []),
-        ],
+        ),
     )
 
 
@@ -190,11 +195,11 @@ def parse_read_record_field(arguments: Mapping[str, Any]) -> FieldArgs:
         connection_id=ref.connection_id,
         ref=ref,
         field=arguments["field"],
-        query=[
+        query=(
             *([("connection_id", ref.connection_id)] if ref.connection_id else []),
             ("field", arguments["field"]),
             *forward(arguments, WINDOW_PARAMS),
-        ],
+        ),
     )
 
 

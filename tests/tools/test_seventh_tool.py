@@ -10,8 +10,7 @@ same ``build_server`` the stdio door runs), against the sandbox RS.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import pytest
@@ -24,9 +23,8 @@ from pdpp_gateway.package import PackageRoute
 from pdpp_gateway.rs.client import RsClient, rs_path
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.server import build_server
-from pdpp_gateway.tools.args import Args, args_of
+from pdpp_gateway.tools.args import Pairs, args_of
 from pdpp_gateway.tools.checks import safe_names
-from pdpp_gateway.tools.encoding import QueryPairs
 from pdpp_gateway.tools.pipeline import build_pipeline
 from pdpp_gateway.tools.registry import REGISTRY, Registry, Tool
 from pdpp_gateway.tools.specs import TOOL_NAMES, ToolSpec
@@ -49,15 +47,15 @@ COUNT_SPEC = ToolSpec(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class CountArgs(Args):
+class CountArgs(NamedTuple):
     stream: str
-    query: QueryPairs
+    connection_id: str | None
+    query: Pairs
 
 
 def parse_count(arguments: Mapping[str, Any]) -> CountArgs:
     connection_id = arguments.get("connection_id")
-    query = [("metric", "count"), *([("connection_id", connection_id)] if connection_id else [])]
+    query = (("metric", "count"), *((("connection_id", connection_id),) if connection_id else ()))
     return CountArgs(stream=arguments["stream"], connection_id=connection_id, query=query)
 
 
