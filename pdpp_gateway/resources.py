@@ -14,9 +14,10 @@ Contract:
 Each read runs through the resource pipeline (``resource_reads``: the URI parsed once,
 routed for a package like a tool call, its RS failure worded by the tool pipeline's
 ``upstream_errors``), with the caller's bound client (same grant token as the tools).
-This module puts the answer on the wire. A refusal's JSON-RPC error says it the way a
+This module hands the SDK the answer ``resource_answers`` shapes (without the SDK, so the
+stdio door's early reads say exactly the same). A refusal's JSON-RPC error says it the way a
 tool result would: its ``data`` is the typed envelope, its message (at most
-``MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the next step
+``resource_answers.MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the next step
 (``render.errors.next_step``). The JSON-RPC code comes from the one status table every
 door uses (``rpc_codes.for_status``): a caller mistake (a malformed or unknown URI, a bad
 segment, an RS 400/409/422 such as an ambiguous record handle) is ``-32602`` (invalid
@@ -25,46 +26,28 @@ found) in the handshake era and ``-32602`` in the 2026-07-28 era (which retired
 ``-32002``); a credential refused (by the RS, or by its kind) is ``-32001``; the RS
 unreachable, held back, too slow or answering 503/504 is ``-32000`` (try again shortly);
 an RS 429 is ``-32029``; an unusable answer or any other RS error is ``-32603``. Every
-read error's ``data`` names the ``uri`` it was about (cut past ``MAX_URI_ECHO``
-characters). ``resources/list`` failing upstream logs one line (no traceback) and
+read error's ``data`` names the ``uri`` it was about (cut past
+``resource_answers.MAX_URI_ECHO`` characters). ``resources/list`` failing upstream logs one line (no traceback) and
 answers with the code of its first failure, by the same table; a package's list that
 some members answered lists theirs.
 """
 
 from __future__ import annotations
 
-import base64
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
 import mcp.types as types
-import orjson
 from mcp.shared.exceptions import MCPError
 
 from middleware import ToolCall, ToolError
-from pdpp_gateway import rpc_codes
+from pdpp_gateway import resource_answers
 from pdpp_gateway.context import GatewayContext
-from pdpp_gateway.refusals import REFUSALS
-from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.render.upstream import tool_error
-from pdpp_gateway.resource_reads import (
-    BLOB,
-    BODIES,
-    FAILED,
-    LIST,
-    PIPELINE,
-    STREAM_PREFIX,
-    kind_of,
-    unknown_uri,
-)
-from pdpp_gateway.rs.client import RsBlob
+from pdpp_gateway.resource_reads import BODIES, FAILED, LIST, PIPELINE, STREAM_PREFIX
 from pdpp_gateway.rs.errors import RsError
 
-MAX_ERROR_MESSAGE: Final = 300
-MAX_STEP_CHARS: Final = 160  # of MAX_ERROR_MESSAGE, kept for the next step
-MAX_URI_ECHO: Final = 1000  # characters of the URI named back in an error's data
-_TRY_AGAIN: Final = frozenset({"upstream_unavailable", "upstream_timeout"})
 _log = logging.getLogger(__name__)
 
 TEMPLATES: Final = (
@@ -122,70 +105,18 @@ async def list_stream_resources(context: GatewayContext) -> list[types.Resource]
 
 async def read(context: GatewayContext, uri: str, *, modern: bool = False) -> types.ReadResourceResult:
     """Read one ``pdpp://`` resource with the caller's grant; ``modern``: the 2026-07-28 era."""
-    kind = kind_of(uri)
     try:
-        if kind is None:
-            raise unknown_uri(uri)
-        result = await PIPELINE(ToolCall(kind, {"uri": uri}, context))
+        result = await resource_answers.run(context, uri)
     except ToolError as error:
-        raise _naming(protocol_error(error), uri, modern=modern) from None
-    blob = result.annotations.get(BLOB)
-    if isinstance(blob, RsBlob):
-        contents = types.BlobResourceContents(
-            uri=uri, mime_type=blob.content_type, blob=base64.b64encode(blob.data).decode("ascii")
-        )
-        return types.ReadResourceResult(contents=[contents])
-    return _json(uri, *result.structured[BODIES])
-
-
-def _naming(error: MCPError, uri: str, *, modern: bool) -> MCPError:
-    """``error`` with ``data.uri`` (bounded); in the 2026-07-28 era a missing resource is
-    ``-32602`` (that era retired ``-32002``)."""
-    data = dict(error.data) if isinstance(error.data, Mapping) else {}
-    data["uri"] = uri if len(uri) <= MAX_URI_ECHO else uri[: MAX_URI_ECHO - 1] + "…"
-    code = types.INVALID_PARAMS if modern and error.code == rpc_codes.NOT_FOUND else error.code
-    return MCPError(code, error.message, data=data)
+        raise _mcp_error(resource_answers.error_object(error, uri, modern=modern)) from None
+    return types.ReadResourceResult.model_validate({"contents": resource_answers.contents(uri, result)})
 
 
 def protocol_error(error: ToolError | RsError) -> MCPError:
-    """The JSON-RPC error for a failed resource operation (see the module contract)."""
+    """The JSON-RPC error for a failed resource operation that names no URI (the list)."""
     typed = tool_error(error) if isinstance(error, RsError) else error
-    param = typed.envelope.get("param")
-    step = next_step(
-        typed.envelope, typed.extra.get("http_status"), param if isinstance(param, str) else None
-    )
-    step = _bounded(step, MAX_STEP_CHARS) if step else ""
-    said = _bounded(f"{typed.code}: {typed.envelope.get('message', '')}", MAX_ERROR_MESSAGE - len(step) - 1)
-    return MCPError(_json_rpc_code(typed), f"{said} {step}" if step else said, data=typed.envelope)
+    return _mcp_error(resource_answers.error_object(typed, None, modern=False))
 
 
-def _json_rpc_code(error: ToolError) -> int:
-    """By the one status table (``rpc_codes``); a caller's mistake is a bad URI (``-32602``)."""
-    if error.code in REFUSALS:  # a credential refused, by the RS or by its kind
-        return REFUSALS[error.code].rpc_code
-    if error.code in _TRY_AGAIN:
-        return rpc_codes.UNAVAILABLE  # unreachable, held back or too slow: try again shortly
-    status = error.extra.get("http_status")
-    if isinstance(status, int):  # the RS's own answer, or a package connection not found
-        return rpc_codes.for_status(status, caller_fault=rpc_codes.INVALID_PARAMS)
-    if error.envelope.get("type") == "invalid_request_error" or error.code == "ambiguous_connection":
-        return rpc_codes.INVALID_PARAMS  # refused before any RS call: fix the URI
-    return rpc_codes.INTERNAL_ERROR  # an unusable answer
-
-
-def _bounded(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _json(uri: str, *bodies: Mapping[str, Any]) -> types.ReadResourceResult:
-    return types.ReadResourceResult(
-        contents=[
-            types.TextResourceContents(
-                uri=uri,
-                mime_type="application/json",
-                text=orjson.dumps(body, option=orjson.OPT_INDENT_2).decode(),
-            )
-            for body in bodies
-        ]
-    )
+def _mcp_error(error: dict[str, Any]) -> MCPError:
+    return MCPError(error["code"], error["message"], data=error["data"])

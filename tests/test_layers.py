@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "tools",
         frozenset({"tools", "render", "package", "package_cursor", "package_search", "resource_reads"}),
     ),
-    ("protocol", frozenset({"server", "resources"})),
+    ("protocol", frozenset({"server", "resources", "resource_answers"})),
     (
         "local grants",
         frozenset(
