@@ -3,8 +3,8 @@
 Contract:
 
 - ``EarlyResponder.respond(line)`` looks at one stdin line and returns an ``Answer`` (the
-  whole frame to write), an ``EarlyCall`` (a tool call for the pipeline, answered by
-  ``fast_start.calls``), an ``EarlyCancel`` (the client cancelled an early call),
+  whole frame to write), an ``EarlyCall`` (a tool call or a resource read for a pipeline,
+  answered by ``fast_start.calls``), an ``EarlyCancel`` (the client cancelled an early call),
   ``SILENT`` (a notification that needs no answer) or ``None``: from the first ``None``
   on, it answers nothing more and the SDK must answer that line and every later one. It
   takes only what it answers with the SDK's own bytes, so it is stricter than the SDK,
@@ -13,13 +13,14 @@ Contract:
   - handshake era: ``initialize`` as the first request (``protocolVersion``,
     ``capabilities`` and ``clientInfo`` of well-formed shapes, no ``_meta``), then
     ``notifications/initialized`` and ``tools/list`` / ``resources/templates/list`` /
-    ``ping`` without params (or ``{}``), and ``tools/call`` with ``name`` (one of the six
-    tools) and ``arguments`` (an object, ``null`` or left out) only;
+    ``ping`` without params (or ``{}``), ``tools/call`` with ``name`` (one of the six
+    tools) and ``arguments`` (an object, ``null`` or left out) only, and ``resources/read``
+    with ``uri`` (a string) only;
   - 2026-07-28 era: ``server/discover`` / ``tools/list`` / ``resources/templates/list``
     whose params are only a well-formed ``_meta`` envelope at a version the SDK serves,
-    the first of them opening the era, and ``tools/call`` as above with that envelope as
-    its only ``_meta``;
-  - ``notifications/cancelled`` naming an early call (``requestId``, ``reason``) only;
+    the first of them opening the era, and ``tools/call`` and ``resources/read`` as above
+    with that envelope as their only ``_meta``;
+  - ``notifications/cancelled`` naming an early call or read (``requestId``, ``reason``) only;
   - blank lines are ``SILENT``;
   - anything else (another method, a cursor, a progress token, an unknown tool, an odd or
     reused id, duplicate keys, escaped surrogates, ``NaN`` or a number beyond a double,
@@ -63,6 +64,7 @@ MAX_SAFE_ID: Final = 2**53
 
 _REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
 CALL_METHOD: Final = "tools/call"
+READ_METHOD: Final = "resources/read"
 _CALL_KEYS: Final = frozenset({"name", "arguments"})
 _CANCEL_KEYS: Final = frozenset({"requestId", "reason"})
 _INITIALIZE_KEYS: Final = frozenset({"protocolVersion", "capabilities", "clientInfo"})
@@ -94,7 +96,8 @@ class Answer:
 @dataclass(frozen=True, slots=True)
 class EarlyCall:
     """A ``tools/call`` run by the pipeline before the SDK has loaded (``fast_start.calls``):
-    the SDK never sees it. ``version`` is the protocol version it is served at."""
+    the SDK never sees it. ``version`` is the protocol version it is served at. A
+    ``resources/read`` is one too: ``name`` is ``READ_METHOD``, ``arguments`` its ``uri``."""
 
     id_key: str
     name: str
@@ -214,6 +217,8 @@ class EarlyResponder:
             return self._open(id_key, method, params)
         if method == CALL_METHOD:
             return self._call(id_key, params)
+        if method == READ_METHOD:
+            return self._read(id_key, params)
         if self.era == "handshake":
             if method in HANDSHAKE_METHODS[1:] and not params and self.version is not None:
                 return self._answer(id_key, "handshake", self.version, method)
@@ -242,6 +247,23 @@ class EarlyResponder:
         if protocol_version is None:
             return None
         return EarlyCall(id_key, name, arguments or {}, protocol_version, modern=True)
+
+    def _read(self, id_key: str, params: object) -> EarlyCall | None:
+        """A plain read of one resource: ``uri`` (a string) only, and in the 2026 era the
+        envelope as the only ``_meta``."""
+        if not isinstance(params, dict) or not isinstance(params.get("uri"), str):
+            return None
+        arguments = {"uri": params["uri"]}
+        if self.era == "handshake":
+            if params.keys() != {"uri"} or self.version is None:
+                return None
+            return EarlyCall(id_key, READ_METHOD, arguments, self.version, modern=False)
+        if not params.keys() <= {"uri", "_meta"}:
+            return None
+        protocol_version = self._modern_version({"_meta": params.get("_meta")})
+        if protocol_version is None:
+            return None
+        return EarlyCall(id_key, READ_METHOD, arguments, protocol_version, modern=True)
 
     def _cancel(self, params: object) -> EarlyCancel | None:
         """The cancellation of an early call (any other is the SDK's)."""

@@ -1,4 +1,4 @@
-"""stdio tool calls answered by the pipeline before the SDK has loaded.
+"""stdio tool calls (and resource reads) answered by the pipeline before the SDK has loaded.
 
 Contract: ``EarlyCalls.submit`` (called from the stdin pump's thread) takes the plain
 ``tools/call`` requests the ``EarlyResponder`` recognised (``EarlyCall``) and runs each
@@ -12,6 +12,11 @@ in both eras by ``tests/fast_start/test_early_calls.py``):
   dispatcher answers one, ``{"code":0,"message":<str(exception)>}``;
 - a result that is not plain JSON data (never made by the pipeline): logged, and
   answered ``-32603`` with a sentence (the SDK would serialise it; this path cannot).
+
+A ``resources/read`` (an ``EarlyCall`` named ``READ_METHOD``) runs through the resource
+pipeline with the same context and is answered as ``resources.read`` has the SDK answer
+it: both shape the contents or the JSON-RPC error with ``resource_answers`` (pinned in both
+eras by the same tests).
 
 An ``EarlyCancel`` for a call still running stops it and nothing is written for it, as
 the SDK does for a request its client cancelled. The SDK never sees these requests: they
@@ -30,10 +35,11 @@ import anyio
 import orjson
 from anyio.abc import TaskGroup
 
-from middleware import ToolCall
+from middleware import ToolCall, ToolError
+from pdpp_gateway import resource_answers
 from pdpp_gateway.call_result import encode, result_wire
 from pdpp_gateway.context import CallNext, GatewayContext
-from pdpp_gateway.fast_start.answers import EarlyCall, EarlyCancel
+from pdpp_gateway.fast_start.answers import READ_METHOD, EarlyCall, EarlyCancel
 from pdpp_gateway.fast_start.wire import Wire
 from pdpp_gateway.rpc_codes import INTERNAL_ERROR
 
@@ -92,13 +98,18 @@ class EarlyCalls:
             if frame is not None and not scope.cancel_called:
                 await anyio.to_thread.run_sync(self._wire.write, frame)
                 self.answered += 1
-                _log.debug("answered tools/call %s (%s) before the SDK loaded", call.id_key, call.name)
+                if call.name == READ_METHOD:
+                    _log.debug("answered resources/read %s before the SDK loaded", call.id_key)
+                else:
+                    _log.debug("answered tools/call %s (%s) before the SDK loaded", call.id_key, call.name)
         finally:
             del self._running[call.id_key]
             self._unfinished.discard(call.id_key)
             self._changed.set()
 
     async def _answer(self, call: EarlyCall) -> bytes:
+        if call.name == READ_METHOD:
+            return await self._read(call)
         head = b'{"jsonrpc":"2.0","id":' + call.id_key.encode()
         try:
             result = await self._pipeline(ToolCall(call.name, call.arguments, self._context))
@@ -115,3 +126,30 @@ class EarlyCalls:
             }
             return head + b',"error":' + orjson.dumps(unwritable) + b"}\n"
         return head + b',"result":' + body + b"}\n"
+
+    async def _read(self, call: EarlyCall) -> bytes:
+        """A resource read's answer, as ``server.read_resource`` (through ``resources.read``)
+        has the SDK write it: both shape it with ``resource_answers``."""
+        head = b'{"jsonrpc":"2.0","id":' + call.id_key.encode()
+        uri = call.arguments["uri"]
+        try:
+            result = await resource_answers.run(self._context, uri)
+        except ToolError as error:
+            refusal = encode(resource_answers.error_object(error, uri, modern=call.modern))
+            if refusal is not None:
+                return head + b',"error":' + refusal + b"}\n"
+            body = None
+        except Exception as error:
+            _log.exception("the read of a resource failed")
+            return head + b',"error":' + orjson.dumps({"code": 0, "message": str(error)}) + b"}\n"
+        else:
+            read = resource_answers.contents(uri, result)
+            body = encode(resource_answers.result_wire(read, modern=call.modern, stamp=self._server_info))
+            if body is not None:
+                return head + b',"result":' + body + b"}\n"
+        _log.error("a resource read's answer is not plain JSON data; answered -32603")
+        unwritable = {
+            "code": INTERNAL_ERROR,
+            "message": "The gateway could not write this answer; retry the read.",
+        }
+        return head + b',"error":' + orjson.dumps(unwritable) + b"}\n"

@@ -1,4 +1,5 @@
-"""Tool calls answered before the SDK has loaded carry the SDK's bytes, in both eras.
+"""Tool calls and resource reads answered before the SDK has loaded carry the SDK's bytes,
+in both eras.
 
 Each test runs ``python -m pdpp_gateway stdio`` for real against the sandbox RS, once with
 early answers and once with ``PDPP_STDIO_EARLY_ANSWERS=0`` (every answer from the SDK), and
@@ -19,7 +20,7 @@ import pytest
 
 from pdpp_gateway.call_result import SERVER_INFO_META_KEY
 from pdpp_gateway.credentials import write_credential
-from pdpp_gateway.fast_start.answers import Answer, EarlyCall, EarlyCancel, EarlyResponder, Table
+from pdpp_gateway.fast_start.answers import READ_METHOD, Answer, EarlyCall, EarlyCancel, EarlyResponder, Table
 from pdpp_gateway.fast_start.build import envelope
 from tests.conftest import run_cli
 from tests.frames import INITIALIZED, initialize
@@ -27,6 +28,7 @@ from tests.upstreams import Fault, upstream_proxy
 
 REQUEST_ID = re.compile(r"req_[0-9a-f]+")
 EARLY = re.compile(r"answered tools/call (\S+) \((\w+)\) before the SDK loaded")
+EARLY_READ = re.compile(r"answered resources/read (\S+) before the SDK loaded")
 MODERN = envelope("2026-07-28")
 # Every result shape a call has: a success of each tool, a refusal by the check ladder, an
 # RS refusal, an unknown stream, a handle that is not one.
@@ -42,6 +44,30 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("read_record_field", {"record": "nope", "field": "body"}),
     ("query_records", {"stream": "messages", "filter": {"unknown_field": 1}}),
 ]
+
+
+# Every answer a read has: stream metadata, a record, a blob, a record the RS does not have
+# (-32002, or -32602 in the 2026 era), a URI no read serves, a segment with traversal.
+READS = [
+    "pdpp://stream/messages",
+    "pdpp://record/cin_mail_work%2Fmessages%3Amsg_work_0003",
+    "pdpp://blob/cin_mail_work/blob_receipt_png",
+    "pdpp://record/cin_mail_work%2Fmessages%3Anot_there",
+    "pdpp://folder/x",
+    "pdpp://stream/..%2Fadmin",
+]
+
+
+def reads(first_id: int, modern: bool) -> list[dict[str, Any]]:
+    return [
+        {
+            "jsonrpc": "2.0",
+            "id": first_id + index,
+            "method": "resources/read",
+            "params": {"uri": uri, **(MODERN if modern else {})},
+        }
+        for index, uri in enumerate(READS)
+    ]
 
 
 def calls(first_id: int, modern: bool) -> list[dict[str, Any]]:
@@ -61,10 +87,12 @@ HANDSHAKE = [
     INITIALIZED,
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     *calls(10, False),
+    *reads(40, False),
 ]
 MODERN_SESSION = [
     {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": MODERN},
     *calls(10, True),
+    *reads(40, True),
 ]
 # Then what the SDK must answer: the responder stops at the first of them.
 SDK_TAIL = [
@@ -106,7 +134,10 @@ def test_early_calls_answer_with_the_sdks_bytes(
     assert fast.returncode == sdk.returncode == 0, fast.stderr + sdk.stderr
     early_ids = sorted(int(found[0]) for found in EARLY.findall(fast.stderr))
     assert early_ids == list(range(10, 10 + len(CALLS))), "every plain call before the tail is answered early"
+    early_reads = sorted(int(found) for found in EARLY_READ.findall(fast.stderr))
+    assert early_reads == list(range(40, 40 + len(READS))), "and every plain read"
     assert not EARLY.findall(sdk.stderr)
+    assert not EARLY_READ.findall(sdk.stderr)
     fast_answers, sdk_answers = by_id(fast.stdout), by_id(sdk.stdout)
     assert sorted(fast_answers) == sorted(frame["id"] for frame in frames if "id" in frame)
     assert fast_answers == sdk_answers
@@ -115,6 +146,13 @@ def test_early_calls_answer_with_the_sdks_bytes(
     if opening is MODERN_SESSION:
         assert all(SERVER_INFO_META_KEY in result["result"]["_meta"] for result in results)
     assert json.loads(fast_answers[90])["error"]["code"] == -32602  # the SDK's own answer
+    read = {uri: json.loads(fast_answers[40 + index]) for index, uri in enumerate(READS)}
+    assert "text" in read[READS[1]]["result"]["contents"][0]
+    assert "blob" in read[READS[2]]["result"]["contents"][0]
+    missing = read[READS[3]]["error"]
+    assert missing["code"] == (-32602 if opening is MODERN_SESSION else -32002)
+    assert missing["data"]["uri"] == READS[3]
+    assert {read[uri]["error"]["code"] for uri in READS[4:]} == {-32602}
 
 
 def test_a_progress_token_goes_to_the_sdk(tmp_path: Path, shared_sandbox: Any) -> None:
@@ -221,3 +259,33 @@ def test_a_reused_id_and_a_cancel_of_another_request_are_the_sdks() -> None:
     assert responder.respond(json.dumps(cancel) + "\n") is None  # initialize is not an early call
     responder = responder_after_opening(modern=True)
     assert responder.respond(call_line({"name": "schema", "arguments": {}})) is None  # no envelope
+
+
+def read_line(params: Any, request_id: Any = 4) -> str:
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "resources/read", "params": params}) + "\n"
+    )
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["handshake", "2026-07-28"])
+def test_a_plain_read_is_taken_early_and_can_be_cancelled(modern: bool) -> None:
+    responder = responder_after_opening(modern)
+    outcome = responder.respond(read_line({"uri": "pdpp://stream/messages", **(MODERN if modern else {})}))
+    assert outcome == EarlyCall("4", READ_METHOD, {"uri": "pdpp://stream/messages"}, outcome.version, modern)  # type: ignore[union-attr]
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}}
+    assert responder.respond(json.dumps(cancel) + "\n") == EarlyCancel("4")
+
+
+@pytest.mark.parametrize(
+    ("params", "why"),
+    [
+        ({"uri": 7}, "a uri that is not a string: the SDK's refusal"),
+        ({}, "no uri"),
+        ({"uri": "pdpp://stream/messages", "_meta": {"progressToken": 1}}, "a progress token"),
+        ({"uri": "pdpp://stream/messages", "extra": True}, "a parameter the early path does not know"),
+    ],
+)
+def test_anything_but_a_plain_read_is_left_to_the_sdk(params: dict[str, Any], why: str) -> None:
+    responder = responder_after_opening(modern=False)
+    assert responder.respond(read_line(params)) is None, why
+    assert responder.stopped
