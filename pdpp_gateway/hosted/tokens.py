@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
@@ -36,6 +35,7 @@ import aiohttp
 import orjson
 
 from pdpp_gateway.caller import BearerFacts
+from pdpp_gateway.expiring import Expiring
 from pdpp_gateway.hosted.origin import normal_resources
 from pdpp_gateway.hosted.shared_state import SharedRefusals
 from pdpp_gateway.rs.bearer_report import refused
@@ -176,25 +176,24 @@ class CachedValidator:
         self._ttl = ttl
         self._on_lookup = on_lookup
         self._clock = clock
-        self._max_entries = max_entries
-        self._entries: OrderedDict[bytes, tuple[float, BearerFacts]] = OrderedDict()
+        self._entries: Expiring[bytes, BearerFacts] = Expiring(max_entries, clock)
         self._pending: dict[bytes, asyncio.Future[BearerFacts]] = {}
 
     async def validate(self, token: str) -> BearerFacts:
         key = hashlib.sha256(token.encode()).digest()
-        now = self._clock()
         cached = self._entries.get(key)
-        if cached is not None and cached[0] > now:
-            if cached[1].active and self._shared is not None:
+        if cached is not None:
+            if cached.active and self._shared is not None:
                 reason = await self._shared.refused(key.hex())
-                if reason is not None:  # another replica saw it refused: so do we, from now on
+                expires = self._entries.expiry(key)
+                if reason is not None and expires is not None:
+                    # another replica saw it refused: so do we, from now on
                     refused = BearerFacts.inactive(reason)
-                    self._entries[key] = (cached[0], refused)
+                    self._entries.put(key, refused, expires - self._clock())
                     self._on_lookup(True)
                     return refused
-            self._entries.move_to_end(key)
             self._on_lookup(True)
-            return cached[1]
+            return cached
         self._on_lookup(False)
         pending = self._pending.get(key)
         if pending is None:
@@ -216,11 +215,7 @@ class CachedValidator:
         lifetime = self._ttl
         if verdict.expires_at is not None:
             lifetime = min(lifetime, verdict.expires_at - time.time())
-        if lifetime > 0:
-            self._entries[key] = (self._clock() + lifetime, verdict)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+        self._entries.put(key, verdict, lifetime)
         return verdict
 
 

@@ -4,8 +4,8 @@ Contract: a ``Memo`` keeps successful RS answers to read-only questions about a 
 compact schema of one stream: its connections and ``expand_capabilities``) so the stages
 that need them (the expand gate, the merged-sources note) cost no RS read per call in
 steady state. An entry is keyed by the caller (a digest of the token it was read with,
-never the token) and the exact path and query; it lives ``seconds`` (60, the bound of
-the bearer verdict cache: a grant changed at the RS is seen within it; less with
+never the token) and the exact path and query, in an ``expiring.Expiring`` table; it lives
+``seconds`` (60, the bound of the bearer verdict cache: a grant changed at the RS is seen within it; less with
 ``PDPP_GRANT_MEMO_SECONDS``, 0 to turn it off, never more), the table holds
 at most ``entries`` (least recently used first out). Failures are never kept. When the
 RS refuses one of a caller's reads because the grant itself changed (``grant_changed``: a
@@ -22,9 +22,10 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
+
+from pdpp_gateway.expiring import Expiring
 
 MEMO_SECONDS: Final = 60.0  # the most it may be: the bearer verdict cache's bound
 
@@ -67,30 +68,16 @@ class Memo:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._seconds = memo_seconds() if seconds is None else seconds
-        self._entries = entries
-        self._clock = clock
-        self._table: OrderedDict[Key, tuple[float, Any]] = OrderedDict()
+        self._table: Expiring[Key, Any] = Expiring(entries, clock)
 
     def get(self, key: Key) -> Any | None:
-        found = self._table.get(key)
-        if found is None:
-            return None
-        stored, value = found
-        if self._clock() - stored >= self._seconds:
-            del self._table[key]
-            return None
-        self._table.move_to_end(key)
-        return value
+        return self._table.get(key)
 
     def put(self, key: Key, value: Any) -> None:
-        self._table[key] = (self._clock(), value)
-        self._table.move_to_end(key)
-        while len(self._table) > self._entries:
-            self._table.popitem(last=False)
+        self._table.put(key, value, self._seconds)
 
     def forget(self, caller: str) -> None:
-        for key in [key for key in self._table if key[0] == caller]:
-            del self._table[key]
+        self._table.forget(lambda key: key[0] == caller)
 
 
 class _Memoising(Protocol):
