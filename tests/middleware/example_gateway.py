@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from aiohttp import web
 
@@ -187,7 +187,7 @@ def build_app(
 
 def tool_pipelines() -> tuple[Next[Seat], Next[Seat]]:
     """The tool stages around the tools: one chain for reads, one (refusing readers) for writes."""
-    validate = ValidateArguments(SCHEMAS, {"add_note": [_title_not_blank]})
+    validate = ValidateArguments(SCHEMAS, {"add_note": [_title_not_blank]}, parsers={"add_note": _note})
     around: list[Middleware[Seat]] = [
         RenderContent[Seat]({"search": _render_hits, "add_note": _render_added}, _render_error),
         PreserveErrors[Seat](),
@@ -204,16 +204,30 @@ async def _tools(call: ToolCall[Seat]) -> ToolResult:
         shelf = call.context.shelf or account.shelves[0]
         return ToolResult({"shelf": shelf.name, "hits": shelf.search(call.arguments["query"])})
     if call.name == "add_note":
-        name = call.arguments.get("shelf", account.shelves[0].name)
+        note = call.parsed
+        assert isinstance(note, Note)  # the validation stage parsed it
+        name = note.shelf or account.shelves[0].name
         target = next((shelf for shelf in account.shelves if shelf.name == name), None)
         if target is None:
             choices = ", ".join(shelf.name for shelf in account.shelves)
             raise gateway_error(
                 "unknown_shelf", f"No shelf {name!r}; choose one of {choices}.", param="shelf"
             )
-        target.notes[call.arguments["title"]] = call.arguments["body"]
-        return ToolResult({"shelf": target.name, "title": call.arguments["title"]})
+        target.notes[note.title] = note.body
+        return ToolResult({"shelf": target.name, "title": note.title})
     raise gateway_error("unknown_tool", f"No tool {echo(call.name)}; the tools are search and add_note.")
+
+
+class Note(NamedTuple):
+    """``add_note``'s arguments, parsed once by the validation stage (its title trimmed)."""
+
+    shelf: str | None
+    title: str
+    body: str
+
+
+def _note(arguments: Mapping[str, Any]) -> Note:
+    return Note(arguments.get("shelf"), arguments["title"].strip(), arguments["body"])
 
 
 def _title_not_blank(arguments: Mapping[str, Any]) -> ToolError | None:

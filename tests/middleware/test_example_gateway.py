@@ -47,9 +47,9 @@ async def call(client: Any, tool: str, key: str = KEY, **arguments: Any) -> tupl
 
 
 async def test_a_writer_adds_a_note_and_a_search_merges_every_shelf(client: Any) -> None:
-    status, added = await call(client, "add_note", title="Water bill", body="due Friday", shelf="work")
+    status, added = await call(client, "add_note", title=" Water bill ", body="due Friday", shelf="work")
     assert (status, added["is_error"]) == (200, False)
-    assert added["text"] == "Added 'Water bill' to shelf 'work'."
+    assert added["text"] == "Added 'Water bill' to shelf 'work'."  # as its parser read it: trimmed
     status, found = await call(client, "search", query="WATER")
     assert status == 200
     assert found["structured"] == {"hits": ["Bread", "Budget", "Water bill"], "unavailable": []}
