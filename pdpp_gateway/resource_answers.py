@@ -33,7 +33,7 @@ from pdpp_gateway.call_result import SERVER_INFO_META_KEY
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.refusals import REFUSALS
 from pdpp_gateway.render.errors import next_step
-from pdpp_gateway.resource_reads import BLOB, BODIES, PIPELINE, kind_of, unknown_uri
+from pdpp_gateway.resource_reads import BLOB_DATA, BODIES, PIPELINE, kind_of, unknown_uri
 from pdpp_gateway.rs.client import RsBlob
 
 MAX_ERROR_MESSAGE: Final = 300
@@ -51,7 +51,7 @@ async def run(context: GatewayContext, uri: str) -> ToolResult:
 
 
 def contents(uri: str, result: ToolResult) -> list[dict[str, Any]]:
-    blob = result.annotations.get(BLOB)
+    blob = result.annotations.get(BLOB_DATA)
     if isinstance(blob, RsBlob):
         encoded = base64.b64encode(blob.data).decode("ascii")
         return [{"blob": encoded, "mimeType": blob.content_type, "uri": uri}]

@@ -19,7 +19,7 @@ Contract (no SDK: ``resources`` puts the answers on the wire):
   3. ``upstream_errors`` (the tool pipeline's): an RS failure becomes its ``ToolError``
      (``render.upstream.tool_error``), exactly as a tool call's would;
   4. ``read_upstream``: one GET, JSON bodies under ``structured[BODIES]``, a blob's bytes in
-     ``annotations[BLOB]`` (refused past ``MAX_BLOB_BYTES`` rather than cut).
+     ``annotations[BLOB_DATA]`` (refused past ``MAX_BLOB_BYTES`` rather than cut).
 
 - Every refusal is a ``ToolError``; ``resources`` turns it into the JSON-RPC error.
 """
@@ -46,6 +46,7 @@ RECORD: Final = "resource:record"
 BLOB: Final = "resource:blob"
 LIST: Final = "resource:list"
 BODIES: Final = "bodies"
+BLOB_DATA: Final = "blob"  # annotations key of a blob read's bytes (an RsBlob)
 FAILED: Final = "failed_sources"
 MAX_BLOB_BYTES: Final = 8 * 1024 * 1024
 READABLE: Final = "pdpp://stream/{name}, pdpp://record/{handle}, pdpp://blob/{connection_id}/{blob_id}"
@@ -150,7 +151,7 @@ async def read_upstream(call: Call) -> ToolResult:
                 "bytes. Use its record's metadata (mime type, size) instead.",
                 param="uri",
             )
-        return ToolResult(structured={}, annotations={BLOB: blob})
+        return ToolResult(structured={}, annotations={BLOB_DATA: blob})
     response = await call.context.rs.get_json(args.path, args.query)
     return ToolResult(structured={BODIES: [response.body]})
 
