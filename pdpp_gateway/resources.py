@@ -15,10 +15,10 @@ Each read runs through the resource pipeline (``resource_reads``: the URI parsed
 routed for a package like a tool call, its RS failure worded by the tool pipeline's
 ``upstream_errors``), with the caller's bound client (same grant token as the tools).
 This module hands the SDK the answer ``resource_answers`` shapes (without the SDK, so the
-stdio door's early reads say exactly the same). A refusal's JSON-RPC error says it the way a
-tool result would: its ``data`` is the typed envelope, its message (at most
-``resource_answers.MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the next step
-(``render.errors.next_step``). The JSON-RPC code comes from the one status table every
+stdio door's early reads say exactly the same). A refusal's JSON-RPC error says it the way
+a tool result would: its ``data`` is the typed envelope, its message (at most
+``resource_answers.MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the next
+step (``render.errors.next_step``). The JSON-RPC code comes from the one status table every
 door uses (``rpc_codes.for_status``): a caller mistake (a malformed or unknown URI, a bad
 segment, an RS 400/409/422 such as an ambiguous record handle) is ``-32602`` (invalid
 params); an RS 404 (or a connection the package does not hold) is ``-32002`` (resource not
@@ -27,9 +27,9 @@ found) in the handshake era and ``-32602`` in the 2026-07-28 era (which retired
 unreachable, held back, too slow or answering 503/504 is ``-32000`` (try again shortly);
 an RS 429 is ``-32029``; an unusable answer or any other RS error is ``-32603``. Every
 read error's ``data`` names the ``uri`` it was about (cut past
-``resource_answers.MAX_URI_ECHO`` characters). ``resources/list`` failing upstream logs one line (no traceback) and
-answers with the code of its first failure, by the same table; a package's list that
-some members answered lists theirs.
+``resource_answers.MAX_URI_ECHO`` characters). ``resources/list`` failing upstream logs one
+line (no traceback) and answers with the code of its first failure, by the same table; a
+package's list that some members answered lists theirs.
 """
 
 from __future__ import annotations
