@@ -35,6 +35,7 @@ from pdpp_gateway.refusals import REFUSALS
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.resource_reads import BLOB_DATA, BODIES, PIPELINE, kind_of, unknown_uri
 from pdpp_gateway.rs.client import RsBlob
+from pdpp_gateway.rs.errors import ASKED_OUTSIDE_GRANT
 
 MAX_ERROR_MESSAGE: Final = 300
 MAX_STEP_CHARS: Final = 160  # of MAX_ERROR_MESSAGE, kept for the next step
@@ -98,6 +99,8 @@ def _json_rpc_code(error: ToolError) -> int:
     """By the one status table (``rpc_codes``); a caller's mistake is a bad URI (``-32602``)."""
     if error.code in REFUSALS:  # a credential refused, by the RS or by its kind
         return REFUSALS[error.code].rpc_code
+    if error.code in ASKED_OUTSIDE_GRANT:  # a 401 for a stream or connection the grant lacks
+        return rpc_codes.INVALID_PARAMS
     if error.code in _TRY_AGAIN:
         return rpc_codes.UNAVAILABLE  # unreachable, held back or too slow: try again shortly
     status = error.extra.get("http_status")

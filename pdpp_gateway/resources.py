@@ -23,7 +23,10 @@ door uses (``rpc_codes.for_status``): a caller mistake (a malformed or unknown U
 segment, an RS 400/409/422 such as an ambiguous record handle) is ``-32602`` (invalid
 params); an RS 404 (or a connection the package does not hold) is ``-32002`` (resource not
 found) in the handshake era and ``-32602`` in the 2026-07-28 era (which retired
-``-32002``); a credential refused (by the RS, or by its kind) is ``-32001``; the RS
+``-32002``); a stream or connection outside the grant (the RS's 401
+``context.stream_not_allowed`` or ``context.instance_mismatch``) is ``-32602`` too: the URI
+asks for what the grant does not hold; a credential refused (by the RS, or by its kind)
+is ``-32001``; the RS
 unreachable, held back, too slow or answering 503/504 is ``-32000`` (try again shortly);
 an RS 429 is ``-32029``; an unusable answer or any other RS error is ``-32603``. Every
 read error's ``data`` names the ``uri`` it was about (cut past

@@ -1,5 +1,6 @@
 """Resource reads through their pipeline, in process against the sandbox RS: a blob past the
-cap is refused with its size, never cut; an unknown URI is the caller's to fix."""
+cap is refused with its size, never cut; an unknown URI, or one outside the grant, is the
+caller's to fix."""
 
 from __future__ import annotations
 
@@ -40,3 +41,20 @@ async def test_a_blob_past_the_cap_is_refused_with_its_size(
     assert capped.value.error.data["uri"] == BLOB
     assert unknown.value.error.code == -32602
     assert "readable: pdpp://stream/{name}" in unknown.value.error.message
+
+
+async def test_a_uri_outside_the_grant_is_the_callers_to_fix(shared_sandbox: Any, tmp_path: Path) -> None:
+    write_credential(tmp_path, shared_sandbox.url, shared_sandbox.tokens["client_work_mail"])
+    members = [MemberStart(c.provider_url, c) for c in load_credentials(shared_sandbox.url, tmp_path)]
+    async with contextlib.AsyncExitStack() as stack:
+        context = await caller_context(stack, members, tmp_path)
+        with pytest.raises(MCPError) as other_source:
+            await read(context, "pdpp://record/cin_slack_acme%2Fmessages%3Ax")
+        with pytest.raises(MCPError) as other_stream:
+            await read(context, "pdpp://stream/issues")
+    # the RS answers 401 (the reference's own codes), yet the credential is fine: fix the URI
+    assert other_source.value.error.code == -32602
+    assert other_source.value.error.data["code"] == "context.instance_mismatch"
+    assert "not granted for this stream" in other_source.value.error.message
+    assert other_stream.value.error.code == -32602
+    assert other_stream.value.error.data["code"] == "context.stream_not_allowed"

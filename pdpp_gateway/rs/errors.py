@@ -22,6 +22,9 @@ place that turns it into words and an envelope, for tools and resources alike.
     └── RsProtocolError       a 2xx that cannot be used (not a JSON object, over the size
                               cap, a redirect): ``problem`` says which
 
+``ASKED_OUTSIDE_GRANT``: the RS's 401 codes that refuse what was asked (a stream or a
+connection the grant does not hold), not the grant or the token itself.
+
 ``str()`` of each is a short line for logs. No field, message or repr ever carries the
 bearer token (the client redacts an error body that echoes it before it gets here).
 """
@@ -30,11 +33,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from pdpp_gateway.rs.error_body import normalise_error_body
 
 __all__ = [
+    "ASKED_OUTSIDE_GRANT",
     "RsError",
     "RsProtocolError",
     "RsStatusError",
@@ -43,6 +47,8 @@ __all__ = [
     "TimeoutPhase",
     "normalise_error_body",
 ]
+
+ASKED_OUTSIDE_GRANT: Final = frozenset({"context.stream_not_allowed", "context.instance_mismatch"})
 
 
 class RsError(Exception):

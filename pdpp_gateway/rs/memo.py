@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from pdpp_gateway.expiring import Expiring
+from pdpp_gateway.rs.errors import ASKED_OUTSIDE_GRANT
 
 MEMO_SECONDS: Final = 60.0  # the most it may be: the bearer verdict cache's bound
 
@@ -44,15 +45,11 @@ MEMO_ENTRIES: Final = 4096
 Key = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
-# 401s that refuse what was asked (a stream or connection outside the grant), not the grant itself
-_ASKED_OUTSIDE: Final = frozenset({"context.stream_not_allowed", "context.instance_mismatch"})
-
-
 def grant_changed(status: int, code: str) -> bool:
     """Whether an RS refusal says the caller's grant itself changed (lapsed, revoked, unknown):
     then what the memo knew of it is dropped. A read outside the grant says nothing new."""
     if status == 401:
-        return code not in _ASKED_OUTSIDE
+        return code not in ASKED_OUTSIDE_GRANT
     return status == 403 and code in ("grant_revoked", "grant_expired")
 
 
