@@ -31,8 +31,9 @@ Contract:
   version or from other ``SOURCES`` (the tools, instructions, server identity and
   resource templates: a checkout edited without a rebuild), or a server name that cannot
   be written as UTF-8, turns early answers off.
-- This module imports nothing heavier than ``json`` and the tool names: it runs before
-  the SDK and the pipeline are loaded.
+- This module imports nothing heavier than ``json`` and the tool names, and defines its
+  records as ``NamedTuple``s (a dataclass costs about a millisecond to define): it runs
+  before the SDK and the pipeline are loaded, on the path of the first answers.
 """
 
 from __future__ import annotations
@@ -42,9 +43,8 @@ import logging
 import re
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pdpp_gateway import __version__
 from pdpp_gateway.tools.specs import TOOL_NAMES
@@ -84,8 +84,7 @@ _PLAIN_ID: Final = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]{0,256}")  # printa
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     """An early answer: the frame to write, and the request id (as JSON text) it answers."""
 
     id_key: str
@@ -93,8 +92,7 @@ class Answer:
     frame: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class EarlyCall:
+class EarlyCall(NamedTuple):
     """A ``tools/call`` run by the pipeline before the SDK has loaded (``fast_start.calls``):
     the SDK never sees it. ``version`` is the protocol version it is served at. A
     ``resources/read`` is one too: ``name`` is ``READ_METHOD``, ``arguments`` its ``uri``."""
@@ -106,8 +104,7 @@ class EarlyCall:
     modern: bool
 
 
-@dataclass(frozen=True, slots=True)
-class EarlyCancel:
+class EarlyCancel(NamedTuple):
     """``notifications/cancelled`` for an early call: it is stopped and never answered, as the
     SDK does for its own requests."""
 
@@ -123,8 +120,7 @@ SILENT: Final = Silent()
 Outcome = Answer | EarlyCall | EarlyCancel | Silent | None
 
 
-@dataclass(frozen=True, slots=True)
-class Table:
+class Table(NamedTuple):
     """``answers.json``: the SDK's result texts per protocol version and method."""
 
     handshake_versions: tuple[str, ...]
@@ -163,23 +159,21 @@ class Table:
         )
 
 
-@dataclass
 class EarlyResponder:
     """Answers a session's opening requests from the table, until it meets anything else."""
 
-    table: Table | None
-    server_name: str
-    era: str | None = None  # "handshake" or "modern" once the first request is answered
-    version: str | None = None  # the negotiated handshake version
-    lines: int = 0
-    stopped: bool = False
-    _answered: set[str] = field(default_factory=set)
-    _calls: set[str] = field(default_factory=set)  # the ids of the early calls
-    _results: dict[tuple[str, str, str], bytes] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
+    def __init__(self, table: Table | None, server_name: str) -> None:
+        self.table = table
+        self.server_name = server_name
+        self.era: str | None = None  # "handshake" or "modern" once the first request is answered
+        self.version: str | None = None  # the negotiated handshake version
+        self.lines = 0
+        self.stopped = False
+        self._answered: set[str] = set()
+        self._calls: set[str] = set()  # the ids of the early calls
+        self._results: dict[tuple[str, str, str], bytes] = {}
         try:
-            self.server_name.encode()
+            server_name.encode()
         except UnicodeEncodeError:
             self.table = None  # the SDK cannot write this name either; let it say so
 
