@@ -66,6 +66,7 @@ _REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
 CALL_METHOD: Final = "tools/call"
 READ_METHOD: Final = "resources/read"
 _CALL_KEYS: Final = frozenset({"name", "arguments"})
+_READ_KEYS: Final = frozenset({"uri"})
 _CANCEL_KEYS: Final = frozenset({"requestId", "reason"})
 _INITIALIZE_KEYS: Final = frozenset({"protocolVersion", "capabilities", "clientInfo"})
 _ENVELOPE_KEYS: Final = frozenset({PROTOCOL_VERSION_KEY, CLIENT_INFO_KEY, CLIENT_CAPABILITIES_KEY})
@@ -231,33 +232,30 @@ class EarlyResponder:
         name, arguments = params.get("name"), params.get("arguments")
         if name not in TOOL_NAMES or not isinstance(arguments, dict | None):
             return None
-        if self.era == "handshake":
-            if not params.keys() <= _CALL_KEYS or self.version is None:
-                return None
-            return EarlyCall(id_key, name, arguments or {}, self.version, modern=False)
-        if not params.keys() <= _CALL_KEYS | {"_meta"}:
-            return None
-        protocol_version = self._modern_version({"_meta": params.get("_meta")})
-        if protocol_version is None:
-            return None
-        return EarlyCall(id_key, name, arguments or {}, protocol_version, modern=True)
+        return self._early(id_key, name, arguments or {}, params, _CALL_KEYS)
 
     def _read(self, id_key: str, params: object) -> EarlyCall | None:
         """A plain read of one resource: ``uri`` (a string) only, and in the 2026 era the
         envelope as the only ``_meta``."""
         if not isinstance(params, dict) or not isinstance(params.get("uri"), str):
             return None
-        arguments = {"uri": params["uri"]}
+        return self._early(id_key, READ_METHOD, {"uri": params["uri"]}, params, _READ_KEYS)
+
+    def _early(
+        self, id_key: str, name: str, arguments: dict[str, Any], params: dict[str, Any], keys: frozenset[str]
+    ) -> EarlyCall | None:
+        """``params`` taken early when they hold only ``keys`` (and in the 2026 era the
+        envelope, as their only ``_meta``), at the version the session is served at."""
         if self.era == "handshake":
-            if params.keys() != {"uri"} or self.version is None:
+            if not params.keys() <= keys or self.version is None:
                 return None
-            return EarlyCall(id_key, READ_METHOD, arguments, self.version, modern=False)
-        if not params.keys() <= {"uri", "_meta"}:
+            return EarlyCall(id_key, name, arguments, self.version, modern=False)
+        if not params.keys() <= keys | {"_meta"}:
             return None
         protocol_version = self._modern_version({"_meta": params.get("_meta")})
         if protocol_version is None:
             return None
-        return EarlyCall(id_key, READ_METHOD, arguments, protocol_version, modern=True)
+        return EarlyCall(id_key, name, arguments, protocol_version, modern=True)
 
     def _cancel(self, params: object) -> EarlyCancel | None:
         """The cancellation of an early call (any other is the SDK's)."""

@@ -108,48 +108,40 @@ class EarlyCalls:
             self._changed.set()
 
     async def _answer(self, call: EarlyCall) -> bytes:
-        if call.name == READ_METHOD:
-            return await self._read(call)
+        read = call.name == READ_METHOD
+        what = "resource read" if read else f"{call.name} tool"
         head = b'{"jsonrpc":"2.0","id":' + call.id_key.encode()
         try:
-            result = await self._pipeline(ToolCall(call.name, call.arguments, self._context))
+            member, body = await (self._read(call) if read else self._call(call))
         except Exception as error:
-            _log.exception("the %s tool failed", call.name)
+            _log.exception("the %s failed", what)
             return head + b',"error":' + orjson.dumps({"code": 0, "message": str(error)}) + b"}\n"
-        wire = result_wire(result, modern=call.modern, stamp=self._server_info)
-        body = None if wire is None else encode(wire)
         if body is None:
-            _log.error("the %s tool's result is not plain JSON data; answered -32603", call.name)
+            _log.error("the %s's answer is not plain JSON data; answered -32603", what)
             unwritable = {
                 "code": INTERNAL_ERROR,
-                "message": "The gateway could not write this tool's result; retry the call.",
+                "message": "The gateway could not write this answer; retry the read."
+                if read
+                else "The gateway could not write this tool's result; retry the call.",
             }
             return head + b',"error":' + orjson.dumps(unwritable) + b"}\n"
-        return head + b',"result":' + body + b"}\n"
+        return head + b',"' + member + b'":' + body + b"}\n"
 
-    async def _read(self, call: EarlyCall) -> bytes:
-        """A resource read's answer, as ``server.read_resource`` (through ``resources.read``)
-        has the SDK write it: both shape it with ``resource_answers``."""
-        head = b'{"jsonrpc":"2.0","id":' + call.id_key.encode()
+    async def _call(self, call: EarlyCall) -> tuple[bytes, bytes | None]:
+        """A tool call's ``result``, as ``server.call_tool`` has the SDK write it."""
+        result = await self._pipeline(ToolCall(call.name, call.arguments, self._context))
+        wire = result_wire(result, modern=call.modern, stamp=self._server_info)
+        return b"result", None if wire is None else encode(wire)
+
+    async def _read(self, call: EarlyCall) -> tuple[bytes, bytes | None]:
+        """A resource read's ``result`` or ``error``, as ``server.read_resource`` (through
+        ``resources.read``) has the SDK write it: both shape it with ``resource_answers``."""
         uri = call.arguments["uri"]
         try:
             result = await resource_answers.run(self._context, uri)
         except ToolError as error:
-            refusal = encode(resource_answers.error_object(error, uri, modern=call.modern))
-            if refusal is not None:
-                return head + b',"error":' + refusal + b"}\n"
-            body = None
-        except Exception as error:
-            _log.exception("the read of a resource failed")
-            return head + b',"error":' + orjson.dumps({"code": 0, "message": str(error)}) + b"}\n"
-        else:
-            read = resource_answers.contents(uri, result)
-            body = encode(resource_answers.result_wire(read, modern=call.modern, stamp=self._server_info))
-            if body is not None:
-                return head + b',"result":' + body + b"}\n"
-        _log.error("a resource read's answer is not plain JSON data; answered -32603")
-        unwritable = {
-            "code": INTERNAL_ERROR,
-            "message": "The gateway could not write this answer; retry the read.",
-        }
-        return head + b',"error":' + orjson.dumps(unwritable) + b"}\n"
+            return b"error", encode(resource_answers.error_object(error, uri, modern=call.modern))
+        read = resource_answers.contents(uri, result)
+        return b"result", encode(
+            resource_answers.result_wire(read, modern=call.modern, stamp=self._server_info)
+        )
