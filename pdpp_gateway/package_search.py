@@ -69,8 +69,8 @@ def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> 
     cursor = args.get("cursor")
     if cursor is None:
         positions = {key: ChildPosition(key, None, 0) for key, _, _ in eligible}
-    elif is_package_cursor(cursor):
-        decoded = check_children(_package_cursor(call), [key for key, _, _ in eligible])
+    elif (merged := args_of(call, SearchArgs).package_cursor) is not None:
+        decoded = check_children(merged, [key for key, _, _ in eligible])
         positions = {child.key: child for child in decoded.children}
     elif len(eligible) == 1:
         _, member, narrowed = eligible[0]
@@ -232,14 +232,6 @@ def _eligible(
     return eligible
 
 
-def _package_cursor(call: Call) -> PackageCursor:
-    """The merged page's cursor this search continues, as its parser decoded it."""
-    decoded = args_of(call, SearchArgs).package_cursor
-    if decoded is None:
-        raise TypeError("a continuation of a merged search arrived without its decoded cursor")
-    return decoded
-
-
 def _limit(args: Mapping[str, Any]) -> int:
     return int(args.get("limit", DEFAULT_SEARCH_LIMIT))
 
@@ -250,8 +242,8 @@ def _limit(args: Mapping[str, Any]) -> int:
 def _lanes(
     call: Call, keys: Sequence[str], sources: Sequence[PackageMember], outcomes: Sequence[Outcome]
 ) -> tuple[int, list[_Lane]]:
-    if is_package_cursor(call.arguments.get("cursor")):
-        decoded = _package_cursor(call)  # its children checked when the call was planned
+    decoded = args_of(call, SearchArgs).package_cursor  # its children checked when planned
+    if decoded is not None:
         positions = {child.key: child for child in decoded.children}
         at_turn = decoded.children[decoded.turn].key if decoded.children else None
     else:
