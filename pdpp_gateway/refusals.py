@@ -4,9 +4,9 @@ door says and does with it.
 Contract (standard library only: the stdio door reads it before the SDK has loaded):
 
 - ``REFUSALS[code]`` is a ``Refusal``: the RS-style error ``type``, the HTTP status of
-  the hosted door (its JSON-RPC code follows from it: ``rpc_codes``), the exit code of the local doors and terminal
-  commands, what happened (``message``) and the one thing to do next (``next_step``).
-  A code absent from the table is a defect (a ``KeyError``).
+  the hosted door (its JSON-RPC code follows from it: ``rpc_codes``), the exit code of the
+  local doors and terminal commands, what happened (``message``) and the one thing to do
+  next (``next_step``). A code absent from the table is a defect (a ``KeyError``).
 - Text is written here only (a cache or command-line problem adds which file or value
   in parentheses: ``local_verdict.problem``). ``explain(rejection, connect)`` fills the templates:
   ``{kind}`` the refused token kind, ``{reason}`` the upstream reason of a catch-all,

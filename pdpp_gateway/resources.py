@@ -47,9 +47,7 @@ from mcp.shared.exceptions import MCPError
 from middleware import ToolCall, ToolError
 from pdpp_gateway import resource_answers
 from pdpp_gateway.context import GatewayContext
-from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.resource_reads import BODIES, FAILED, LIST, PIPELINE, STREAM_PREFIX
-from pdpp_gateway.rs.errors import RsError
 
 _log = logging.getLogger(__name__)
 
@@ -115,10 +113,9 @@ async def read(context: GatewayContext, uri: str, *, modern: bool = False) -> ty
     return types.ReadResourceResult.model_validate({"contents": resource_answers.contents(uri, result)})
 
 
-def protocol_error(error: ToolError | RsError) -> MCPError:
+def protocol_error(error: ToolError) -> MCPError:
     """The JSON-RPC error for a failed resource operation that names no URI (the list)."""
-    typed = tool_error(error) if isinstance(error, RsError) else error
-    return _mcp_error(resource_answers.error_object(typed, None, modern=False))
+    return _mcp_error(resource_answers.error_object(error, None, modern=False))
 
 
 def _mcp_error(error: dict[str, Any]) -> MCPError:

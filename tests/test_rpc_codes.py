@@ -1,4 +1,5 @@
-"""One status → JSON-RPC code table: the hosted door's refusals and the resource reads agree.
+"""One status → JSON-RPC code table: the hosted door's refusals and the resource reads agree
+(an RS failure reaching a resource read as the pipeline's upstream_errors stage words it).
 
 The same HTTP status gets the same code whichever door or operation reports it; only what a
 caller's mistake is called differs (a malformed request on the hosted door, a bad URI on a
@@ -11,6 +12,7 @@ import orjson
 import pytest
 
 from pdpp_gateway.hosted.refusals import rpc_error_body
+from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.resources import protocol_error
 from pdpp_gateway.rpc_codes import (
     CREDENTIAL_REFUSED,
@@ -41,16 +43,16 @@ from pdpp_gateway.rs.errors import RsStatusError, RsTimeoutError, RsUnavailableE
 def test_a_status_has_one_code_on_every_door(status: int, code: int) -> None:
     hosted = orjson.loads(rpc_error_body(status, "x", "what happened"))["error"]["code"]
     refused = RsStatusError.from_body(status, {"error": {"code": "x", "message": "m"}}, None)
-    assert hosted == protocol_error(refused).code == code
+    assert hosted == protocol_error(tool_error(refused)).code == code
 
 
 @pytest.mark.parametrize("status", [400, 409, 422, 413])
 def test_a_caller_mistake_is_named_by_the_door(status: int) -> None:
     assert for_status(status, caller_fault=INVALID_REQUEST) == INVALID_REQUEST
     refused = RsStatusError.from_body(status, {"error": {"code": "x", "message": "m"}}, None)
-    assert protocol_error(refused).code == INVALID_PARAMS  # a resource read: fix the URI
+    assert protocol_error(tool_error(refused)).code == INVALID_PARAMS  # a resource read: fix the URI
 
 
 def test_an_rs_that_cannot_answer_now_is_try_again_shortly() -> None:
-    assert protocol_error(RsUnavailableError("connection refused")).code == UNAVAILABLE
-    assert protocol_error(RsTimeoutError(TimeoutPhase.READ, 10.0)).code == UNAVAILABLE
+    assert protocol_error(tool_error(RsUnavailableError("connection refused"))).code == UNAVAILABLE
+    assert protocol_error(tool_error(RsTimeoutError(TimeoutPhase.READ, 10.0))).code == UNAVAILABLE

@@ -13,9 +13,9 @@ frames only: fd 1 is pointed at stderr for the whole process (``fast_start.wire`
 Start-up, in order: stdin/stdout claimed; a stdin reader answers the session's opening
 requests from ``fast_start/answers.json`` while the credential is checked and the
 pipeline with its RS client loads in a background thread (aiohttp's reads of the CA bundle
-beside it: ``fast_start.trust_aside``); those answers are written only
-once the check passed. Then the session (``fast_start.session``) builds the caller's
-readers and answers plain tool calls and resource reads through the pipelines (``fast_start.calls``) with the
+beside it: ``fast_start.trust_aside``); those answers are written only once the check
+passed. Then the session (``fast_start.session``) builds the caller's readers and answers
+plain tool calls and resource reads through the pipelines (``fast_start.calls``) with the
 SDK's bytes; once the first are answered the SDK loads in the same thread, and when it is
 in, it takes the stream over (``pdpp_gateway.stdio``). ``PDPP_STDIO_EARLY_ANSWERS=0``
 leaves every answer to the SDK. An RS that cannot be asked at start does not stop the

@@ -9,8 +9,8 @@ loads in the background (``loading``):
    reader, which renews the grant (``verify_credential``); one that cannot be renewed
    raises ``CredentialError`` before any frame is written, since only then does the
    pump's gate open.
-2. It answers the early tool calls and resource reads (``EarlyCalls``) with the process's one pipeline, the
-   same pipeline and context the SDK's server uses after the hand-over.
+2. It answers the early tool calls and resource reads (``EarlyCalls``) with the process's
+   pipelines and one context, the same the SDK's server uses after the hand-over.
 3. When the SDK has loaded it hands the stream over (``pdpp_gateway.stdio.serve_sdk``); the
    early calls still running finish beside it. When stdin ended first and everything was
    answered early, it returns without the SDK.

@@ -4,10 +4,10 @@ Contract: a ``Memo`` keeps successful RS answers to read-only questions about a 
 compact schema of one stream: its connections and ``expand_capabilities``) so the stages
 that need them (the expand gate, the merged-sources note) cost no RS read per call in
 steady state. An entry is keyed by the caller (a digest of the token it was read with,
-never the token) and the exact path and query, in an ``expiring.Expiring`` table; it lives
-``seconds`` (60, the bound of the bearer verdict cache: a grant changed at the RS is seen within it; less with
-``PDPP_GRANT_MEMO_SECONDS``, 0 to turn it off, never more), the table holds
-at most ``entries`` (least recently used first out). Failures are never kept. When the
+never the token) and the exact path and query, in an ``expiring.Expiring`` table; it
+lives ``seconds`` (60, the bound of the bearer verdict cache: a grant changed at the RS is
+seen within it; less with ``PDPP_GRANT_MEMO_SECONDS``, 0 to turn it off, never more), the
+table holds at most ``entries`` (least recently used first out). Failures are never kept. When the
 RS refuses one of a caller's reads because the grant itself changed (``grant_changed``: a
 401 other than a stream or connection outside the grant, a 403 ``grant_revoked`` or
 ``grant_expired``) every entry of that caller is dropped (``forget``).
