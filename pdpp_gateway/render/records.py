@@ -21,7 +21,7 @@ One line says how to read a shortened field.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -88,23 +88,26 @@ def render_records(call: Call, result: ToolResult) -> str:
         merged = connections if isinstance(connections, list) else []
         lines.append(merged_note("query_records", call.arguments, merged, effect))
     shortened: list[tuple[int, dict[str, str], str]] = []
-    detailed: list[str] = []
-    compact: list[str] = []
-    for index, record in enumerate(records, 1):
-        block, row = _record_layouts(index, record, stream, shortened)
-        detailed.append(block)
-        compact.append(row)
+    layouts = [_record_block(index, record, stream, shortened) for index, record in enumerate(records, 1)]
+    detailed = [layout.block for layout in layouts]
     notes_used = len(_id_only_note(call, len(records), len(records))) + len(_long_field_note(shortened)) + 2
     used = sum(map(len, lines)) + len(lines) + notes_used
-    # The note about unlisted records is only needed (and only reserved) when the rows overflow.
-    overflow = sum(map(len, compact)) + len(compact) > BUDGET - used
-    rows, listed, shown = fit_rows(
-        BUDGET - used,
-        detailed,
-        compact,
-        max_detailed=MAX_RECORDS,
-        reserve=len(_not_listed(call, len(records), len(records), fan_in)) + 1 if overflow else 0,
-    )
+    room = BUDGET - used
+    if len(detailed) <= MAX_RECORDS and sum(map(len, detailed)) + len(detailed) <= room:
+        # Every record fits in full (the usual page), and a one-line row is never longer
+        # than its record's block: the rows would all be upgraded, so none is built.
+        rows, listed, shown = detailed, len(detailed), len(detailed)
+    else:
+        compact = [_record_row(layout) for layout in layouts]
+        # The note about unlisted records is only needed (and only reserved) when the rows overflow.
+        overflow = sum(map(len, compact)) + len(compact) > room
+        rows, listed, shown = fit_rows(
+            room,
+            detailed,
+            compact,
+            max_detailed=MAX_RECORDS,
+            reserve=len(_not_listed(call, len(records), len(records), fan_in)) + 1 if overflow else 0,
+        )
     lines.extend(rows)
     if shown < listed:
         lines.append(_id_only_note(call, shown, listed))
@@ -177,17 +180,23 @@ def _expanded_line(record: Mapping[str, Any]) -> str:
     return ("\n    expanded " + "; ".join(parts)) if parts else ""
 
 
-def _record_layouts(
-    index: int, record: Mapping[str, Any], stream: Any, shortened: list[tuple[int, dict[str, str], str]]
-) -> tuple[str, str]:
-    """A record's detailed block and its one-line row, from one naming and one read of its data.
+class _Layout(NamedTuple):
+    """A record's detailed block, and what its one-line row is made of (built only when needed)."""
 
-    The block is the handle and compact JSON of the data (long strings shortened: the
-    top-level ones are added to ``shortened``) plus any expanded relations; the row is
-    the handle, title and authored time."""
+    block: str
+    label: str  # the handle part both start with; the whole row of a deleted record
+    data: Mapping[str, Any] | None  # the record's data, for its title and time; None: deleted
+
+
+def _record_block(
+    index: int, record: Mapping[str, Any], stream: Any, shortened: list[tuple[int, dict[str, str], str]]
+) -> _Layout:
+    """A record's detailed block, from one naming and one read of its data: the handle and
+    compact JSON of the data (long strings shortened: the top-level ones are added to
+    ``shortened``) plus any expanded relations."""
     if record.get("deleted"):
         gone = f"[{index}] {record.get('id')} deleted_at={record.get('deleted_at')}"
-        return gone, gone
+        return _Layout(gone, gone, None)
     connection = record.get("connection_id")
     if not (isinstance(connection, str) and connection):
         connection = None
@@ -206,10 +215,17 @@ def _record_layouts(
         block = clip(block, MAX_LINE)
     if record.get("expanded"):
         block += _expanded_line(record)
-    data = raw if type(raw) is dict else as_mapping(raw)
+    return _Layout(block, label, raw if type(raw) is dict else as_mapping(raw))
+
+
+def _record_row(layout: _Layout) -> str:
+    """A record's one-line row: its handle, title and authored time."""
+    data = layout.data
+    if data is None:
+        return layout.label
     title = record_title(data)
-    row = f"{label} {orjson.dumps(clip(title, MAX_LABEL)).decode()}" if title else label
+    row = f"{layout.label} {orjson.dumps(clip(title, MAX_LABEL)).decode()}" if title else layout.label
     moment = authored_time(data)
     if moment:
         row += f" {moment if len(moment) <= 30 else clip(moment, 30)}"
-    return block, row
+    return row
