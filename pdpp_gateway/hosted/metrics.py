@@ -12,6 +12,12 @@ be checked). With ``--workers N`` the processes share one view through
 ``prometheus_client``'s multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, set by the
 serve command before any metric exists); ``exposition()`` then aggregates every worker.
 
+What a request records on its way (its count, latency, RS reads, verdict cache lookups) is
+applied to the metrics once the event loop's current turn ends, after the answer being built
+has been written: a caller never waits on bookkeeping. ``exposition()`` applies whatever is
+still pending first, and outside a running loop a record is applied at once, so every read of
+the metrics sees every answer already given.
+
 Why a library: the text exposition format, histogram buckets and multi-process
 aggregation are exactly what ``prometheus_client`` maintains; re-writing them would be
 code of our own with none of its users.
@@ -19,7 +25,9 @@ code of our own with none of its users.
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Callable
 from typing import Any, Final
 
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
@@ -103,6 +111,23 @@ class Metrics:
         # Each labelled child, once looked up (``labels()`` checks and locks every time);
         # every label set is bounded (see the module contract), so this stays small.
         self._children: dict[tuple[Any, ...], Any] = {}
+        self._pending: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+
+    def _later(self, apply: Callable[..., None], *args: Any) -> None:
+        """``apply(*args)`` once this turn of the running loop ends (at once without one)."""
+        pending = self._pending
+        pending.append((apply, args))
+        if len(pending) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.apply_pending)
+            except RuntimeError:
+                self.apply_pending()
+
+    def apply_pending(self) -> None:
+        """Apply every record still waiting for the end of a loop turn."""
+        pending, self._pending = self._pending, []
+        for apply, args in pending:
+            apply(*args)
 
     def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
         key = (id(metric), *labels)
@@ -112,14 +137,23 @@ class Metrics:
         return child
 
     def observe_request(self, method: str, tool: str, outcome: str, seconds: float) -> None:
+        self._later(self._observe_request, method, tool, outcome, seconds)
+
+    def _observe_request(self, method: str, tool: str, outcome: str, seconds: float) -> None:
         self._child(self.requests, method, tool, outcome).inc()
         self._child(self.latency, method, tool, outcome).observe(seconds)
 
     def count_response(self, route: str, status: int) -> None:
+        self._later(self._count_response, route, status)
+
+    def _count_response(self, route: str, status: int) -> None:
         self._child(self.responses, route, str(status)).inc()
 
     def observe_upstream(self, route: str, status: int | None, seconds: float) -> None:
         """One RS read: ``route`` is its route class (``rs.routes``), never the path."""
+        self._later(self._observe_upstream, route, status, seconds)
+
+    def _observe_upstream(self, route: str, status: int | None, seconds: float) -> None:
         label = f"{status // 100}xx" if status is not None else "none"
         self._child(self.upstream_latency, route, label).observe(seconds)
         if status is None or status >= 400:
@@ -133,9 +167,13 @@ class Metrics:
         self._child(self.held, route).inc()
 
     def observe_token_cache(self, hit: bool) -> None:
+        self._later(self._observe_token_cache, hit)
+
+    def _observe_token_cache(self, hit: bool) -> None:
         self._child(self.token_cache, "hit" if hit else "miss").inc()
 
     def exposition(self) -> bytes:
+        self.apply_pending()
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             combined = CollectorRegistry()
             multiprocess.MultiProcessCollector(combined)  # type: ignore[no-untyped-call]
