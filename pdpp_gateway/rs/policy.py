@@ -5,12 +5,14 @@ Contract: ``RsTimeouts`` bounds each phase of a read (connect, read, total; seco
 closed before any answer (never after a timeout: each attempt would get the whole budget
 again), ``attempts`` in all, with aiohttp-retry's jittered backoff; ``options(retries)``
 is the per-read options object, which counts the retries it actually made
-(``CountingRetry.retries``), so the shared retry budget is refunded what was not used.
+(``CountingRetry.retries``), so the shared retry budget is refunded what was not used; it is
+copied from one built per policy and retry count, so a read never rebuilds the same settings.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final
 
 import aiohttp
@@ -46,17 +48,22 @@ class RetryPolicy:
     )
 
     def options(self, retries: int | None = None) -> CountingRetry:
-        """Options allowing ``retries`` retries (default: ``attempts - 1``)."""
-        return CountingRetry(
-            attempts=1 + (self.attempts - 1 if retries is None else retries),
-            start_timeout=self.start_delay,
-            max_timeout=self.max_delay,
-            statuses=self.statuses,
-            exceptions=self.exceptions,
-            methods=_GET,
-            retry_all_server_errors=False,
-            random_interval_size=self.start_delay,
-        )
+        """Fresh options allowing ``retries`` retries (default: ``attempts - 1``)."""
+        return _built(self, 1 + (self.attempts - 1 if retries is None else retries)).fresh()
+
+
+@lru_cache(maxsize=64)  # a policy or two per process, each with a few retry counts
+def _built(policy: RetryPolicy, attempts: int) -> CountingRetry:
+    return CountingRetry(
+        attempts=attempts,
+        start_timeout=policy.start_delay,
+        max_timeout=policy.max_delay,
+        statuses=policy.statuses,
+        exceptions=policy.exceptions,
+        methods=_GET,
+        retry_all_server_errors=False,
+        random_interval_size=policy.start_delay,
+    )
 
 
 class CountingRetry(JitterRetry):
@@ -65,6 +72,13 @@ class CountingRetry(JitterRetry):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.retries = 0
+
+    def fresh(self) -> CountingRetry:
+        """The same settings with no retry counted yet (the settings are never changed in place)."""
+        copy = object.__new__(CountingRetry)
+        copy.__dict__.update(self.__dict__)
+        copy.retries = 0
+        return copy
 
     def get_timeout(self, attempt: int, response: aiohttp.ClientResponse | None = None) -> float:
         self.retries += 1  # asked for exactly once before each retry
