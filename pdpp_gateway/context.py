@@ -25,8 +25,8 @@ with a guessed grant.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from middleware import Middleware, Next, ToolCall, ToolError
@@ -126,8 +126,6 @@ class GatewayContext:
     caller: Caller[PackageMember]
     # Set when a package call was routed to one member: the member this context reads from.
     source: PackageMember | None = None
-    # Free-form facts for observability (e.g. request id); never sent upstream.
-    labels: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def package(self) -> tuple[PackageMember, ...]:
@@ -141,7 +139,6 @@ class GatewayContext:
         provider_url: str,
         *,
         rs: RsReader | None = None,
-        labels: Mapping[str, str] | None = None,
     ) -> GatewayContext:
         """The context of an accepted caller: a single grant reads through ``rs`` (bound to
         its token); a package's ``rs`` refuses every read until a member is chosen."""
@@ -149,7 +146,7 @@ class GatewayContext:
             rs = UnroutedRs(caller.members)
         elif rs is None:
             raise ValueError("a single-grant caller needs its bound reader")
-        return cls(rs=rs, provider_url=provider_url, caller=caller, labels=labels or {})
+        return cls(rs=rs, provider_url=provider_url, caller=caller)
 
     @classmethod
     def for_client(cls, rs: RsReader, provider_url: str) -> GatewayContext:

@@ -48,7 +48,6 @@ from pdpp_gateway.hosted.origin import OriginPolicy
 from pdpp_gateway.hosted.packages import PackageResolver
 from pdpp_gateway.hosted.refusals import rejected
 from pdpp_gateway.hosted.tokens import AuthServerUnavailable, BearerValidator
-from pdpp_gateway.logs import REQUEST_ID
 from pdpp_gateway.rs.client import RsClient
 
 GATEWAY_CONTEXT: Final = web.RequestKey("gateway_context", GatewayContext)
@@ -117,7 +116,6 @@ class BearerCheck:
             caller,
             self.provider_url,
             rs=None if caller.members else self.rs.bind(token),
-            labels={"request_id": REQUEST_ID.get() or ""},
         )
         return Admission(context, caller_key(facts, token))
 
