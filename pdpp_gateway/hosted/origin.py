@@ -82,8 +82,10 @@ class OriginPolicy:
         )
 
     def from_trusted_proxy(self, request: web.Request) -> bool:
+        if not self.trusted:
+            return False
         peer = request.remote
-        if not peer or not self.trusted:
+        if not peer:
             return False
         try:
             address = ipaddress.ip_address(peer.split("%", 1)[0])
@@ -112,7 +114,12 @@ class OriginPolicy:
         return self.forwarded_origin(request) or self.fallback_origin
 
     def origin_of(self, request: web.Request) -> str:
-        """``public_origin(request)``, computed once per request and kept on it."""
+        """``public_origin(request)``, computed once per request and kept on it (without a
+        trusted proxy it is the same for every request)."""
+        if self.configured_origin:
+            return self.configured_origin
+        if not self.trusted:
+            return self.fallback_origin
         origin = request.get(PUBLIC_ORIGIN)
         if origin is None:
             origin = request[PUBLIC_ORIGIN] = self.public_origin(request)
