@@ -34,8 +34,8 @@ names its member count (``X-Pdpp-Grant-Package-Member-Count``). Nothing past
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import Final, NamedTuple
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -64,16 +64,34 @@ class Admission:
 _ADMISSION: Final = web.RequestKey("pdpp_admission", Admission)
 
 
+class _Admitted(NamedTuple):
+    """A single-grant bearer admitted before: the verdict its admission was built from."""
+
+    token: str
+    facts: BearerFacts
+    admission: Admission
+
+
+MAX_ADMITTED: Final = 10_000  # as many as the verdict cache holds; emptied when full
+
+
 @dataclass(frozen=True, slots=True)
 class BearerCheck:
     """The ``/mcp`` bearer stage: ``middleware.http.bearer_check`` given this gateway's
-    ``authenticate`` and ``refuse``, then the admitted caller seated on the request."""
+    ``authenticate`` and ``refuse``, then the admitted caller seated on the request.
+
+    A single-grant caller's admission (its context, its reader bound to its token, its
+    rate-limit key) is built once per verdict: while the validator answers the very facts
+    it was built from (its cache, at most a minute), the same admission serves the same
+    header. A new verdict, a refusal or a package caller (whose members the resolver names
+    on every call) builds it again."""
 
     validator: BearerValidator
     packages: PackageResolver | None
     rs: RsClient
     provider_url: str
     policy: OriginPolicy
+    _admitted: dict[str, _Admitted] = field(default_factory=dict, init=False, repr=False)
 
     def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
         admit = bearer_check(
@@ -101,13 +119,27 @@ class BearerCheck:
 
     async def authenticate(self, header: str | None) -> Admission | Rejection:
         """The one ladder over what the header, the validator and the package resolver say."""
-        token = read_bearer(header)
+        known = self._admitted.get(header) if header is not None else None
+        token = read_bearer(header) if known is None else known.token
         if isinstance(token, Rejection):
             return token
         try:
             facts = await self.validator.validate(token)
         except AuthServerUnavailable:
             return Rejection("authorization_unavailable")
+        if known is not None and known.facts is facts:
+            return known.admission  # the very verdict this admission was built from
+        admission = await self._admit(facts, token)
+        if header is not None:
+            if isinstance(admission, Admission) and not admission.context.caller.members:
+                if len(self._admitted) >= MAX_ADMITTED:
+                    self._admitted.clear()
+                self._admitted[header] = _Admitted(token, facts, admission)
+            elif known is not None:
+                self._admitted.pop(header, None)
+        return admission
+
+    async def _admit(self, facts: BearerFacts, token: str) -> Admission | Rejection:
         members = await self._members(facts)
         caller = authenticate(facts, serves_packages=True, package_members=members)
         if isinstance(caller, Rejection):

@@ -11,8 +11,12 @@ import aiohttp
 import orjson
 import pytest
 
+from pdpp_gateway.caller import BearerFacts, Rejection, TokenKind
+from pdpp_gateway.hosted.bearer import Admission, BearerCheck
 from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.hosted.origin import OriginPolicy
 from pdpp_gateway.hosted.packages import FilePackageResolver
+from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -267,3 +271,46 @@ async def test_two_authorization_headers_are_a_400_and_neither_is_checked(sandbo
         assert body["error"]["data"]["code"] == "duplicate_credentials"
         assert "exactly one Authorization" in body["error"]["message"]
         assert sandbox.calls == []
+
+
+class _Verdicts:
+    """A validator answering whatever facts the test sets, and counting its calls."""
+
+    def __init__(self, facts: BearerFacts) -> None:
+        self.facts = facts
+        self.calls = 0
+
+    async def validate(self, token: str) -> BearerFacts:
+        self.calls += 1
+        return self.facts
+
+
+async def test_an_admission_lives_exactly_as_long_as_the_verdict_it_was_built_from() -> None:
+    """The same header and the very same verdict reuse one admission; a new verdict (the
+    cache renewed it), a refusal, and the next acceptance after it are each judged afresh."""
+    verdicts = _Verdicts(BearerFacts(kind=TokenKind.CLIENT, grant_id="grt_1"))
+    policy = OriginPolicy.from_settings(sandbox_settings("http://127.0.0.1:9"))
+    check = BearerCheck(verdicts, None, RsClient("http://127.0.0.1:9"), "http://127.0.0.1:9", policy)
+    header = "Bearer tok_one"
+
+    first = await check.authenticate(header)
+    assert isinstance(first, Admission)
+    assert await check.authenticate(header) is first  # same verdict: same admission
+    assert await check.authenticate("bearer tok_one") is not first  # another header is read afresh
+    assert verdicts.calls == 3  # the validator is asked every time: it decides how long a verdict lasts
+
+    verdicts.facts = BearerFacts(kind=TokenKind.CLIENT, grant_id="grt_2")
+    renewed = await check.authenticate(header)
+    assert isinstance(renewed, Admission)
+    assert renewed is not first
+    assert renewed.caller_key == "grant:grt_2"
+
+    verdicts.facts = BearerFacts.inactive("grant_revoked")
+    refused = await check.authenticate(header)
+    assert isinstance(refused, Rejection)
+    assert refused.code == "grant_revoked"
+
+    verdicts.facts = BearerFacts(kind=TokenKind.CLIENT, grant_id="grt_3")
+    again = await check.authenticate(header)
+    assert isinstance(again, Admission)
+    assert again.caller_key == "grant:grt_3"
