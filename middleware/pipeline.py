@@ -45,6 +45,8 @@ class ToolCall(Generic[C]):
     parsed: object = None  # the tool's typed arguments, once validation accepted them
 
     def with_arguments(self, arguments: Mapping[str, Any], parsed: object = None) -> ToolCall[C]:
+        if type(self) is ToolCall:  # every call: a plain constructor, not replace()'s field walk
+            return ToolCall(self.name, arguments, self.context, parsed)
         return replace(self, arguments=arguments, parsed=parsed)
 
 

@@ -119,7 +119,7 @@ class GatewayRequestHandler(RequestHandler):
         self, request: BaseRequest, resp: web.StreamResponse, start_time: float | None
     ) -> tuple[web.StreamResponse, bool]:
         answered = await super().finish_response(request, resp, start_time)
-        if resp.get(END_CONNECTION):
+        if len(resp) and resp.get(END_CONNECTION):  # len first: a miss in Mapping.get raises inside
             self.force_close()
         return answered
 

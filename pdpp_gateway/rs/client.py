@@ -266,7 +266,9 @@ class RsClient:
 
     def _check_size(self, path: str, query: Query) -> None:
         """Refuse, before sending, a request URL too long for the RS to accept."""
-        plain = len(path) + len(self.base_url) + 1 + sum(len(key) + len(value) + 2 for key, value in query)
+        plain = len(path) + len(self.base_url) + 1
+        for key, value in query:
+            plain += len(key) + len(value) + 2
         if plain * _MOST_ENCODED_PER_CHAR <= MAX_REQUEST_TARGET_BYTES:
             return  # even if every character needed its longest escape, it would fit
         target = len(urlencode(list(query))) + len(path) + len(self.base_url) + 1
