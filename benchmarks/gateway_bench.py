@@ -20,9 +20,10 @@ Prints, with ratios against the baseline measured in the same run:
 ``--against CHECKOUT`` measures only the added p50, of this tree's gateway and of the
 one in another checkout (same venv), both in front of one RS, in alternating rounds
 with the bare hop: the ratio between the two is what a change bought, on a machine
-whose load moves both. A third gateway of this tree runs with tracing on
-(``OTEL_EXPORTER_OTLP_ENDPOINT`` at a sink in this process that takes every export): what
-tracing costs when an operator turns it on.
+whose load moves both; each ratio is also printed paired (the median of the rounds' own
+ratios, which a change of the machine's load between rounds cannot move). A third gateway
+of this tree runs with tracing on (``OTEL_EXPORTER_OTLP_ENDPOINT`` at a sink in this
+process that takes every export): what tracing costs when an operator turns it on.
 """
 
 from __future__ import annotations
@@ -116,8 +117,8 @@ def serve_args(rs_url: str, port: int, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-async def wait_up(url: str) -> None:
-    deadline = time.monotonic() + 60
+async def wait_up(url: str, deadline_seconds: float = 60) -> None:
+    deadline = time.monotonic() + deadline_seconds
     async with aiohttp.ClientSession() as http:
         while time.monotonic() < deadline:
             with contextlib.suppress(aiohttp.ClientError):
@@ -380,8 +381,19 @@ async def against(baseline: Path, calls: int, rounds: int) -> None:
         f"  bare aiohttp hop (the floor): adds p50 {add['bare']:5.2f}  CPU/call {per_call['bare']:5.2f}; "
         f"this tree x{add['ours'] / add['bare']:.2f} of it"
     )
+    print(
+        "  paired (median over rounds of one round's ratio, the arms measured within seconds of each other): "
+        f"this tree x{paired(added['ours'], added['base']):.2f} of the baseline, "
+        f"x{paired(added['ours'], added['bare']):.2f} of the bare hop (baseline x{paired(added['base'], added['bare']):.2f})"
+    )
     for name in ("base", "ours", "traced", "bare"):
         print(f"  rounds, {name}: {' '.join(f'{value:.2f}' for value in added[name])}")
+
+
+def paired(values: list[float], floor: list[float]) -> float:
+    """The median of the round-by-round ratios ``values[i] / floor[i]``: a load change that
+    moves a whole round moves both arms of it, so the ratio stays where it was."""
+    return statistics.median(value / base for value, base in zip(values, floor, strict=True) if base > 0)
 
 
 if __name__ == "__main__":
