@@ -18,11 +18,10 @@ renewed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-
-import anyio
 
 from middleware import ToolError
 from pdpp_gateway.caller import TokenKind
@@ -69,10 +68,13 @@ async def caller_context(
 async def read_facts(reader: RsReader) -> MemberFacts | None:
     """A member's facts from its own compact schema, or ``None`` when the RS does not answer
     in time (the member's first read then verifies its token again)."""
-    with anyio.move_on_after(START_PROBE_SECONDS):
-        try:
+    try:
+        async with asyncio.timeout(START_PROBE_SECONDS) as bound:
             response = await reader.get_json(SCHEMA_PATH, COMPACT_QUERY)
-        except (RsError, ToolError):
-            return None
-        return facts_from_schema(response.body)
-    return None
+    except (RsError, ToolError):
+        return None
+    except TimeoutError:
+        if not bound.expired():
+            raise
+        return None
+    return facts_from_schema(response.body)

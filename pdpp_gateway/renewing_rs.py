@@ -23,12 +23,11 @@ Contract: ``RenewingRs`` is an ``RsReader`` reading with the cached grant's acce
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
-
-import anyio
 
 from pdpp_gateway.credentials import Credential, load_credential
 from pdpp_gateway.local_package import token_lapsed
@@ -47,7 +46,7 @@ class RenewingRs:
         self._credential = credential
         self._cache_root = cache_root
         self._reader = rs.bind(credential.access_token)
-        self._lock = anyio.Lock()
+        self._lock = asyncio.Lock()
         self._refused: RenewalError | None = None
 
     @property

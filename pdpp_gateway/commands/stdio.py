@@ -46,7 +46,6 @@ import importlib
 import os
 import sys
 import threading
-from functools import partial
 from typing import Final
 
 from pdpp_gateway import tracing
@@ -166,12 +165,12 @@ def run(args: argparse.Namespace) -> int:
         wake.clear()
     loader.raise_error()
 
-    import anyio
+    import asyncio
 
     session = importlib.import_module(SESSION_MODULE)
     cache_root = local_credential.cache_root_of(args)
     try:
-        anyio.run(partial(session.serve, members, server_name, pump, wire, cache_root, loader))
+        asyncio.run(session.serve(members, server_name, pump, wire, cache_root, loader))
     except CredentialError as error:
         local_credential.say(error.message)
         return error.exit_code

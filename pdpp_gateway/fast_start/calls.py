@@ -19,7 +19,10 @@ it: both shape the contents or the JSON-RPC error with ``resource_answers`` (pin
 eras by the same tests).
 
 An ``EarlyCancel`` for a call still running stops it and nothing is written for it, as
-the SDK does for a request its client cancelled. The SDK never sees these requests: they
+the SDK does for a request its client cancelled (a call whose answer is already being
+written is past stopping). Each call is a task of the session's ``asyncio.TaskGroup``:
+nothing of anyio runs before the SDK loads (its asyncio backend alone takes about 35 ms
+to import). The SDK never sees these requests: they
 are not replayed to it at the hand-over, and calls still running then finish here.
 ``busy`` is true while any runs; each one that ends sets ``changed``.
 """
@@ -31,9 +34,7 @@ import logging
 import threading
 from typing import Any
 
-import anyio
 import orjson
-from anyio.abc import TaskGroup
 
 from middleware import ToolCall, ToolError
 from pdpp_gateway import resource_answers
@@ -51,7 +52,7 @@ class EarlyCalls:
 
     def __init__(
         self,
-        group: TaskGroup,
+        group: asyncio.TaskGroup,
         pipeline: CallNext,
         context: GatewayContext,
         wire: Wire,
@@ -66,7 +67,7 @@ class EarlyCalls:
         self._server_info = server_info
         self._changed = changed
         self._loop = asyncio.get_running_loop()
-        self._running: dict[str, anyio.CancelScope] = {}
+        self._running: dict[str, asyncio.Task[None]] = {}  # calls that a cancel may still stop
         self._unfinished: set[str] = set()  # from ``submit`` on, so ``busy`` never misses one
         self.answered = 0
 
@@ -82,30 +83,29 @@ class EarlyCalls:
 
     def _take(self, outcome: EarlyCall | EarlyCancel) -> None:
         if isinstance(outcome, EarlyCancel):
-            scope = self._running.get(outcome.id_key)
-            if scope is not None:
-                scope.cancel()
+            running = self._running.get(outcome.id_key)
+            if running is not None:
+                running.cancel()
             return
-        scope = anyio.CancelScope()
-        self._running[outcome.id_key] = scope
-        self._group.start_soon(self._run, outcome, scope)
+        task = self._group.create_task(self._run(outcome))
+        self._running[outcome.id_key] = task
+        # Not a ``finally`` in ``_run``: a task cancelled before its first step never enters it.
+        task.add_done_callback(lambda _: self._ended(outcome.id_key))
 
-    async def _run(self, call: EarlyCall, scope: anyio.CancelScope) -> None:
-        try:
-            frame = None
-            with scope:
-                frame = await self._answer(call)
-            if frame is not None and not scope.cancel_called:
-                await anyio.to_thread.run_sync(self._wire.write, frame)
-                self.answered += 1
-                if call.name == READ_METHOD:
-                    _log.debug("answered resources/read %s before the SDK loaded", call.id_key)
-                else:
-                    _log.debug("answered tools/call %s (%s) before the SDK loaded", call.id_key, call.name)
-        finally:
-            del self._running[call.id_key]
-            self._unfinished.discard(call.id_key)
-            self._changed.set()
+    async def _run(self, call: EarlyCall) -> None:
+        frame = await self._answer(call)  # a cancel stops the call here, and nothing is written
+        del self._running[call.id_key]  # its answer goes out now: past stopping
+        await asyncio.to_thread(self._wire.write, frame)
+        self.answered += 1
+        if call.name == READ_METHOD:
+            _log.debug("answered resources/read %s before the SDK loaded", call.id_key)
+        else:
+            _log.debug("answered tools/call %s (%s) before the SDK loaded", call.id_key, call.name)
+
+    def _ended(self, id_key: str) -> None:
+        self._running.pop(id_key, None)
+        self._unfinished.discard(id_key)
+        self._changed.set()
 
     async def _answer(self, call: EarlyCall) -> bytes:
         read = call.name == READ_METHOD

@@ -14,18 +14,21 @@ loads in the background (``loading``):
 3. When the SDK has loaded it hands the stream over (``pdpp_gateway.stdio.serve_sdk``); the
    early calls still running finish beside it. When stdin ended first and everything was
    answered early, it returns without the SDK.
+
+It runs on a plain asyncio loop (``asyncio.run``) with asyncio's own task group, timeouts
+and locks: anyio, which the SDK runs on, loads its asyncio backend (about 35 ms) only once
+the SDK serves, in the same loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Protocol
-
-import anyio
 
 from pdpp_gateway.context import RsReader
 from pdpp_gateway.fast_start.calls import EarlyCalls
@@ -78,7 +81,7 @@ async def serve(
         pipeline = build_pipeline()
         responder = pump.responder
         server_info = responder.server_info() if responder.table is not None else {}
-        async with anyio.create_task_group() as group:
+        async with asyncio.TaskGroup() as group:
             calls = EarlyCalls(group, pipeline, context, wire, server_info=server_info, changed=pump.changed)
             pump.attach_calls(calls.submit)
             while not loading.done:
@@ -93,6 +96,22 @@ async def serve(
 
 
 async def _changed(event: threading.Event) -> None:
-    """Wait for ``event`` (set by the pump, the loader or an ending call) and clear it."""
-    await anyio.to_thread.run_sync(event.wait)
+    """Wait for ``event`` (set by the pump, the loader or an ending call) and clear it.
+
+    The wait runs in a daemon thread of its own, not the loop's executor: a wait abandoned
+    (the session ended on an error) must never hold the process's exit."""
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
+
+    def wake() -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    def wait() -> None:
+        event.wait()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+            loop.call_soon_threadsafe(wake)
+
+    threading.Thread(target=wait, name="pdpp-stdio-wake", daemon=True).start()
+    await woken
     event.clear()

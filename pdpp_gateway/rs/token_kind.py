@@ -30,11 +30,10 @@ Contract:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-import anyio
 
 from middleware import ToolError
 from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate
@@ -122,7 +121,7 @@ async def verify_at_start(
 ) -> TokenKind:
     """``client``, or ``CredentialError`` (refused or rejected token), or ``KindUnknown``."""
     try:
-        with anyio.fail_after(seconds):
+        async with asyncio.timeout(seconds):
             facts = await SchemaProbe().probe(rs)
     except RsStatusError as error:
         answer = refused(error.status, error.code)
@@ -157,7 +156,7 @@ class KindCheckedRs:
         self._provider_url = provider_url
         self._refusal: Rejection | None = None
         self._accepted = verified_kind == TokenKind.CLIENT
-        self._lock = anyio.Lock()
+        self._lock = asyncio.Lock()
 
     async def _ensure_accepted(self) -> None:
         if self._accepted:

@@ -10,6 +10,7 @@ log proves which calls the early path answered.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from pdpp_gateway.call_result import SERVER_INFO_META_KEY
 from pdpp_gateway.credentials import write_credential
 from pdpp_gateway.fast_start.answers import READ_METHOD, Answer, EarlyCall, EarlyCancel, EarlyResponder, Table
 from pdpp_gateway.fast_start.build import envelope
-from tests.conftest import run_cli
+from tests.conftest import gateway_env, run_cli
 from tests.frames import INITIALIZED, initialize
 from tests.upstreams import Fault, upstream_proxy
 
@@ -289,3 +290,44 @@ def test_anything_but_a_plain_read_is_left_to_the_sdk(params: dict[str, Any], wh
     responder = responder_after_opening(modern=False)
     assert responder.respond(read_line(params)) is None, why
     assert responder.stopped
+
+
+# Installed in the stdio process: when the early answer to request 3 is written, it notes on
+# stderr whether anyio or the SDK had been loaded by then.
+_WATCH_THE_FIRST_ANSWER = """
+import os, sys
+_write = os.write
+def write(fd, data):
+    if b'"id":3,' in bytes(data[:40]):
+        loaded = sorted(name for name in ("anyio", "mcp", "pydantic") if name in sys.modules)
+        sys.stderr.write(f"LOADED AT THE FIRST ANSWER: {loaded}\\n")
+    return _write(fd, data)
+os.write = write
+"""
+
+
+def test_the_first_answer_loads_neither_anyio_nor_the_sdk(tmp_path: Path, shared_sandbox: Any) -> None:
+    """The first tool answer is written before anyio (whose asyncio backend alone costs about
+    35 ms to load) or the SDK is imported: the session runs on asyncio's own primitives."""
+    watch = tmp_path / "watch"
+    watch.mkdir()
+    (watch / "sitecustomize.py").write_text(_WATCH_THE_FIRST_ANSWER)
+    cache_root = tmp_path / ".pdpp"
+    write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
+    frames = [
+        initialize(),
+        INITIALIZED,
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "schema", "arguments": {}}},
+    ]
+    done = run_cli(
+        "stdio",
+        "--provider-url",
+        shared_sandbox.url,
+        "--cache-root",
+        str(cache_root),
+        env={"PYTHONPATH": f"{watch}{os.pathsep}{gateway_env()['PYTHONPATH']}"},
+        stdin="".join(json.dumps(frame) + "\n" for frame in frames),
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["id"] == 3
+    assert "LOADED AT THE FIRST ANSWER: []" in done.stderr, done.stderr
