@@ -94,8 +94,8 @@ def render_records(call: Call, result: ToolResult) -> str:
     used = sum(map(len, lines)) + len(lines) + notes_used
     room = BUDGET - used
     if len(detailed) <= MAX_RECORDS and sum(map(len, detailed)) + len(detailed) <= room:
-        # Every record fits in full (the usual page), and a one-line row is never longer
-        # than its record's block: the rows would all be upgraded, so none is built.
+        # Every record fits in full (the usual page): all are shown so, and no one-line row is
+        # built (a row holds the block's title and time, shortened, so it is not the longer).
         rows, listed, shown = detailed, len(detailed), len(detailed)
     else:
         compact = [_record_row(layout) for layout in layouts]
