@@ -20,11 +20,11 @@ eras by the same tests).
 
 An ``EarlyCancel`` for a call still running stops it and nothing is written for it, as
 the SDK does for a request its client cancelled (a call whose answer is already being
-written is past stopping). Each call is a task of the session's ``asyncio.TaskGroup``:
-nothing of anyio runs before the SDK loads (its asyncio backend alone takes about 35 ms
-to import). The SDK never sees these requests: they
-are not replayed to it at the hand-over, and calls still running then finish here.
-``busy`` is true while any runs; each one that ends sets ``changed``.
+written is past stopping). The SDK never sees these requests: they are not replayed to it
+at the hand-over, and calls still running then finish here. ``busy`` is true while any
+runs; each one that ends sets ``changed``. Each call is a task of the session's
+``asyncio.TaskGroup``: nothing of anyio runs before the SDK loads (its asyncio backend
+alone takes about 35 ms to import).
 """
 
 from __future__ import annotations
