@@ -85,7 +85,9 @@ def error_object(error: ToolError, uri: str | None, *, modern: bool) -> dict[str
         error.envelope, error.extra.get("http_status"), param if isinstance(param, str) else None
     )
     step = _bounded(step, MAX_STEP_CHARS) if step else ""
-    said = _bounded(f"{error.code}: {error.envelope.get('message', '')}", MAX_ERROR_MESSAGE - len(step) - 1)
+    said = _bounded(f"{error.code}: {error.envelope.get('message', '')}", MAX_ERROR_MESSAGE - len(step) - 2)
+    if step and not said.endswith((".", "!", "?", "…")):
+        said += "."  # an RS message without its full stop must not run into the next step
     code = _json_rpc_code(error)
     if modern and code == rpc_codes.NOT_FOUND:
         code = rpc_codes.INVALID_PARAMS  # the 2026-07-28 era retired -32002

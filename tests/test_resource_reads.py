@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from middleware import ToolError
 from pdpp_gateway import resource_reads
 from pdpp_gateway.credentials import load_credentials, write_credential
 from pdpp_gateway.local_package import MemberStart
 from pdpp_gateway.local_readers import caller_context
+from pdpp_gateway.resource_answers import error_object
 from pdpp_gateway.resources import read
 
 BLOB = "pdpp://blob/cin_mail_work/blob_receipt_png"
@@ -58,3 +60,21 @@ async def test_a_uri_outside_the_grant_is_the_callers_to_fix(shared_sandbox: Any
     assert "not granted for this stream" in other_source.value.error.message
     assert other_stream.value.error.code == -32602
     assert other_stream.value.error.data["code"] == "context.stream_not_allowed"
+
+
+@pytest.mark.parametrize(
+    ("rs_message", "said"),
+    [
+        ("Token introspection failed closed", "Token introspection failed closed. That stream"),
+        ("Stream not granted.", "Stream not granted. That stream"),
+        ("Is it granted?", "Is it granted? That stream"),
+    ],
+)
+def test_the_rs_message_and_the_next_step_read_as_two_sentences(rs_message: str, said: str) -> None:
+    """The reference RS words some refusals without a full stop; the step after it must not run on."""
+    refused = ToolError(
+        {"type": "authentication_error", "code": "context.stream_not_allowed", "message": rs_message},
+        http_status=401,
+    )
+    message = error_object(refused, "pdpp://stream/issues", modern=False)["message"]
+    assert message.startswith(f"context.stream_not_allowed: {said} is not in this grant")
