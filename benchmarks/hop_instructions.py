@@ -32,18 +32,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
-from gateway_bench import CALL, HEADERS, ROOT, free_port, running_sandbox, serve_args, wait_up
+from gateway_bench import ROOT, free_port, mcp_call, running_sandbox, serve_args, wait_up
 
 WARM_UP = 300
 
 
 async def calls(url: str, n: int) -> None:
+    """``n`` of ``gateway_bench.py``'s measured call, one after another."""
     async with aiohttp.ClientSession() as http:
+        once = mcp_call(http, url)
         for _ in range(n):
-            async with http.post(url, json=CALL, headers=HEADERS) as response:
-                assert response.status == 200, response.status
-                body = await response.json()
-                assert not body["result"].get("isError"), body
+            await once()
 
 
 async def control(*args: str) -> None:
