@@ -5,7 +5,8 @@ expiry (``put(key, value, lifetime)``: ``clock() + lifetime``; a lifetime of 0 o
 not kept). ``get`` answers a live value (and marks it most recently used) or ``None``,
 dropping an expired one; past the bound the least recently used goes first.
 ``expiry(key)`` is a live entry's expiry, ``forget(which)`` drops every entry whose key
-``which`` picks. Its users: the bearer verdict cache (``hosted.tokens.CachedValidator``)
+``which`` picks. Its users: the bearer verdict cache (``hosted.tokens.CachedValidator``),
+the admissions built from those verdicts (``hosted.bearer``, kept with no expiry of their own)
 and what a grant holds (``rs.memo.Memo``).
 """
 

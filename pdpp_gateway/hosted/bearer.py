@@ -33,6 +33,7 @@ names its member count (``X-Pdpp-Grant-Package-Member-Count``). Nothing past
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
@@ -43,11 +44,12 @@ from aiohttp.typedefs import Handler
 from middleware.http import bearer_check
 from pdpp_gateway.caller import BearerFacts, Rejection, TokenKind, authenticate, read_bearer
 from pdpp_gateway.context import GatewayContext, PackageMember
+from pdpp_gateway.expiring import Expiring
 from pdpp_gateway.hosted.limits import CALLER, caller_key
 from pdpp_gateway.hosted.origin import OriginPolicy
 from pdpp_gateway.hosted.packages import PackageResolver
 from pdpp_gateway.hosted.refusals import rejected
-from pdpp_gateway.hosted.tokens import AuthServerUnavailable, BearerValidator
+from pdpp_gateway.hosted.tokens import CACHE_ENTRIES, AuthServerUnavailable, BearerValidator
 from pdpp_gateway.rs.client import RsClient
 
 GATEWAY_CONTEXT: Final = web.RequestKey("gateway_context", GatewayContext)
@@ -72,7 +74,7 @@ class _Admitted(NamedTuple):
     admission: Admission
 
 
-MAX_ADMITTED: Final = 10_000  # as many as the verdict cache holds; emptied when full
+MAX_ADMITTED: Final = CACHE_ENTRIES  # as many as the verdict cache holds; least recently used out
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +93,10 @@ class BearerCheck:
     rs: RsClient
     provider_url: str
     policy: OriginPolicy
-    _admitted: dict[str, _Admitted] = field(default_factory=dict, init=False, repr=False)
+    # Kept while the validator answers the same facts (checked on every call), so no expiry of its own.
+    _admitted: Expiring[str, _Admitted] = field(
+        default_factory=lambda: Expiring(MAX_ADMITTED), init=False, repr=False
+    )
 
     def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
         admit = bearer_check(
@@ -130,13 +135,10 @@ class BearerCheck:
         if known is not None and known.facts is facts:
             return known.admission  # the very verdict this admission was built from
         admission = await self._admit(facts, token)
-        if header is not None:
-            if isinstance(admission, Admission) and not admission.context.caller.members:
-                if len(self._admitted) >= MAX_ADMITTED:
-                    self._admitted.clear()
-                self._admitted[header] = _Admitted(token, facts, admission)
-            elif known is not None:
-                self._admitted.pop(header, None)
+        if header is not None and isinstance(admission, Admission) and not admission.context.caller.members:
+            # An entry whose facts the validator no longer answers is never served again; it
+            # waits for the bound to push it out.
+            self._admitted.put(header, _Admitted(token, facts, admission), math.inf)
         return admission
 
     async def _admit(self, facts: BearerFacts, token: str) -> Admission | Rejection:
