@@ -21,7 +21,8 @@ Prints, with ratios against the baseline measured in the same run:
 one in another checkout (same venv), both in front of one RS, in alternating rounds
 with the bare hop: the ratio between the two is what a change bought, on a machine
 whose load moves both; each ratio is also printed paired (the median of the rounds' own
-ratios, which a change of the machine's load between rounds cannot move). A third gateway
+ratios, which a change of the machine's load between rounds cannot move, with the middle
+half of those ratios: a difference inside it is not yet a measured one). A third gateway
 of this tree runs with tracing on (``OTEL_EXPORTER_OTLP_ENDPOINT`` at a sink in this
 process that takes every export): what tracing costs when an operator turns it on.
 """
@@ -382,18 +383,27 @@ async def against(baseline: Path, calls: int, rounds: int) -> None:
         f"this tree x{add['ours'] / add['bare']:.2f} of it"
     )
     print(
-        "  paired (median over rounds of one round's ratio, the arms measured within seconds of each other): "
-        f"this tree x{paired(added['ours'], added['base']):.2f} of the baseline, "
-        f"x{paired(added['ours'], added['bare']):.2f} of the bare hop (baseline x{paired(added['base'], added['bare']):.2f})"
+        "  paired (median over rounds of one round's ratio, the arms measured within seconds of each other; "
+        "in brackets the middle half of the rounds' ratios):"
+    )
+    print(
+        f"    this tree {paired(added['ours'], added['base'])} of the baseline, "
+        f"{paired(added['ours'], added['bare'])} of the bare hop; "
+        f"baseline {paired(added['base'], added['bare'])} of the bare hop"
     )
     for name in ("base", "ours", "traced", "bare"):
         print(f"  rounds, {name}: {' '.join(f'{value:.2f}' for value in added[name])}")
 
 
-def paired(values: list[float], floor: list[float]) -> float:
-    """The median of the round-by-round ratios ``values[i] / floor[i]``: a load change that
-    moves a whole round moves both arms of it, so the ratio stays where it was."""
-    return statistics.median(value / base for value, base in zip(values, floor, strict=True) if base > 0)
+def paired(values: list[float], floor: list[float]) -> str:
+    """The median of the round-by-round ratios ``values[i] / floor[i]`` (a load change that
+    moves a whole round moves both arms of it, so the ratio stays where it was), with their
+    quartiles: how far one round's ratio strays, so a difference smaller than that is read as noise."""
+    ratios = [value / base for value, base in zip(values, floor, strict=True) if base > 0]
+    if len(ratios) < 2:
+        return f"x{statistics.median(ratios):.2f}"
+    low, middle, high = statistics.quantiles(ratios, n=4)
+    return f"x{middle:.2f} [x{low:.2f}-x{high:.2f}]"
 
 
 if __name__ == "__main__":
