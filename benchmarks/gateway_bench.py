@@ -58,6 +58,7 @@ CALL = {
     },
 }
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+WARM_UP = 300  # calls each server answers before it is measured (here and in hop_*.py)
 
 
 async def direct_read(http: aiohttp.ClientSession, rs_url: str) -> None:
@@ -209,7 +210,7 @@ async def alternate(arms: dict[str, Arm], calls: int, rounds: int) -> None:
     """``calls`` calls per arm in ``rounds`` rounds, the arms' order reversed every round;
     each round's samples, p50 and the serving process's CPU per call kept on the arm."""
     for arm in arms.values():
-        await timed(300, arm.once)  # warm-up
+        await timed(WARM_UP, arm.once)
     block = max(1, calls // rounds)
     for turn in range(rounds):
         for arm in list(arms.values())[:: 1 if turn % 2 == 0 else -1]:

@@ -32,9 +32,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
-from gateway_bench import ROOT, free_port, mcp_call, running_sandbox, serve_args, wait_up
-
-WARM_UP = 300
+from gateway_bench import ROOT, WARM_UP, free_port, mcp_call, running_sandbox, serve_args, wait_up
 
 
 async def calls(url: str, n: int) -> None:

@@ -41,6 +41,7 @@ from typing import NamedTuple
 
 import aiohttp
 from gateway_bench import (
+    WARM_UP,
     bare_hop,
     cpu_seconds,
     free_port,
@@ -49,8 +50,6 @@ from gateway_bench import (
     running_sandbox,
     wait_up,
 )
-
-WARM_UP = 300
 
 # (part, predicate on one frame's "function (file:line)" text); the first part any frame of
 # a sample's stack matches takes the sample.
