@@ -132,12 +132,19 @@ async def wait_up(url: str, deadline_seconds: float = 60) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running_sandbox() -> AsyncIterator[str]:
-    """The sandbox RS on a free loopback port, answering; yields its URL."""
+async def sandbox_process() -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    """The sandbox RS on a free loopback port, answering; yields its URL and process."""
     port = free_port()
-    async with process("sandbox", "--port", str(port), "--fixed-ids"):  # the fixture ids QUERY names
+    async with process("sandbox", "--port", str(port), "--fixed-ids") as child:  # the ids QUERY names
         url = f"http://127.0.0.1:{port}"
         await wait_up(f"{url}/.well-known/oauth-protected-resource")
+        yield url, child
+
+
+@contextlib.asynccontextmanager
+async def running_sandbox() -> AsyncIterator[str]:
+    """The sandbox RS on a free loopback port, answering; yields its URL."""
+    async with sandbox_process() as (url, _):
         yield url
 
 

@@ -21,7 +21,11 @@ work); then the call's wall time and the server's CPU time per call (``/proc``).
 is wall-clock time: a server that is runnable but not running (the other processes of the
 hop share the machine's two cores) is counted where it stands, so a part can take longer
 than its CPU. Sampling is statistical: parts under ~30 µs move by a few µs between runs.
-Requires ``py-spy`` (a dev dependency).
+
+Then, from ``N`` more calls per server made before py-spy attaches, where the whole call's
+wall time goes across the three processes of the hop: each one's CPU time per call and its
+time runnable but waiting for a core (the kernel's ``/proc/<pid>/task/*/schedstat``), for
+the server, the sandbox RS and this load client. Requires ``py-spy`` (a dev dependency).
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import os
 import shutil
 import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -47,7 +52,7 @@ from gateway_bench import (
     free_port,
     mcp_call,
     running_gateway,
-    running_sandbox,
+    sandbox_process,
     wait_up,
 )
 
@@ -90,25 +95,64 @@ def parts(raw: Path) -> collections.Counter[str]:
     return counts
 
 
+def scheduled_ns(pid: int) -> tuple[int, int]:
+    """Nanoseconds a process's threads have run on a core and waited runnable for one, so far."""
+    ran = waited = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+            run_ns, wait_ns, _ = (task / "schedstat").read_text().split()
+            ran, waited = ran + int(run_ns), waited + int(wait_ns)
+    return ran, waited
+
+
+class Accounts(NamedTuple):
+    """Per call, in µs: the wall time the load client saw, and each process's (CPU, waiting for a core)."""
+
+    wall_us: float
+    per_process: dict[str, tuple[float, float]]
+
+
+async def accounted(once: Callable[[], Awaitable[None]], pids: dict[str, int], calls: int) -> Accounts:
+    """``calls`` calls, with each process's run and run-queue time over them (``scheduled_ns``)."""
+    before, started = {name: scheduled_ns(pid) for name, pid in pids.items()}, time.perf_counter()
+    for _ in range(calls):
+        await once()
+    wall, after = time.perf_counter() - started, {name: scheduled_ns(pid) for name, pid in pids.items()}
+    return Accounts(
+        wall / calls * 1e6,
+        {
+            name: (
+                (after[name][0] - before[name][0]) / calls / 1e3,
+                (after[name][1] - before[name][1]) / calls / 1e3,
+            )
+            for name in pids
+        },
+    )
+
+
 class Profile(NamedTuple):
-    """One server's sampled stacks over the measured calls."""
+    """One server's sampled stacks over the measured calls, and the hop's processes' accounts."""
 
     samples: collections.Counter[str]  # per part
     seconds_per_sample: float  # the recording's length over its sample count
     wall_ms: float  # per call, as the load client saw it
     cpu_ms: float  # per call, the server's user + system time (/proc)
+    accounts: Accounts  # from calls made without py-spy
 
     def part_us(self, part: str, calls: int) -> float:
         return self.samples[part] * self.seconds_per_sample / calls * 1e6
 
 
-async def profiled(url: str, pid: int, calls: int, rate: int, out: Path) -> Profile:
-    """``calls`` calls at ``url`` while py-spy samples the server (idle samples included,
-    so the samples' count divides the recording's length evenly)."""
+async def profiled(url: str, pid: int, rs_pid: int, calls: int, rate: int, out: Path) -> Profile:
+    """``calls`` calls at ``url`` accounted for the server ``pid``, the RS and this load
+    client (``accounted``), then ``calls`` more while py-spy samples the server (idle
+    samples included, so the samples' count divides the recording's length evenly)."""
     async with aiohttp.ClientSession() as http:
         once = mcp_call(http, url)
         for _ in range(WARM_UP):
             await once()
+        hop = {"server": pid, "sandbox RS": rs_pid, "load client": os.getpid()}
+        accounts = await accounted(once, hop, calls)
         recording = time.perf_counter()
         spy = await asyncio.create_subprocess_exec(
             "py-spy", "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw",
@@ -125,7 +169,7 @@ async def profiled(url: str, pid: int, calls: int, rate: int, out: Path) -> Prof
         recorded = time.perf_counter() - recording
     samples = parts(out)
     return Profile(
-        samples, recorded / max(1, sum(samples.values())), wall / calls * 1000, spent / calls * 1000
+        samples, recorded / max(1, sum(samples.values())), wall / calls * 1000, spent / calls * 1000, accounts
     )
 
 
@@ -149,23 +193,40 @@ def table(arms: dict[str, Profile], calls: int) -> None:
     print(f"{'CPU of the server (/proc)':48}" + "".join(f"{p.cpu_ms * 1000:>14.0f}" for p in arms.values()))
 
 
+def accounts_table(arms: dict[str, Profile]) -> None:
+    """Where each call's wall time went across the hop's processes (calls made without py-spy)."""
+    print(f"{'per call, µs (calls without py-spy)':48}" + "".join(f"{arm:>14}" for arm in arms))
+    print(
+        f"{'wall time of the call (load client)':48}"
+        + "".join(f"{p.accounts.wall_us:>14.0f}" for p in arms.values())
+    )
+    for process in next(iter(arms.values())).accounts.per_process:
+        for n, what in enumerate(("CPU", "waiting for a core")):
+            cells = "".join(f"{p.accounts.per_process[process][n]:>14.0f}" for p in arms.values())
+            print(f"{f'{process}: {what}':48}" + cells)
+
+
 async def main(calls: int, rate: int) -> None:
     if shutil.which("py-spy") is None:
         sys.exit("py-spy is not on PATH: install the dev dependencies (pip install -e '.[dev]')")
     arms: dict[str, Profile] = {}
     with tempfile.TemporaryDirectory(prefix="hop-profile-") as scratch:
-        async with running_sandbox() as rs_url:
+        async with sandbox_process() as (rs_url, rs):
             async with running_gateway(rs_url, "--rate-limit", "0") as (url, gateway):
-                arms["gateway"] = await profiled(url, gateway.pid, calls, rate, Path(scratch) / "gateway.txt")
+                out = Path(scratch) / "gateway.txt"
+                arms["gateway"] = await profiled(url, gateway.pid, rs.pid, calls, rate, out)
             port = free_port()
             async with bare_hop(rs_url, port) as bare:
                 url = f"http://127.0.0.1:{port}/mcp"
                 await wait_up(url.replace("/mcp", "/healthz"))
-                arms["bare hop"] = await profiled(url, bare.pid, calls, rate, Path(scratch) / "bare.txt")
+                out = Path(scratch) / "bare.txt"
+                arms["bare hop"] = await profiled(url, bare.pid, rs.pid, calls, rate, out)
     print(
         f"py-spy at {rate} Hz, {calls} sequential query_records calls per server, load {os.getloadavg()[0]:.2f}"
     )
     table(arms, calls)
+    print()
+    accounts_table(arms)
 
 
 if __name__ == "__main__":
