@@ -9,7 +9,8 @@ each server (the bare hop, this tree's ``serve`` and each ``--against`` checkout
 front of one sandbox RS, introspection on, as ``gateway_bench.py`` runs it) starts under
 this script's ``--serve`` wrapper, answers 300 warm-up calls untraced, then counts every
 bytecode its main thread executes (``sys.settrace`` with opcode events) for ``N``
-sequential ``query_records`` calls. Counts repeat exactly for the same code and calls.
+sequential ``query_records`` calls. Counts repeat within a few bytecodes a call for the
+same code (the process's own timers, such as a cache's expiry, may fall in the window).
 
 Prints bytecodes per call, in total and by where the code lives: each gateway package
 (``pdpp_gateway/render``, ``pdpp_gateway/hosted``, ..., ``middleware``), each third-party
