@@ -66,7 +66,9 @@ def serve_counted(out: Path, target: list[str]) -> None:
 
     def stop(*_: object) -> None:
         sys.settrace(None)
-        out.write_text(json.dumps([[*key, count] for key, count in counts.items()]))
+        written = out.with_suffix(".partial")  # renamed whole: the driver never reads half a file
+        written.write_text(json.dumps([[*key, count] for key, count in counts.items()]))
+        written.replace(out)
 
     signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, stop)
