@@ -17,7 +17,9 @@ handle is parsed once, by validation):
   ``detail: "full"`` must resolve to one member, else 409 ``ambiguous_schema_detail``.
 - a call on one stream (``query_records``, ``aggregate``, a handle's stream) routes to the
   one member granting that stream; when several do, a typed ``ambiguous_connection``
-  lists only their connections (every connection each grant lists).
+  lists only their connections (every connection each grant lists); when none does, 403
+  ``context.stream_not_allowed`` (``stream_not_granted``), as one grant's RS answers it
+  (schema and resource reads alike).
 - anything else stays unrouted: the context's ``UnroutedRs`` answers a typed
   ``ambiguous_connection`` built from membership alone (no health probes).
 
@@ -105,6 +107,8 @@ def plan(call: Call, *, routes: Routes, parsers: Parsers) -> Sequence[Call] | No
             return _routed(parent.with_arguments(given, parse(given)), member)
 
         return search_calls(call, members, member_call)
+    if stream is not None and not any(_grants_stream(m, stream) for m in members):
+        raise stream_not_granted(stream)
     if stream is not None and route is not PackageRoute.SCHEMA:
         holders = [m for m in members if _grants_stream(m, stream)]
         if len(holders) == 1:
@@ -131,6 +135,20 @@ def merge(
     if routes.get(call.name) is PackageRoute.SEARCH:
         return merge_search(call, members, sources, outcomes)
     return _merge_schema(ok, failed, len(members), call.context.caller.kind)
+
+
+def stream_not_granted(stream: str) -> ToolError:
+    """403 ``context.stream_not_allowed``: no member grants ``stream``, answered as one grant's
+    RS answers it (``schema()`` lists what is granted), not as a choice of connections."""
+    return ToolError(
+        {
+            "type": "permission_error",
+            "code": "context.stream_not_allowed",
+            "message": f"Stream {stream} is not in this grant package",
+            "param": "stream",
+        },
+        http_status=403,
+    )
 
 
 # --- routing -----------------------------------------------------------------------
@@ -164,13 +182,16 @@ def _member_for(members: Sequence[PackageMember], connection_id: str, stream: st
 def member_context(context: GatewayContext, connection_id: str | None, stream: str | None) -> GatewayContext:
     """The context of the member a read names (a resource URI's connection, else the one
     member granting ``stream``); unchanged, so its read is refused as ambiguous, when
-    that does not pick one. ``connection_not_found`` when the connection is not granted."""
+    that does not pick one. ``connection_not_found`` when the connection is not granted,
+    ``stream_not_granted`` when no member grants the stream."""
     members = context.package
     if not members:
         return context
     if connection_id is not None:
         return for_member(context, _member_for(members, connection_id, stream))
     holders = members_granting(context, stream)
+    if not holders:
+        raise stream_not_granted(str(stream))
     return for_member(context, holders[0]) if len(holders) == 1 else context
 
 

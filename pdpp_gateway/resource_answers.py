@@ -32,8 +32,8 @@ from pdpp_gateway import rpc_codes
 from pdpp_gateway.call_result import SERVER_INFO_META_KEY
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.refusals import REFUSALS
-from pdpp_gateway.render.errors import next_step
-from pdpp_gateway.resource_reads import BLOB_DATA, BODIES, PIPELINE, kind_of, unknown_uri
+from pdpp_gateway.render.errors import meaning, next_step
+from pdpp_gateway.resource_reads import BLOB_DATA, BODIES, PARSERS, PIPELINE, kind_of, unknown_uri
 from pdpp_gateway.rs.client import RsBlob
 from pdpp_gateway.rs.errors import ASKED_OUTSIDE_GRANT
 
@@ -85,7 +85,8 @@ def error_object(error: ToolError, uri: str | None, *, modern: bool) -> dict[str
         error.envelope, error.extra.get("http_status"), param if isinstance(param, str) else None
     )
     step = _bounded(step, MAX_STEP_CHARS) if step else ""
-    said = _bounded(f"{error.code}: {error.envelope.get('message', '')}", MAX_ERROR_MESSAGE - len(step) - 2)
+    message = _meaning(error.code, uri) or error.envelope.get("message", "")
+    said = _bounded(f"{error.code}: {message}", MAX_ERROR_MESSAGE - len(step) - 2)
     if step and not said.endswith((".", "!", "?", "…")):
         said += "."  # an RS message without its full stop must not run into the next step
     code = _json_rpc_code(error)
@@ -95,6 +96,19 @@ def error_object(error: ToolError, uri: str | None, *, modern: bool) -> dict[str
     if uri is not None:
         data["uri"] = uri if len(uri) <= MAX_URI_ECHO else uri[: MAX_URI_ECHO - 1] + "…"
     return {"code": code, "message": f"{said} {step}" if step else said, "data": data}
+
+
+def _meaning(code: str, uri: str | None) -> str | None:
+    """The tool error's words for an RS refusal whose own words mislead (a stream outside the
+    grant worded as a failed token check), naming the stream the URI reads."""
+    kind = kind_of(uri) if uri is not None else None
+    if kind is None or uri is None:
+        return None
+    try:
+        read = PARSERS[kind]({"uri": uri})
+    except ToolError:
+        return None
+    return meaning(code, read.stream, read.connection_id)
 
 
 def _json_rpc_code(error: ToolError) -> int:

@@ -34,7 +34,7 @@ from urllib.parse import unquote
 from middleware import FanOut, Outcome, ToolError, ToolResult, ValidateArguments, compose, gateway_error
 from pdpp_gateway.context import Call, CallNext, Stage
 from pdpp_gateway.ids import RECORD_URI_PREFIX, check_segment, parse_handle
-from pdpp_gateway.package import for_member, member_context, members_granting
+from pdpp_gateway.package import for_member, member_context, members_granting, stream_not_granted
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.tools.args import Pairs, args_of
 from pdpp_gateway.tools.pipeline import upstream_errors
@@ -124,7 +124,9 @@ def plan(call: Call) -> Sequence[Call] | None:
         return None
     args = args_of(call, ResourceArgs)
     if args.every_holder:
-        holders = members_granting(context, args.stream) or list(context.package)
+        holders = members_granting(context, args.stream)
+        if not holders:
+            raise stream_not_granted(str(args.stream))
         return [dataclasses.replace(call, context=for_member(context, member)) for member in holders]
     return [dataclasses.replace(call, context=member_context(context, args.connection_id, args.stream))]
 

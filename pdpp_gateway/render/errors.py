@@ -52,6 +52,7 @@ _NEXT_STEPS: Final = {
     "not_found": "No such record under this grant; search again or check the id.",
     "field_not_found": "The record has no such field; call schema(stream) for the field names.",
     "query_not_found": "The text q was not found in that field; try another q or page with offset_chars.",
+    "words_not_found": "Try the words the record itself would use, or page the field with offset_chars.",
     "field_not_text": "That field is not text; fetch the record (or its blob resource) instead.",
     "upstream_timeout": "Retry in a moment; if it keeps timing out, narrow the request (smaller limit, fewer fields).",
     "upstream_unavailable": "The resource server is down or overloaded; retry later.",
@@ -145,7 +146,14 @@ def _meaning(code: str, call: Call) -> str | None:
             ref = None
         if ref is not None:
             stream, connection = ref.stream, connection or ref.connection_id
-    if not stream or ("{connection}" in template and not connection):
+    return meaning(code, stream, connection)
+
+
+def meaning(code: str, stream: object, connection: object) -> str | None:
+    """What the RS means by ``code`` for this stream and connection, in place of its
+    misleading words, or None (nothing to name, or words that do not mislead)."""
+    template = _MEANINGS.get(code)
+    if template is None or not stream or ("{connection}" in template and not connection):
         return None  # nothing to name: the RS's own words stand
     return template.format(stream=dumps(stream), connection=dumps(connection)) + "."
 

@@ -26,9 +26,10 @@ from typing import Any, Final
 
 from middleware import ToolResult
 from pdpp_gateway.context import Call
-from pdpp_gateway.documents import parse_marks, preview_around_mark
+from pdpp_gateway.documents import TITLE_FIELDS, parse_marks, preview_around_mark
 from pdpp_gateway.render.common import RETRIEVAL, as_mapping, call_text, clip, dumps, fit_rows, warning_lines
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
+from pdpp_gateway.words import content_words, most_distinctive
 
 BUDGET: Final = 5_000
 MAX_HITS: Final = 8
@@ -39,36 +40,30 @@ ROW_EXCERPT_CHARS: Final = 60
 
 
 def render_search(call: Call, result: ToolResult) -> str:
-    """The search text; a search answered by meaning after an empty lexical page says so
-    first (``retrieval``: the whole answer, or, for a package, the sources that did)."""
+    """The search text; how the hits were found comes first when the gateway chose it
+    (``retrieval``: the question's content words, or fused lists after an empty page; for a
+    package, the sources whose answer was fused)."""
     envelope = as_mapping(result.structured.get("data"))
     hits = [h for h in result.structured.get("results") or () if isinstance(h, Mapping)]
     retrieval = as_mapping(result.structured.get(RETRIEVAL))
-    sources = retrieval.get("sources")  # a package: only these members answered by meaning
-    fallback = retrieval.get("mode") if not sources else None
-    mode = fallback if isinstance(fallback, str) else call.arguments.get("mode", "lexical")
+    sources = retrieval.get("sources")  # a package: only these members' answers were fused
+    fused = retrieval.get("mode") == "fused" and not sources
+    mode = "fused" if fused else call.arguments.get("mode", "lexical")
     head = f"search {dumps(call.arguments.get('query'))} ({mode}): {len(hits)} hit(s), has_more={'true' if envelope.get('has_more') else 'false'}"
     lines = [head + "."]
-    if isinstance(fallback, str):
+    if retrieval.get("mode") == "lexical" and isinstance(retrieval.get("searched"), str):
         lines.append(
-            f"No record holds every word of the query, so these are meaning-based matches ({fallback} "
-            "search): check that a hit answers the question before relying on it."
+            f"Searched the question's content words: {dumps(retrieval['searched'])} (every one in a hit)."
         )
-    elif isinstance(sources, list) and sources:
-        lines.append(
-            clip(
-                f"In {', '.join(str(s) for s in sources[:8])} no record holds every word of the query, so "
-                f"their hits are meaning-based matches ({retrieval.get('mode')} search): check that a hit "
-                "answers the question before relying on it.",
-                400,
-            )
-        )
+    elif retrieval.get("mode") == "fused":
+        lines.append(clip(_fused_line(retrieval), 600))
     if envelope.get("next_cursor"):
-        follow = {**call.arguments, **({"mode": fallback} if isinstance(fallback, str) else {})}
-        follow["cursor"] = envelope["next_cursor"]
+        follow = {**call.arguments, "cursor": envelope["next_cursor"]}
         lines.append(f"next_cursor={envelope['next_cursor']} → next page: {call_text('search', follow)}")
+    elif envelope.get("has_more") and fused:
+        lines.append(_fused_more(call, retrieval))
     elif envelope.get("has_more") and mode == "hybrid":
-        lines.append(_hybrid_more(call, lexical_pages=fallback is None))
+        lines.append(_hybrid_more(call))
     elif not hits and mode == "lexical" and not call.arguments.get("cursor"):
         lines.append(_nothing_lexical(call))
     meta = as_mapping(envelope.get("meta"))
@@ -124,14 +119,36 @@ def _package_order(package: Mapping[str, Any]) -> str:
     )
 
 
-def _hybrid_more(call: Call, *, lexical_pages: bool = True) -> str:
-    """What to do when hybrid says more hits exist: it has no cursor (the RS refuses one).
-    After a lexical search found nothing, paging lexically is no way on."""
+def _fused_line(retrieval: Mapping[str, Any]) -> str:
+    """How a fused answer was found: each search, its query and hit count, and the order."""
+    searched = [as_mapping(s) for s in retrieval.get("searched") or ()]
+    parts = "; ".join(f"{s.get('mode')} {dumps(s.get('query'))}: {s.get('hits')} hit(s)" for s in searched)
+    sources = retrieval.get("sources")
+    where = f"In {', '.join(str(s) for s in sources[:8])} no" if isinstance(sources, list) else "No"
+    return (
+        f"{where} record holds every word of the question, so these hits fuse {parts} (reciprocal rank: "
+        "a record both found ranks first). Meaning-based hits are approximate: check that the evidence "
+        "answers the question."
+    )
+
+
+def _fused_more(call: Call, retrieval: Mapping[str, Any]) -> str:
+    """A fused page has no cursor: the lexical search among its lists is the one that pages."""
+    lexical = next(
+        (as_mapping(s) for s in retrieval.get("searched") or () if as_mapping(s).get("mode") == "lexical"),
+        None,
+    )
+    if lexical is None:
+        return "More hits exist; a fused answer has no next page: raise limit (up to 100) or narrow with streams."
+    paged = {**call.arguments, "query": lexical.get("query"), "mode": "lexical"}
+    return f"More hits exist; a fused answer has no next page: page its lexical hits with {call_text('search', paged)}"
+
+
+def _hybrid_more(call: Call) -> str:
+    """What to do when hybrid says more hits exist: it has no cursor (the RS refuses one)."""
     limit = call.arguments.get("limit")
     raise_limit = "" if limit == MAX_PAGE_LIMIT else f"raise limit (up to {MAX_PAGE_LIMIT}), "
     paged = {key: value for key, value in call.arguments.items() if key != "mode"}
-    if not lexical_pages:
-        return f"More hits exist, but hybrid search has no next page (no cursor): {raise_limit}or narrow with streams."
     return (
         "More hits exist, but hybrid search has no next page (no cursor): "
         f"{raise_limit}narrow with streams or connection_id, or page through them with lexical "
@@ -139,54 +156,12 @@ def _hybrid_more(call: Call, *, lexical_pages: bool = True) -> str:
     )
 
 
-_STOP_WORDS: Final = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "the",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "with",
-    ]
-)
-
-
 def _nothing_lexical(call: Call) -> str:
-    """Why a lexical search found nothing, and the ready call to try next: its most
-    distinctive words (the two longest that are not stop words)."""
+    """Why a lexical search found nothing, and the ready call to try next: its two most
+    distinctive words."""
     query = call.arguments.get("query")
-    words = [w.strip(".,;:!?\"'()") for w in query.split()] if isinstance(query, str) else []
-    kept = sorted({w for w in words if len(w) > 2 and w.lower() not in _STOP_WORDS}, key=len, reverse=True)[
-        :2
-    ]
-    fewer = " ".join(w for w in words if w in kept)
+    words = content_words(query) if isinstance(query, str) else []
+    fewer = " ".join(most_distinctive(words, 2))
     step = "Lexical search needs every word of the query in one record, and none has them all."
     if fewer and fewer != query:
         step += f" Try its most distinctive words: {call_text('search', {**call.arguments, 'query': fewer})}"
@@ -259,13 +234,25 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
         lines.append(f"    snippet: {preview_around_mark(snippet, SNIPPET_CHARS)[0]}")
     for item in evidence[:MAX_EVIDENCE]:
         preview = preview_around_mark(_flat(str(item.get("preview", ""))), PREVIEW_CHARS)[0]
-        lines.append(f"    evidence {item.get('field')}: {preview}")
+        where = ""
+        if item.get("provenance") == "passage":
+            where = f" (passage at char {item.get('at_chars')} of {item.get('total_chars')})"
+        lines.append(f"    evidence {item.get('field')}{where}: {preview}")
         read = item.get("read")
         if isinstance(read, Mapping):
             lines.append(f"      read more: {call_text(str(read.get('tool')), read.get('arguments') or {})}")
-    if not evidence:
-        matched = ", ".join(str(f) for f in hit.get("matched_fields") or ()) or "unproven fields"
+    matched = [str(f) for f in hit.get("matched_fields") or ()]
+    near = hit.get("read_near")
+    if evidence:
+        pass
+    elif isinstance(near, Mapping):
         lines.append(
-            f"    no text evidence (matched {matched}); read it with " + call_text("fetch", _naming(hit))
+            f"    {', '.join(matched)} is long: read where it speaks of your words with "
+            + call_text(str(near.get("tool")), near.get("arguments") or {})
+        )
+    elif not matched or not set(matched) <= set(TITLE_FIELDS):  # a title match shows in the title
+        lines.append(
+            f"    no text evidence (matched {', '.join(matched) or 'unproven fields'}); read it with "
+            + call_text("fetch", _naming(hit))
         )
     return "\n".join(lines)

@@ -98,8 +98,8 @@ def protected_resource(request: web.Request, config: SandboxConfig) -> web.Respo
                     "index_state": "built",
                     "lexical_blending": False,
                     "query_input": "text",
-                    "model": "sandbox-token-overlap",
-                    "distance_metric": "jaccard",
+                    "model": "sandbox-bm25-passages",
+                    "distance_metric": "bm25_passage",
                     "score": {
                         "kind": "semantic_distance",
                         "order": "lower_is_better",

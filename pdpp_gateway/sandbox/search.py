@@ -19,8 +19,12 @@ evidence). Hybrid hits are the reference's merge: ``retrieval_sources``, per-sou
 (mismatch: 400 ``invalid_cursor``), and ``links.next`` repeats the request with the next
 cursor; hybrid never pages and refuses ``cursor`` (``has_more`` only says the merged list
 was cut at ``limit``). Lexical ranking reads only ids and bm25 scores; record bodies and
-snippets are built for the returned page alone. The semantic scorer is token overlap
-(Jaccard distance): deterministic, shape-faithful.
+snippets are built for the returned page alone. Meaning-based ranking is BM25 over passages
+(``Store.search(index="passages")``): any content word of the query counts (stop and question
+words dropped, words stemmed), a record ranks by its best passage, so one record about the
+thing asked outranks many that share a title with it; the distance is ``1 / (1 + bm25)``.
+Deterministic, and like the reference its snippet is the matched field's opening (160
+characters), not the passage: where in the field the match lies is for the caller to find.
 """
 
 from __future__ import annotations
@@ -46,8 +50,11 @@ from pdpp_gateway.sandbox.params import (
 )
 from pdpp_gateway.sandbox.record_query import connection_param
 from pdpp_gateway.sandbox.store import Condition, SearchScope, Store, StoredRecord
+from pdpp_gateway.words import content_words
 
 CANDIDATE_WINDOW: Final = 2000
+SEMANTIC_WINDOW: Final = 5000  # passages ranked per meaning-based search
+OPENING_CHARS: Final = 160
 _KEYS: Final = ("q", "limit", "cursor", "streams", "streams[]", "connection_id", "connector_instance_id")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 PROVEN_ROLES: Final = ("text", "title")
@@ -285,36 +292,57 @@ def _materialise(page: Sequence[Hit], store: Store) -> list[dict[str, Any]]:
 
 
 def _semantic_hits(request: web.Request, store: Store, sources: Sequence[Source]) -> list[dict[str, Any]]:
-    query = {t.lower() for t in _TOKEN.findall(request.query.get("q", ""))}
-    if not query:
+    """Meaning-based hits: records ranked by their best passage (BM25 over porter-stemmed
+    passages of the granted semantic fields, any content word of the query counting), each
+    with its matched field and, as the reference gives it, that field's opening as snippet."""
+    if not _TOKEN.findall(request.query.get("q", "")):
         raise RsHttpError(400, "invalid_request", "q must contain at least one word", param="q")
+    terms = content_words(request.query.get("q", ""))
+    if not terms:
+        return []
     conditions = _conditions(request, sources)
-    scored = []
+    scopes: dict[tuple[str, str], Source] = {}
     for source in sources:
-        for record in store.all(
-            source.manifest.name, list(source.connections), conditions.get(id(source), ())
-        ):
-            best, best_field = 1.0, None
-            for field in source.manifest.semantic:
-                value = record.data.get(field)
-                if not isinstance(value, str) or not source.field_granted(field):
-                    continue
-                words = {t.lower() for t in _TOKEN.findall(value)}
-                overlap = len(query & words)
-                distance = 1 - overlap / len(query | words) if overlap else 1.0
-                if distance < best:
-                    best, best_field = distance, field
-            if best_field is not None:
-                hit = _hit(record, source, store)
-                hit.update(
-                    retrieval_mode="semantic",
-                    matched_fields=[best_field],
-                    score={"kind": "semantic_distance", "value": round(best, 6), "order": "lower_is_better"},
-                    snippet={"field": best_field, "text": str(record.data[best_field])[:200]},
-                )
-                scored.append((best, record.rowid, hit))
-    scored.sort(key=lambda item: (item[0], item[1]))
-    return [hit for _, _, hit in scored]
+        for connection in source.connections:
+            scopes[(connection, source.manifest.name)] = source
+    candidates = store.search(
+        " OR ".join(f'"{term}"' for term in terms),
+        [SearchScope(c, s, tuple(conditions.get(id(v), ()))) for (c, s), v in scopes.items()],
+        SEMANTIC_WINDOW,
+        index="passages",
+    )
+    best: dict[int, tuple[float, str, Source]] = {}
+    for _, rowid, field, score, connection_id, stream, _ in candidates:
+        source = scopes[(connection_id, stream)]
+        if rowid not in best and field in source.manifest.semantic and source.field_granted(field):
+            best[rowid] = (score, field, source)
+    records = store.records(best)
+    hits = []
+    for rowid, (score, field, source) in best.items():
+        record = records[rowid]
+        hit = _hit(record, source, store)
+        hit.update(
+            retrieval_mode="semantic",
+            matched_fields=[field],
+            score={
+                "kind": "semantic_distance",
+                "value": round(1 / (1 - score), 6),  # bm25 is negative, better lower
+                "order": "lower_is_better",
+            },
+            snippet={"field": field, "text": _opening(str(record.data[field]))},
+        )
+        hits.append(hit)
+    return hits
+
+
+def _opening(text: str) -> str:
+    """A field's first ``OPENING_CHARS`` characters, cut at a space, as the reference's
+    semantic snippet is (verbatim, not aimed at the query), with an ellipsis when cut."""
+    if len(text) <= OPENING_CHARS:
+        return text
+    head = text[:OPENING_CHARS]
+    space = head.rfind(" ")
+    return (head[:space] if space > 40 else head) + "…"
 
 
 async def search(

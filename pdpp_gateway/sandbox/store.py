@@ -6,12 +6,16 @@ copied with ``sqlite3.Connection.backup`` into each new store (in memory, or the
 ``config.db_path``), so starting a sandbox is cheap. Reads are keyset-paginated on
 ``(cursor_value, record_id)``; filters run in SQL over ``json_extract`` (lists, counts,
 windows, the changes feed and search scopes alike). Search ranks ids and bm25 scores
-only; record bodies and ``snippet()`` are fetched for the page a caller returns. Every
-value from a request reaches SQLite as a bound parameter, never as SQL text.
+only; record bodies and ``snippet()`` are fetched for the page a caller returns. Meaning-based
+search ranks passages instead (``passages``: each semantic field cut at paragraphs, a long
+paragraph into overlapping runs of words, stemmed by FTS5's porter tokenizer), so a record is
+as relevant as its best passage, however long the record. Every value from a request reaches
+SQLite as a bound parameter, never as SQL text.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -34,11 +38,16 @@ CREATE TABLE records (
 CREATE INDEX records_page ON records (stream, connection_id, cursor_value, record_id);
 CREATE INDEX records_id ON records (stream, record_id);
 CREATE VIRTUAL TABLE fts USING fts5(text, rid UNINDEXED, field UNINDEXED, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE passages USING fts5(text, rid UNINDEXED, field UNINDEXED, tokenize = 'porter unicode61');
 CREATE TABLE blobs (blob_id TEXT PRIMARY KEY, mime_type TEXT NOT NULL, content BLOB NOT NULL);
 """
 _templates: dict[int, sqlite3.Connection] = {}
 _template_lock = threading.Lock()
 SQL_OPS: Final = {"eq": "=", "gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
+INDEXES: Final = frozenset({"fts", "passages"})  # the FTS tables ``search`` may rank
+PASSAGE_WORDS: Final = 50  # a long paragraph's passages: this many words, every half of it
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_WORD_SPAN = re.compile(r"\S+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,13 +195,18 @@ class Store:
         total, earliest, latest = self._db.execute(sql, params).fetchone()
         return int(total), earliest, latest
 
-    def search(self, expression: str, scopes: Iterable[SearchScope], limit: int) -> list[Candidate]:
-        """The best ``limit`` FTS matches of ``expression`` within ``scopes``, bm25 order.
+    def search(
+        self, expression: str, scopes: Iterable[SearchScope], limit: int, index: str = "fts"
+    ) -> list[Candidate]:
+        """The best ``limit`` matches of ``expression`` in ``index`` (``fts``: whole lexical
+        fields; ``passages``: passages of semantic fields) within ``scopes``, bm25 order.
 
         Ranking only: no record bodies and no snippets here (``snippet()`` over every
         candidate dominated a common-word search); ``records`` and ``snippets`` load them
         for the page actually returned.
         """
+        if index not in INDEXES:
+            raise ValueError(f"no such index: {index}")
         scope_list = list(scopes)
         if not scope_list:
             return []
@@ -203,9 +217,9 @@ class Store:
             clauses.append("(" + " AND ".join(["r.connection_id = ?", "r.stream = ?", *where]) + ")")
             params.extend([scope.connection_id, scope.stream, *bound])
         sql = (
-            "SELECT f.rowid, f.rid, f.field, bm25(fts), r.connection_id, r.stream, r.record_id "  # noqa: S608 - fixed fragments, values bound
-            f"FROM fts f JOIN records r ON r.rowid = f.rid WHERE fts MATCH ? AND ({' OR '.join(clauses)}) "
-            "AND r.deleted_at IS NULL ORDER BY bm25(fts), r.rowid LIMIT ?"
+            f"SELECT f.rowid, f.rid, f.field, bm25({index}), r.connection_id, r.stream, r.record_id "  # noqa: S608 - fixed fragments, values bound
+            f"FROM {index} f JOIN records r ON r.rowid = f.rid WHERE {index} MATCH ? AND ({' OR '.join(clauses)}) "
+            f"AND r.deleted_at IS NULL ORDER BY bm25({index}), r.rowid LIMIT ?"
         )
         return [Candidate._make(row) for row in self._db.execute(sql, [*params, limit])]
 
@@ -287,6 +301,7 @@ def _build(dataset: Dataset) -> sqlite3.Connection:
     catalog = Catalog((*CONNECTORS, BULK_CONNECTOR))
     record_rows = []
     fts_rows = []
+    passage_rows: list[tuple[str, int, str]] = []
     for seq, row in enumerate(dataset.rows, 1):
         connector = next(c for c in catalog.connectors if c.key == row.connector)
         manifest = connector.stream(row.stream)
@@ -313,11 +328,31 @@ def _build(dataset: Dataset) -> sqlite3.Connection:
                 value = row.data.get(field)
                 if isinstance(value, str) and value:
                     fts_rows.append((value, seq, field))
+            for field in manifest.semantic:
+                value = row.data.get(field)
+                if isinstance(value, str) and value:
+                    passage_rows.extend((passage, seq, field) for passage in passages(value))
     db.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", record_rows)
     db.executemany("INSERT INTO fts (text, rid, field) VALUES (?, ?, ?)", fts_rows)
+    db.executemany("INSERT INTO passages (text, rid, field) VALUES (?, ?, ?)", passage_rows)
     db.executemany(
         "INSERT INTO blobs VALUES (?, ?, ?)",
         [(b.blob_id, b.mime_type, b.content) for b in dataset.blobs.values()],
     )
     db.commit()
     return db
+
+
+def passages(text: str) -> list[str]:
+    """``text`` cut at its paragraphs, a paragraph over ``PASSAGE_WORDS`` words into runs of
+    that many words starting every half run (so a sentence across a cut is whole in one)."""
+    out: list[str] = []
+    for paragraph in _PARAGRAPH.split(text):
+        spans = [m.span() for m in _WORD_SPAN.finditer(paragraph)]
+        if not spans:
+            continue
+        step = PASSAGE_WORDS // 2
+        for first in range(0, max(1, len(spans) - step), step):
+            last = min(len(spans), first + PASSAGE_WORDS) - 1
+            out.append(paragraph[spans[first][0] : spans[last][1]])
+    return out

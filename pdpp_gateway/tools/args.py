@@ -27,6 +27,7 @@ from middleware import ToolCall
 from pdpp_gateway.ids import RecordRef, parse_handle, resolve_connection
 from pdpp_gateway.package_cursor import PackageCursor, decode, fingerprint, is_package_cursor
 from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward
+from pdpp_gateway.words import content_words
 
 RECORDS_PARAMS: Final = (
     "limit",
@@ -76,10 +77,17 @@ class AggregateArgs(NamedTuple):
 class SearchArgs(NamedTuple):
     stream: None  # a search names streams, not one stream
     connection_id: str | None
-    mode: str | None  # None: not pinned (lexical, with a meaning-based retry on no hits)
+    mode: str | None  # None: not pinned (``tools.search_in_words``: the question's words, then fused)
     cursor: str | None
     package_cursor: PackageCursor | None  # ``cursor`` decoded, when it continues a merged page
-    query: Pairs
+    text: str  # the query as asked
+    words: tuple[str, ...]  # its content words (``words.content_words``), for an unpinned search
+    limit: int | None
+    scope: Pairs  # the RS query but ``q``: streams, limit, cursor, connection_id, filter
+
+    def with_q(self, q: str) -> Pairs:
+        """The RS query searching for ``q``."""
+        return (("q", q), *self.scope)
 
 
 class FetchArgs(NamedTuple):
@@ -96,6 +104,8 @@ class FieldArgs(NamedTuple):
     connection_id: str | None
     ref: RecordRef
     field: str
+    near: tuple[str, ...]  # the content words of ``near`` (a passage search), else empty
+    limit_chars: int | None
     query: Pairs
 
 
@@ -161,8 +171,10 @@ def parse_search(arguments: Mapping[str, Any]) -> SearchArgs:
         mode=arguments.get("mode"),
         cursor=cursor,
         package_cursor=merged,
-        query=(
-            *forward(arguments, ("query",), rename={"query": "q"}),
+        text=arguments["query"],
+        words=tuple(content_words(arguments["query"])) if arguments.get("mode") is None else (),
+        limit=arguments.get("limit"),
+        scope=(
             *forward(arguments, ("streams", "limit", "cursor", "connection_id")),
             *filter_pairs(arguments.get("filter")),
         ),
@@ -195,6 +207,8 @@ def parse_read_record_field(arguments: Mapping[str, Any]) -> FieldArgs:
         connection_id=ref.connection_id,
         ref=ref,
         field=arguments["field"],
+        near=tuple(content_words(arguments["near"])) if "near" in arguments else (),
+        limit_chars=arguments.get("limit_chars"),
         query=(
             *([("connection_id", ref.connection_id)] if ref.connection_id else []),
             ("field", arguments["field"]),

@@ -29,6 +29,7 @@ from pdpp_gateway.tools.specs import (
     MAX_NAME_CHARS,
     JSONObject,
 )
+from pdpp_gateway.words import content_words
 
 RANGE_OPERATORS: Final = ("gte", "gt", "lte", "lt")
 _FILTER_EXAMPLE = 'filter: {"field": "value"} or filter: {"created_at": {"gte": "2026-01-01T00:00:00Z"}}'
@@ -323,6 +324,14 @@ def check_field_window_selectors(arguments: Mapping[str, Any]) -> ToolError | No
         )
     if "q" in arguments and "offset_chars" in arguments:
         return bad("q finds the first match; it cannot be combined with offset_chars.", "q")
+    if "near" in arguments:
+        other = next((name for name in ("q", "offset_chars") if name in arguments), None)
+        if other is not None:
+            return bad(f"near finds the best passage itself; it cannot be combined with {other}.", "near")
+        if not content_words(str(arguments["near"])):
+            return bad(
+                "near needs words that say what to find (not only words like 'what' or 'the').", "near"
+            )
     for name in ("before_chars", "after_chars"):
         if name in arguments and "q" not in arguments:
             return bad(f"{name} sets context around a q match; pass q too, or use offset_chars.", name)

@@ -38,14 +38,16 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from middleware import ToolResult
+from middleware import ToolResult, gateway_error
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import Call, GatewayContext
 from pdpp_gateway.ids import RecordRef
-from pdpp_gateway.render.common import MERGED_CONNECTIONS, RETRIEVAL, as_mapping
+from pdpp_gateway.passages import best_passage
+from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
 from pdpp_gateway.rs.memo import memoised_read
+from pdpp_gateway.tools import search_in_words
 from pdpp_gateway.tools.args import (
     AggregateArgs,
     FetchArgs,
@@ -56,15 +58,12 @@ from pdpp_gateway.tools.args import (
     args_of,
 )
 from pdpp_gateway.tools.expand_gate import check_expand
+from pdpp_gateway.tools.passage_reads import scan_field, window_around
 
 ToolHandler = Callable[[Call], Awaitable[ToolResult]]
 
-NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
-_SEARCH_PATHS: Final = {
-    "lexical": "/v1/search",
-    "semantic": "/v1/search/semantic",
-    "hybrid": "/v1/search/hybrid",
-}
+NEAR_SCAN_CHARS: Final = 65_536  # how far into a field ``near`` looks (four RS windows)
+NEAR_WINDOW_CHARS: Final = 1_200
 # RS answers meaning "I do not know view=compact": fall back to projecting the full body.
 _COMPACT_UNSUPPORTED: Final = frozenset({"invalid_request", "unsupported_query", "bad_request"})
 
@@ -156,46 +155,7 @@ async def _stream_connections(context: GatewayContext, stream: str) -> list[dict
 
 
 async def search(call: Call) -> ToolResult:
-    context, args = call.context, args_of(call, SearchArgs)
-    query = args.query
-    response = await context.rs.get_json(_SEARCH_PATHS[args.mode or "lexical"], query)
-    results = documents.search_results(response.body, provider_url=context.provider_url)
-    if not results and args.mode is None and not args.cursor and not response.body.get("has_more"):
-        fallback = await _meaning_mode(context)
-        if fallback is not None:
-            answered = await context.rs.get_json(_SEARCH_PATHS[fallback], query)
-            found = documents.search_results(answered.body, provider_url=context.provider_url)
-            if found:
-                retrieval = {"mode": fallback, "instead_of": "lexical", "why": NO_RECORD_HAS_EVERY_WORD}
-                return _search_result(context, answered, found, retrieval)
-    return _search_result(context, response, results)
-
-
-def _search_result(
-    context: GatewayContext,
-    response: RsResponse,
-    results: list[dict[str, Any]],
-    retrieval: dict[str, str] | None = None,
-) -> ToolResult:
-    structured = _envelope(context, response, documents.search_envelope(response.body, len(results)))
-    structured["results"] = results
-    if retrieval is not None:
-        structured[RETRIEVAL] = retrieval
-    return ToolResult(structured=structured)
-
-
-async def _meaning_mode(context: GatewayContext) -> str | None:
-    """The meaning-based search mode the RS publishes (hybrid, else semantic) in its
-    protected-resource metadata's ``capabilities``, read through the caller's memo."""
-    try:
-        response = await memoised_read(context.rs, "/.well-known/oauth-protected-resource", ())
-    except RsError:
-        return None
-    capabilities = as_mapping(response.body.get("capabilities"))
-    for mode in ("hybrid", "semantic"):
-        if as_mapping(capabilities.get(f"{mode}_retrieval")).get("supported") is True:
-            return mode
-    return None
+    return await search_in_words.search(call.context, args_of(call, SearchArgs))
 
 
 async def fetch(call: Call) -> ToolResult:
@@ -216,6 +176,8 @@ async def read_record_field(call: Call) -> ToolResult:
     ref = args.ref
     path = rs_path("v1", "streams", ref.stream, "records", ref.record_id, "field-window")
     try:
+        if args.near:
+            return ToolResult(structured=await _near_window(context, args))
         response = await context.rs.get_json(path, args.query)
     except RsStatusError as error:
         if error.status != 422 or error.code != "field_not_text":
@@ -246,6 +208,39 @@ async def read_record_field(call: Call) -> ToolResult:
         "request_id": response.request_id,
     }
     return ToolResult(structured=structured)
+
+
+async def _near_window(context: GatewayContext, args: FieldArgs) -> dict[str, Any]:
+    """The window centred on the field's best passage for ``near`` (``passage_reads``), read
+    from the field's start, at most ``NEAR_SCAN_CHARS``; ``words_not_found`` when none occurs."""
+    scanned = await scan_field(context.rs, args.ref, args.field, NEAR_SCAN_CHARS)
+    passage = best_passage(scanned.text, args.near)
+    if passage is None:
+        read = (
+            f"the first {len(scanned.text)} of its {scanned.total}"
+            if scanned.total > len(scanned.text)
+            else "all"
+        )
+        raise gateway_error(
+            "words_not_found",
+            f"None of the words {', '.join(args.near)} occurs in {args.field} ({read} characters were read).",
+            param="near",
+        )
+    served = RecordRef(args.ref.stream, args.ref.record_id, scanned.connection_id)
+    return {
+        "record": {
+            "id": served.handle,
+            "connection_id": scanned.connection_id,
+            "stream": served.stream,
+            "record_id": served.record_id,
+        },
+        "field": {"path": args.field, "type": "string"},
+        "window": window_around(scanned, passage, args.limit_chars or NEAR_WINDOW_CHARS),
+        "passage": {"words_matched": passage.matched, "words_asked": passage.asked},
+        "warnings": [],
+        "provider_url": context.provider_url,
+        "request_id": None,
+    }
 
 
 async def _blob_field(context: GatewayContext, ref: RecordRef, field: str) -> dict[str, Any] | None:

@@ -297,8 +297,9 @@ READ_RECORD_FIELD: Final = ToolSpec(
         "Read a bounded window of one text field of one record without loading the record "
         "(GET /v1/streams/{stream}/records/{id}/field-window). Give id (from search, fetch or "
         "query_records, or a pdpp://record/ URI) or connection_id + stream + record_id. Page with "
-        "offset_chars (each result gives the next and previous arguments) or jump to the first match of q "
-        "with before_chars/after_chars of context. limit_chars defaults to 4096."
+        "offset_chars (each result gives the next and previous arguments), jump to the first match of q "
+        "with before_chars/after_chars of context, or to the passage that best holds the words of near. "
+        "limit_chars defaults to 4096 (1200 with near)."
     ),
     input_schema=_object(
         {
@@ -313,6 +314,11 @@ READ_RECORD_FIELD: Final = ToolSpec(
                 **_NAME,
                 "maxLength": MAX_QUERY_CHARS,
                 "description": "Literal text to find (first match).",
+            },
+            "near": {
+                **_NAME,
+                "maxLength": MAX_QUERY_CHARS,
+                "description": "Words to find together (best passage, in any order).",
             },
             "before_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},
             "after_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},

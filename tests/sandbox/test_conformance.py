@@ -89,7 +89,7 @@ OPAQUE = (
 NOT_SERVED = {
     "01": (
         "$.capabilities.client_event_subscriptions",  # no webhooks
-        "$.capabilities.semantic_retrieval.dimensions",  # token-overlap scorer, no embedding
+        "$.capabilities.semantic_retrieval.dimensions",  # passage BM25 scorer, no embedding
         "$.capabilities.semantic_retrieval.score.comparable_with",
         "$.capabilities.semantic_retrieval.language_bias",
     ),

@@ -1,0 +1,123 @@
+"""Finding the passage of a long text field that answers a question, through field-window reads.
+
+Contract:
+
+- ``scan_field(rs, ref, field, limit_chars)`` reads one text field of one record from its
+  start through the RS's field-window route (GETs only, the caller's own client), the
+  first window alone (it tells the field's length), the rest concurrently, each at most
+  ``WINDOW_CHARS`` (the RS's largest window), at most ``limit_chars`` in all. It answers the
+  text read, the field's whole length and the connection the RS served. RS failures
+  propagate as ``RsError`` (a field that is not text: the RS's 422).
+- ``passage_evidence(scanned, naming, field, words)`` is the search-hit evidence for the
+  best passage of the scanned text (``passages.best_passage``): its marked preview, where it
+  lies (``at_chars`` of ``total_chars``), ``provenance: "passage"`` and the
+  ``read_record_field`` arguments whose window is centred on it; ``None`` when no question
+  word occurs in what was read.
+- ``window_around(scanned, passage, limit_chars)`` is the field-window answer centred on a
+  passage, in the RS's own window shape (offsets, ``has_more``, next/previous offsets and
+  the match span), so ``read_record_field`` renders it as any other window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pdpp_gateway.context import RsReader
+from pdpp_gateway.documents import CONTEXT_CHARS
+from pdpp_gateway.ids import RecordRef
+from pdpp_gateway.passages import Passage, best_passage
+from pdpp_gateway.render.common import as_mapping
+from pdpp_gateway.rs.client import rs_path
+from pdpp_gateway.rs.errors import RsProtocolError
+from pdpp_gateway.tools.specs import MAX_WINDOW_CHARS
+
+WINDOW_CHARS: Final = MAX_WINDOW_CHARS
+PREVIEW_CHARS: Final = 260
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedField:
+    text: str  # the field from its first character, as far as it was read
+    total: int  # the field's whole length
+    connection_id: str | None  # the connection the RS served it from
+
+
+async def scan_field(rs: RsReader, ref: RecordRef, field: str, limit_chars: int) -> ScannedField:
+    """The field's text from its start, at most ``limit_chars`` (see the module contract)."""
+    path = rs_path("v1", "streams", ref.stream, "records", ref.record_id, "field-window")
+    naming = [("connection_id", ref.connection_id)] if ref.connection_id else []
+
+    async def window(offset: int) -> Mapping[str, Any]:
+        size = min(WINDOW_CHARS, limit_chars - offset)
+        query = [*naming, ("field", field), ("offset_chars", str(offset)), ("limit_chars", str(size))]
+        response = await rs.get_json(path, query)
+        shown = as_mapping(response.body.get("window"))
+        if not isinstance(shown.get("text"), str):
+            raise RsProtocolError("its field-window answer has no window text")
+        return response.body
+
+    first = await window(0)
+    shown = as_mapping(first.get("window"))
+    text = str(shown["text"])
+    total = shown.get("total_chars")
+    total = total if isinstance(total, int) and total >= len(text) else len(text)
+    offsets = range(len(text), min(total, limit_chars), WINDOW_CHARS) if text else range(0)
+    rest = await asyncio.gather(*(window(offset) for offset in offsets))
+    parts = [text, *(str(as_mapping(body.get("window"))["text"]) for body in rest)]
+    connection = first.get("connection_id")
+    return ScannedField(
+        text="".join(parts),
+        total=total,
+        connection_id=connection if isinstance(connection, str) and connection else ref.connection_id,
+    )
+
+
+def passage_evidence(
+    scanned: ScannedField, naming: Mapping[str, str], field: str, words: Sequence[str]
+) -> dict[str, Any] | None:
+    """The hit evidence of the scanned field's best passage for ``words``, or None."""
+    passage = best_passage(scanned.text, words)
+    if passage is None:
+        return None
+    return {
+        "field": field,
+        "preview": passage.preview(scanned.text, PREVIEW_CHARS),
+        "truncated": True,
+        "provenance": "passage",
+        "at_chars": passage.start,
+        "total_chars": scanned.total,
+        "words_matched": passage.matched,
+        "words_asked": passage.asked,
+        "read": {
+            "tool": "read_record_field",
+            "arguments": {
+                **naming,
+                "field": field,
+                "offset_chars": max(0, passage.start - CONTEXT_CHARS),
+                "limit_chars": 3 * CONTEXT_CHARS,
+            },
+        },
+    }
+
+
+def window_around(scanned: ScannedField, passage: Passage, limit_chars: int) -> dict[str, Any]:
+    """The field window of ``limit_chars`` centred on ``passage``, in the RS's window shape."""
+    middle = (passage.start + passage.end) // 2
+    start = max(0, min(middle - limit_chars // 2, len(scanned.text) - limit_chars))
+    end = min(len(scanned.text), start + limit_chars)
+    return {
+        "text": scanned.text[start:end],
+        "start_chars": start,
+        "end_chars": end,
+        "limit_chars": limit_chars,
+        "total_chars": scanned.total,
+        "complete": start == 0 and end == scanned.total,
+        "has_more": end < scanned.total,
+        "next_offset_chars": end if end < scanned.total else None,
+        "previous_offset_chars": max(0, start - limit_chars) if start > 0 else None,
+        "match_start_chars": passage.start,
+        "match_end_chars": passage.end,
+    }

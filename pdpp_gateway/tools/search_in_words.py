@@ -1,0 +1,259 @@
+"""Search in a person's words: the question's own words first, then meaning and fewer words, fused.
+
+Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode, one RS read):
+
+1. Lexical search on the question's content words (``words.content_words``: stop words and
+   question words dropped; the whole question when none is left). Its ``next_cursor`` pages
+   on with the same words, so the text's next-page call (the question again, with the
+   cursor) stays valid. A page with hits is the answer: one RS read, each hit's evidence
+   the RS's own snippet of its densest window.
+2. An empty first page (no record holds every content word): concurrently, the meaning-based
+   mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``, read
+   through the caller's memo) on the question as asked, and, when the question has more than
+   ``RELAXED_WORDS`` content words, lexical search on its ``RELAXED_WORDS`` most distinctive
+   (longest) ones. The lists are fused by reciprocal rank fusion (``RRF_K``): a record both
+   found rises, each record once, ties to the lexical hit (it carries evidence), at most
+   ``limit`` hits (``FUSED_LIMIT`` when the caller set none: approximate hits past the first
+   ten cost a model more to read than they are worth). Either read failing leaves the other's hits; both failing is the meaning
+   read's error. A fused page has no cursor (its lists page differently): the text offers the
+   lexical search that pages.
+3. Evidence for hits that have none: the first ``MAX_SCANNED`` whose matched text field is
+   longer than the RS showed (its snippet cut) are read (``passage_reads.scan_field``, at most
+   ``SCAN_CHARS`` each, concurrently) and show their best passage (``provenance: "passage"``)
+   with the call that reads around it; a hit whose snippet is the whole short field shows
+   it with the question's words marked (``provenance: "meaning_match"``). A failed scan only
+   leaves its hit without evidence. Later cut hits carry ``read_near``: the
+   ``read_record_field`` call aimed at the question's words.
+
+Structured output says how the answer was found under ``retrieval``: ``{mode: "lexical",
+searched}`` when words were dropped from a lexical page with hits, else ``{mode: "fused",
+instead_of: "lexical", why, searched: [{mode, query, hits}], order}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, Final
+
+from middleware import ToolResult
+from pdpp_gateway import documents
+from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.ids import RecordRef, handle_arguments
+from pdpp_gateway.passages import best_passage
+from pdpp_gateway.render.common import RETRIEVAL, as_mapping
+from pdpp_gateway.rs.client import RsResponse
+from pdpp_gateway.rs.errors import RsError
+from pdpp_gateway.rs.memo import memoised_read
+from pdpp_gateway.tools.args import SearchArgs
+from pdpp_gateway.tools.passage_reads import passage_evidence, scan_field
+from pdpp_gateway.words import most_distinctive
+
+SEARCH_PATHS: Final = {
+    "lexical": "/v1/search",
+    "semantic": "/v1/search/semantic",
+    "hybrid": "/v1/search/hybrid",
+}
+NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
+RELAXED_WORDS: Final = 2
+RRF_K: Final = 60
+MAX_SCANNED: Final = 2
+SCAN_CHARS: Final = 49_152
+FUSED_LIMIT: Final = 10  # a fused page's hits when the caller set no limit
+
+
+async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
+    """The answer to one search (see the module contract)."""
+    if args.mode is not None:
+        response = await context.rs.get_json(SEARCH_PATHS[args.mode], args.with_q(args.text))
+        return _answer(context, response, _results(context, response))
+    sent = " ".join(args.words) or args.text
+    response = await context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(sent))
+    results = _results(context, response)
+    if results or args.cursor is not None or response.body.get("has_more"):
+        retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
+        return _answer(context, response, results, retrieval)
+    return await _fused(context, args) or _answer(context, response, results)
+
+
+async def _fused(context: GatewayContext, args: SearchArgs) -> ToolResult | None:
+    """Meaning and fewer words after an empty page, fused, with passages (step 2 and 3)."""
+    meaning = await _meaning_mode(context)
+    relaxed = (
+        " ".join(most_distinctive(args.words, RELAXED_WORDS)) if len(args.words) > RELAXED_WORDS else None
+    )
+    reads: list[tuple[str, str]] = [("lexical", relaxed)] if relaxed else []
+    if meaning is not None:
+        reads.append((meaning, args.text))
+    if not reads:
+        return None
+    outcomes = await asyncio.gather(
+        *(context.rs.get_json(SEARCH_PATHS[mode], args.with_q(query)) for mode, query in reads),
+        return_exceptions=True,
+    )
+    answered = [
+        (mode, query, outcome, _results(context, outcome))
+        for (mode, query), outcome in zip(reads, outcomes, strict=True)
+        if isinstance(outcome, RsResponse)
+    ]
+    if not answered:
+        failure = outcomes[-1]
+        if isinstance(failure, BaseException):
+            raise failure
+        return None
+    if not any(results for *_, results in answered):
+        return None
+    limit = args.limit or FUSED_LIMIT
+    fused = _rrf([results for *_, results in answered], limit)
+    await _add_evidence(context, fused, args.words or (args.text,))
+    base = answered[-1][2]
+    retrieval = {
+        "mode": "fused",
+        "instead_of": "lexical",
+        "why": NO_RECORD_HAS_EVERY_WORD,
+        "searched": [
+            {"mode": mode, "query": query, "hits": len(results)} for mode, query, _, results in answered
+        ],
+        "order": "reciprocal_rank_fusion",
+    }
+    structured = _envelope(context, base, fused, retrieval)
+    data = structured["data"]
+    data.pop("next_cursor", None)
+    data["has_more"] = any(bool(response.body.get("has_more")) for _, _, response, _ in answered) or any(
+        len(results) > limit for *_, results in answered
+    )
+    return ToolResult(structured=structured)
+
+
+def _rrf(lists: Sequence[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+    """One list from ranked lists: each record once, by the sum of ``1 / (RRF_K + rank)``,
+    its first list's entry kept (evidence from a lexical list), ties to the earlier list."""
+    scores: dict[str, float] = {}
+    first: dict[str, tuple[int, int, dict[str, Any]]] = {}
+    found_by: dict[str, list[str]] = {}
+    for index, hits in enumerate(lists):
+        for rank, hit in enumerate(hits):
+            key = str(hit.get("id"))
+            scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + rank + 1)
+            first.setdefault(key, (index, rank, hit))
+            found_by.setdefault(key, []).append(str(hit.get("retrieval_mode") or "lexical"))
+    order = sorted(scores, key=lambda key: (-scores[key], first[key][0], first[key][1]))
+    fused = []
+    for key in order[:limit]:
+        hit = dict(first[key][2])
+        if not hit.get("evidence"):
+            hit.update(_first_evidence(lists, key))
+        hit["found_by"] = found_by[key]
+        fused.append(hit)
+    return fused
+
+
+def _first_evidence(lists: Sequence[list[dict[str, Any]]], key: str) -> dict[str, Any]:
+    """The evidence another list has for the same record, if any."""
+    for hits in lists:
+        for hit in hits:
+            if hit.get("id") == key and hit.get("evidence"):
+                return {"evidence": hit["evidence"]}
+    return {}
+
+
+async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], words: Sequence[str]) -> None:
+    """Step 3 of the module contract: passages for the first cut hits, marked short snippets."""
+    scans: list[Coroutine[Any, Any, None]] = []
+    for hit in hits:
+        if hit.get("evidence") or not hit.get("matched_fields"):
+            continue
+        field = str(hit["matched_fields"][0])
+        snippet = str(hit.get("snippet") or "")
+        naming = _naming(hit)
+        if not snippet.endswith("…"):
+            _mark_snippet(hit, field, snippet, words)
+        elif len(scans) < MAX_SCANNED:
+            scans.append(_scan(context, hit, naming, field, words))
+        else:
+            hit["read_near"] = {
+                "tool": "read_record_field",
+                "arguments": {**naming, "field": field, "near": " ".join(words)},
+            }
+    await asyncio.gather(*scans)
+
+
+async def _scan(
+    context: GatewayContext, hit: dict[str, Any], naming: Mapping[str, str], field: str, words: Sequence[str]
+) -> None:
+    ref = RecordRef(str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id"))
+    try:
+        scanned = await scan_field(context.rs, ref, field, SCAN_CHARS)
+    except RsError:
+        return
+    evidence = passage_evidence(scanned, naming, field, words)
+    if evidence is not None:
+        hit["evidence"] = [evidence]
+
+
+def _mark_snippet(hit: dict[str, Any], field: str, snippet: str, words: Sequence[str]) -> None:
+    """A whole short field the RS showed, as evidence with the question's words marked
+    (not for a title field: the hit's title already shows it)."""
+    plain = documents.parse_marks(snippet)[0]
+    passage = best_passage(plain, words)
+    if passage is None or field in documents.TITLE_FIELDS:
+        return
+    hit["evidence"] = [
+        {
+            "field": field,
+            "preview": passage.preview(plain, len(plain)),
+            "truncated": False,
+            "provenance": "meaning_match",
+        }
+    ]
+
+
+def _naming(hit: Mapping[str, Any]) -> dict[str, str]:
+    connection = hit.get("connection_id")
+    return handle_arguments(
+        str(hit.get("stream")), str(hit.get("record_id")), connection if isinstance(connection, str) else None
+    )
+
+
+def _results(context: GatewayContext, response: RsResponse) -> list[dict[str, Any]]:
+    return documents.search_results(response.body, provider_url=context.provider_url)
+
+
+def _envelope(
+    context: GatewayContext,
+    response: RsResponse,
+    results: list[dict[str, Any]],
+    retrieval: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    structured: dict[str, Any] = {
+        "data": documents.search_envelope(response.body, len(results)),
+        "provider_url": context.provider_url,
+        "request_id": response.request_id,
+        "results": results,
+    }
+    if retrieval is not None:
+        structured[RETRIEVAL] = dict(retrieval)
+    return structured
+
+
+def _answer(
+    context: GatewayContext,
+    response: RsResponse,
+    results: list[dict[str, Any]],
+    retrieval: Mapping[str, Any] | None = None,
+) -> ToolResult:
+    return ToolResult(structured=_envelope(context, response, results, retrieval))
+
+
+async def _meaning_mode(context: GatewayContext) -> str | None:
+    """The meaning-based search mode the RS publishes (hybrid, else semantic) in its
+    protected-resource metadata's ``capabilities``, read through the caller's memo."""
+    try:
+        response = await memoised_read(context.rs, "/.well-known/oauth-protected-resource", ())
+    except RsError:
+        return None
+    capabilities = as_mapping(response.body.get("capabilities"))
+    for mode in ("hybrid", "semantic"):
+        if as_mapping(capabilities.get(f"{mode}_retrieval")).get("supported") is True:
+            return mode
+    return None

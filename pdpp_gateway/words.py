@@ -1,0 +1,204 @@
+"""The words of a question that can find its answer: content words, their stems, their weight.
+
+Contract (plain text in, plain values out; no I/O):
+
+- ``content_words(text)`` is the question's words in order, each once (case-insensitively),
+  without stop words, question words, auxiliaries and pronouns (``STOP_WORDS``): "what did I
+  pay for the Lisbon apartment deposit" gives ``["pay", "Lisbon", "apartment", "deposit"]``.
+  A word is a run of letters and digits (``\\w+``); an apostrophe ends it ("what's" is
+  "what" and "s", both dropped).
+- ``stem(word)`` is a light, deterministic suffix strip (plural, past, -ing, -able, -ly,
+  -ation), lower-cased, never under three letters: enough that "payable" meets "pay" and
+  "approval" meets "approve" when text is matched word by word. It is for matching only: a
+  stem is never shown or sent as a query.
+- ``most_distinctive(words, count)`` picks the words most likely to single out a record: the
+  longest, ties to the earlier, returned in the question's order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+WORD: Final = re.compile(r"\w+", re.UNICODE)
+STOP_WORDS: Final = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "done",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "get",
+        "gets",
+        "got",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "me",
+        "mine",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "out",
+        "over",
+        "own",
+        "please",
+        "s",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "t",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "us",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "whats",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+    ]
+)
+_SUFFIXES: Final = (
+    ("ations", ""),
+    ("ation", ""),
+    ("ables", ""),
+    ("able", ""),
+    ("ings", ""),
+    ("ing", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("als", ""),
+    ("al", ""),
+    ("ly", ""),
+    ("es", ""),
+    ("ed", ""),
+    ("e", ""),
+    ("s", ""),
+)
+_MIN_STEM: Final = 3
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that carry its meaning, in order, each once."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    for word in WORD.findall(text):
+        folded = word.lower()
+        if folded in STOP_WORDS or folded in seen or (len(folded) < 2 and not folded.isdigit()):
+            continue
+        seen.add(folded)
+        kept.append(word)
+    return kept
+
+
+def stem(word: str) -> str:
+    """``word`` lower-cased with one common suffix removed (never below three letters)."""
+    folded = word.lower()
+    for suffix, replacement in _SUFFIXES:
+        if folded.endswith(suffix) and len(folded) - len(suffix) + len(replacement) >= _MIN_STEM:
+            return folded[: len(folded) - len(suffix)] + replacement
+    return folded
+
+
+def most_distinctive(words: Sequence[str], count: int) -> list[str]:
+    """The ``count`` longest of ``words`` (ties to the earlier), in their original order."""
+    ranked = sorted(range(len(words)), key=lambda i: (-len(words[i]), i))[:count]
+    return [words[i] for i in sorted(ranked)]
