@@ -212,11 +212,11 @@ SEARCH: Final = ToolSpec(
     name="search",
     title="Search records",
     description=(
-        "Search granted records by text (GET /v1/search). mode lexical (default) matches exact terms; "
-        "semantic and hybrid are approximate and hybrid does not page. Returns at most 25 hits unless "
-        "limit is set; limit is capped at 100, page on with next_cursor. Each hit's id goes to fetch "
-        "as-is; a hit whose match is proven in a text field shows an evidence preview and the "
-        "read_record_field arguments to read around it."
+        "Search granted records by text (GET /v1/search). Ask in plain words: without mode, the query's "
+        "content words must all match, else meaning-based and fewer-word hits are fused, each with its "
+        "best passage. mode pins lexical, semantic or hybrid (no paging). At most 25 hits unless limit "
+        "(max 100); page with next_cursor. Ids go to fetch as-is; evidence names the read_record_field "
+        "call to read around it."
     ),
     input_schema=_object(
         {
@@ -295,10 +295,10 @@ READ_RECORD_FIELD: Final = ToolSpec(
     title="Read a field window",
     description=(
         "Read a bounded window of one text field of one record without loading the record "
-        "(GET /v1/streams/{stream}/records/{id}/field-window). Give id (from search, fetch or "
-        "query_records, or a pdpp://record/ URI) or connection_id + stream + record_id. Page with "
+        "(GET /v1/streams/{stream}/records/{id}/field-window). Give id (any id shown, or a pdpp://record/ "
+        "URI) or connection_id + stream + record_id. Page with "
         "offset_chars (each result gives the next and previous arguments), jump to the first match of q "
-        "with before_chars/after_chars of context, or to the passage that best holds the words of near. "
+        "with before_chars/after_chars of context, or to the best passage for the words of near. "
         "limit_chars defaults to 4096 (1200 with near)."
     ),
     input_schema=_object(
@@ -318,7 +318,7 @@ READ_RECORD_FIELD: Final = ToolSpec(
             "near": {
                 **_NAME,
                 "maxLength": MAX_QUERY_CHARS,
-                "description": "Words to find together (best passage, in any order).",
+                "description": "Words to find together.",
             },
             "before_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},
             "after_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},
