@@ -1,89 +1,284 @@
-"""Questions in a person's words: how often the first search finds the record that answers them.
+"""What a person pays for an answer: model turns, characters read and RS reads per question.
 
-Runs every question of ``benchmarks/questions.json`` through the gateway's own ``search`` tool on
-a sandbox RS (in this process), twice in one run: lexical only (``mode: "lexical"``, the RS's
-plain search, the baseline) and as a model calls it (no ``mode``: lexical, then meaning-based
-search after an empty lexical page). Prints, for each, how many questions find their record in
-the first search, how many among the first five hits, how many got no hit at all, and the RS
-reads spent, then the questions the new behaviour still misses.
+Plays a model that reads only text over every question of ``benchmarks/questions.json`` (each
+in a person's words, with the fact that answers it): one ``search`` as asked, then only calls
+the text spells out (the first ready ``fetch`` or ``read_record_field`` call it has not made,
+newest text first; a ``search`` call only when no other is offered), at most three calls. A
+question is answered at the first call whose text holds its fact (``<mark>`` tags and line
+breaks aside). Questions marked ``package`` ask a package of the Work mail and Acme Slack grants;
+the rest one grant over every stream.
 
-    .venv/bin/python benchmarks/questions_bench.py
+Each arm runs in its own process against one sandbox RS (this tree's, in this process, over
+real HTTP), which counts the RS reads of every question. ``--against DIR`` adds the gateway of
+another checkout (e.g. this issue's start) as the baseline, in the same run.
+
+    .venv/bin/python benchmarks/questions_bench.py [--against DIR] [--rounds N]
+
+Prints per arm: questions whose fact is in the first answer's text, within two calls, within
+three; the median and mean of characters read per answered question; RS reads per question;
+the first search's p50 (milliseconds, the median over ``--rounds`` passes); then the questions
+this tree still misses within two calls.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import re
+import statistics
 import sys
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from middleware import ToolCall  # noqa: E402
-from pdpp_gateway.context import GatewayContext  # noqa: E402
-from pdpp_gateway.rs.client import RsClient  # noqa: E402
-from pdpp_gateway.sandbox.runner import start_sandbox  # noqa: E402
-from pdpp_gateway.tools.pipeline import build_pipeline  # noqa: E402
-
 QUESTIONS = Path(__file__).resolve().parent / "questions.json"
+MAX_CALLS = 3
+_CALL = re.compile(r"\b(fetch|read_record_field|search) (?=\{)")
+_TAG = re.compile(r"</?mark>")
+PACKAGE_TOKENS = ("client_work_mail", "client_chat")
 
 
-def questions() -> list[dict[str, str]]:
-    loaded: list[dict[str, str]] = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+def questions() -> list[dict[str, Any]]:
+    loaded: list[dict[str, Any]] = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
     return loaded
 
 
-def answers(hit: dict[str, Any], item: dict[str, str]) -> bool:
-    """Whether a search hit is the record that answers the question."""
-    handle = str(hit.get("id", ""))
-    if handle.split("/", 1)[-1].split(":", 1)[0] != item["stream"]:
-        return False
-    if "id" in item:
-        return handle.endswith(":" + item["id"])
-    if "text" in item:
-        return item["text"].lower() in json.dumps(hit).lower()
-    return item["title"].lower() in str(hit.get("title", "")).lower()
+def holds(text: str, fact: str) -> bool:
+    """Whether a model reading ``text`` sees ``fact`` (marks and spacing aside)."""
+    return " ".join(fact.split()) in " ".join(_TAG.sub("", text).split())
 
 
-async def run(sandbox: Any, *, lexical_only: bool) -> list[tuple[dict[str, str], int | None, int, int]]:
-    """(question, rank of its record or None, hits, RS reads) for each question."""
+def spelled_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """The ready calls a text spells out, in order: ``tool {json arguments}``."""
+    decoder = json.JSONDecoder()
+    found = []
+    for match in _CALL.finditer(text):
+        try:
+            arguments, _ = decoder.raw_decode(text, match.end())
+        except ValueError:
+            continue
+        if isinstance(arguments, dict):
+            found.append((match.group(1), arguments))
+    return found
+
+
+def next_call(
+    texts: Sequence[str], made: Sequence[tuple[str, dict[str, Any]]]
+) -> tuple[str, dict[str, Any]] | None:
+    """The call a text-only model makes next: the newest text's first ready read not yet made."""
+    for reading in (True, False):
+        for text in reversed(texts):
+            for call in spelled_calls(text):
+                if (call[0] != "search") == reading and call not in made:
+                    return call
+    return None
+
+
+# --- one arm: a child process importing the gateway of one tree -------------------------
+
+
+async def serve_arm(tree: Path, rs_url: str) -> None:
+    """Answer questions read from stdin, one JSON line each, with this tree's gateway."""
+    sys.path.insert(0, str(tree))
+    from middleware import ToolCall
+    from pdpp_gateway.caller import TokenKind
+    from pdpp_gateway.context import GatewayContext, PackageMember
+    from pdpp_gateway.rs.client import RsClient
+    from pdpp_gateway.tools.pipeline import build_pipeline
+
+    setup = json.loads(sys.stdin.readline())
+    tokens, members = setup["tokens"], setup["members"]
     pipeline = build_pipeline()
-    rows = []
-    async with RsClient(sandbox.url) as rs:
-        context = GatewayContext.for_client(rs.bind(sandbox.tokens["client_broad"]), sandbox.url)
-        for item in questions():
-            sandbox.reset_calls()
-            arguments = {"query": item["q"], **({"mode": "lexical"} if lexical_only else {})}
-            result = await pipeline(ToolCall("search", arguments, context))
-            hits = [h for h in result.structured.get("results") or () if isinstance(h, dict)]
-            rank = next((n for n, hit in enumerate(hits) if answers(hit, item)), None)
-            rows.append((item, rank, len(hits), len(sandbox.calls)))
+    async with RsClient(rs_url) as rs:
+        single = GatewayContext.for_client(rs.bind(tokens["client_broad"]), rs_url)
+        package = GatewayContext.for_package(
+            [
+                PackageMember(
+                    rs=rs.bind(tokens[m["token"]]),
+                    grant_id=m["grant_id"],
+                    connection_ids=tuple(m["connection_ids"]),
+                    streams=tuple(m["streams"]),
+                    connector_key=m["connector_key"],
+                )
+                for m in members
+            ],
+            rs_url,
+            TokenKind.CLIENT,
+        )
+        print("ready", flush=True)
+        for line in sys.stdin:
+            item = json.loads(line)
+            context = package if item.get("package") else single
+            texts: list[str] = []
+            made: list[tuple[str, dict[str, Any]]] = []
+            answered_at = None
+            elapsed = 0.0
+            call: tuple[str, dict[str, Any]] | None = ("search", {"query": item["q"]})
+            while call is not None and len(made) < MAX_CALLS:
+                made.append(call)
+                started = time.perf_counter()
+                result = await pipeline(ToolCall(call[0], call[1], context))
+                if len(made) == 1:
+                    elapsed = (time.perf_counter() - started) * 1000
+                texts.append(result.text or "")
+                if holds(texts[-1], item["fact"]):
+                    answered_at = len(made)
+                    break
+                call = next_call(texts, made)
+            print(
+                json.dumps(
+                    {"answered_at": answered_at, "chars": [len(t) for t in texts], "search_ms": elapsed}
+                ),
+                flush=True,
+            )
+
+
+# --- the driver -----------------------------------------------------------------------
+
+
+class Arm:
+    def __init__(self, name: str, tree: Path) -> None:
+        self.name, self.tree = name, tree
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self, rs_url: str, setup: Mapping[str, Any]) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--arm",
+            str(self.tree),
+            "--rs",
+            rs_url,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=str(self.tree),
+        )
+        await self._send(setup)
+        ready = await self._line()
+        if ready.strip() != "ready":
+            raise RuntimeError(f"{self.name}: the arm did not start ({ready!r})")
+
+    async def ask(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        await self._send(item)
+        answer: dict[str, Any] = json.loads(await self._line())
+        return answer
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.stdin is not None:
+            self.process.stdin.close()
+            await self.process.wait()
+
+    async def _send(self, value: Mapping[str, Any]) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        self.process.stdin.write(json.dumps(value).encode() + b"\n")
+        await self.process.stdin.drain()
+
+    async def _line(self) -> str:
+        assert self.process is not None and self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 120)
+        if not line:
+            raise RuntimeError(f"{self.name}: the arm ended")
+        return line.decode()
+
+
+def _setup() -> dict[str, Any]:
+    from pdpp_gateway.sandbox.config import PRINCIPALS, TOKENS
+    from pdpp_gateway.sandbox.manifests import CONNECTORS
+
+    keys = {c.connection_id: k.key for k in CONNECTORS for c in k.connections}
+    members = []
+    for name in PACKAGE_TOKENS:
+        principal = PRINCIPALS[name]
+        connections = sorted({cid for grant in principal.streams.values() for cid in grant.connections})
+        members.append(
+            {
+                "token": name,
+                "grant_id": principal.grant_id,
+                "connection_ids": connections,
+                "streams": sorted(principal.streams),
+                "connector_key": keys[connections[0]],
+            }
+        )
+    return {"tokens": dict(TOKENS), "members": members}
+
+
+async def measure(arms: Sequence[Arm], rounds: int = 1) -> dict[str, list[dict[str, Any]]]:
+    """Every question through every arm, RS reads counted by the sandbox; the search time is
+    the median over ``rounds`` passes (answers and reads come from the first)."""
+    from pdpp_gateway.sandbox.runner import start_sandbox
+
+    rows: dict[str, list[dict[str, Any]]] = {arm.name: [] for arm in arms}
+    async with start_sandbox() as sandbox:
+        for arm in arms:
+            await arm.start(sandbox.url, _setup())
+        try:
+            for item in questions():
+                for arm in arms:
+                    times = []
+                    first: dict[str, Any] = {}
+                    for n in range(rounds):
+                        sandbox.reset_calls()
+                        answer = await arm.ask(item)
+                        times.append(answer["search_ms"])
+                        if n == 0:
+                            first = {**answer, "reads": len(sandbox.calls), "q": item["q"]}
+                    rows[arm.name].append({**first, "search_ms": statistics.median(times)})
+        finally:
+            for arm in arms:
+                await arm.stop()
     return rows
 
 
-async def main() -> None:
-    async with start_sandbox() as sandbox:
-        arms = {
-            "lexical only (baseline)": await run(sandbox, lexical_only=True),
-            "as a model calls it": await run(sandbox, lexical_only=False),
-        }
-    total = len(questions())
-    print(f"{total} questions in a person's words (benchmarks/questions.json), sandbox RS")
-    for name, rows in arms.items():
-        found = sum(rank is not None for _, rank, _, _ in rows)
-        top5 = sum(rank is not None and rank < 5 for _, rank, _, _ in rows)
-        empty = sum(hits == 0 for _, _, hits, _ in rows)
-        reads = sum(r for _, _, _, r in rows)
+def summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    total = len(rows)
+    within = {
+        n: sum(1 for r in rows if r["answered_at"] is not None and r["answered_at"] <= n) for n in (1, 2, 3)
+    }
+    read = [sum(r["chars"][: r["answered_at"]]) for r in rows if r["answered_at"] is not None]
+    return {
+        "questions": total,
+        "first": within[1],
+        "two": within[2],
+        "three": within[3],
+        "chars_median": statistics.median(read) if read else 0.0,
+        "chars_mean": statistics.mean(read) if read else 0.0,
+        "reads_per_question": sum(r["reads"] for r in rows) / total,
+        "search_p50_ms": statistics.median(r["search_ms"] for r in rows),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--against", type=Path, help="a checkout whose gateway is the baseline")
+    parser.add_argument("--rounds", type=int, default=3, help="passes for the search timing")
+    parser.add_argument("--arm", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--rs", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.arm is not None:
+        asyncio.run(serve_arm(options.arm, options.rs))
+        return
+    sys.path.insert(0, str(ROOT))
+    arms = [Arm("this tree", ROOT)]
+    if options.against is not None:
+        arms.append(Arm(f"baseline ({options.against})", options.against.resolve()))
+    rows = asyncio.run(measure(arms, options.rounds))
+    print(f"{len(questions())} questions in a person's words (benchmarks/questions.json), sandbox RS")
+    for name, arm_rows in rows.items():
+        s = summary(arm_rows)
+        n = int(s["questions"])
         print(
-            f"  {name:<24} record in the first search {found:2d}/{total}, in the first five hits "
-            f"{top5:2d}/{total}, no hit at all {empty:2d}/{total}, RS reads {reads} ({reads / total:.2f} per question)"
+            f"  {name}: fact in the first answer {int(s['first'])}/{n}, within two calls {int(s['two'])}/{n}, "
+            f"within three {int(s['three'])}/{n}; characters read per answered question median "
+            f"{s['chars_median']:.0f}, mean {s['chars_mean']:.0f}; RS reads per question "
+            f"{s['reads_per_question']:.2f}; first search p50 {s['search_p50_ms']:.1f} ms"
         )
-    missed = [item["q"] for item, rank, _, _ in arms["as a model calls it"] if rank is None]
-    for question in missed:
-        print(f"  still missed: {question}")
+    for row in rows["this tree"]:
+        if row["answered_at"] is None or row["answered_at"] > 2:
+            print(f"  this tree, not within two calls: {row['q']}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

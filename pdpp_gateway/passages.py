@@ -6,8 +6,9 @@ Contract (pure: text in, a span out; no I/O):
   ``text`` holding the most distinct question words (matched by ``words.stem``, so "payable"
   meets "pay"), ties broken by the words' rarity in this text (a word said once outweighs
   one said ten times: decoys repeat the question's common words, the answer's sentence
-  holds its rare ones) and then by the tighter span. It answers ``None`` when no word
-  occurs. The ``Passage`` it returns has the span's character offsets in ``text``, the
+  holds its rare ones) and then by the tighter span; with ``figure`` (the question asks how
+  much, when, which number), a number in the stretch counts as half a word. It answers
+  ``None`` when no question word occurs. The ``Passage`` it returns has the span's character offsets in ``text``, the
   matched word spans, and how many distinct question words it holds.
 - ``Passage.preview(text, limit)`` is that passage widened to whole sentences where the
   budget allows, at most ``limit`` visible characters, one line, with every matched word in
@@ -23,6 +24,7 @@ from typing import Final
 from pdpp_gateway.words import WORD, stem
 
 SPAN_CHARS: Final = 240
+FIGURE: Final = "\0figure"  # a number in the text, for a question that asks for one
 _SENTENCE_ENDS: Final = ".!?\n"
 
 
@@ -50,7 +52,7 @@ class Passage:
         return " ".join("".join(parts).split())
 
 
-def best_passage(text: str, words: Sequence[str]) -> Passage | None:
+def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Passage | None:
     """The densest stretch of ``text`` in the question's ``words`` (see the module contract)."""
     wanted = {stem(word) for word in words}
     hits: list[tuple[int, int, str]] = []
@@ -58,28 +60,33 @@ def best_passage(text: str, words: Sequence[str]) -> Passage | None:
         key = _matching(stem(match.group()), wanted)
         if key is not None:
             hits.append((match.start(), match.end(), key))
-    if not hits:
+        elif figure and match.group()[0].isdigit():
+            hits.append((match.start(), match.end(), FIGURE))
+    if not any(key != FIGURE for _, _, key in hits):
         return None
     counts: dict[str, int] = {}
     for _, _, key in hits:
         counts[key] = counts.get(key, 0) + 1
-    best: tuple[int, float, int, int, int] | None = None  # (distinct, rarity, -width, first, last)
+    best: tuple[float, float, int, int, int] | None = None  # (distinct, rarity, -width, first, last)
     first = 0
     for last in range(len(hits)):
         while hits[last][1] - hits[first][0] > SPAN_CHARS:
             first += 1
         keys = {key for _, _, key in hits[first : last + 1]}
-        score = (len(keys), sum(1 / counts[key] for key in keys), hits[first][0] - hits[last][1])
+        if keys == {FIGURE}:
+            continue  # a figure alone answers nothing asked
+        distinct = len(keys) - (FIGURE in keys) / 2  # a figure counts half a word
+        score = (distinct, sum(1 / counts[key] for key in keys), hits[first][0] - hits[last][1])
         if best is None or score > best[:3]:
             best = (*score, first, last)
     assert best is not None
-    distinct, _, _, first, last = best
+    _, _, _, first, last = best
     chosen = hits[first : last + 1]
     return Passage(
         start=chosen[0][0],
         end=chosen[-1][1],
-        marks=tuple((start, end) for start, end, _ in chosen),
-        matched=distinct,
+        marks=tuple((start, end) for start, end, key in chosen if key != FIGURE),
+        matched=len({key for _, _, key in chosen} - {FIGURE}),
         asked=len(wanted),
     )
 

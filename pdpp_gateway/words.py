@@ -11,6 +11,9 @@ Contract (plain text in, plain values out; no I/O):
   -ation), lower-cased, never under three letters: enough that "payable" meets "pay" and
   "approval" meets "approve" when text is matched word by word. It is for matching only: a
   stem is never shown or sent as a query.
+- ``asks_for_figure(question)``: whether the question asks for a number, an amount, a time or
+  a code ("how much", "when", "what time", "cost", "password", ...), so the answer's passage
+  likely holds digits.
 - ``most_distinctive(words, count)`` picks the words most likely to single out a record: the
   longest, ties to the earlier, returned in the question's order.
 """
@@ -23,138 +26,16 @@ from typing import Final
 
 WORD: Final = re.compile(r"\w+", re.UNICODE)
 STOP_WORDS: Final = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "done",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "get",
-        "gets",
-        "got",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "him",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "let",
-        "me",
-        "mine",
-        "more",
-        "most",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "out",
-        "over",
-        "own",
-        "please",
-        "s",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "t",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "us",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "whats",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-    ]
+    """
+    a about above after again all am an and any anybody anyone anything are as at be been before
+    being below between both but by can could did do does doing done down during each everybody
+    everyone everything few for from further get gets got had has have having he her here hers him
+    his how i if in into is it its itself just let me mine more most my myself no nobody nor not
+    nothing now of off on once only or other our ours out over own please s same she should so some
+    somebody someone something such t than that the their theirs them then there these they this
+    those through to too under until up us very was we were what whats when where which while who
+    whom whose why will with would you your yours
+    """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _SUFFIXES: Final = (
     ("ations", ""),
@@ -174,6 +55,11 @@ _SUFFIXES: Final = (
     ("s", ""),
 )
 _MIN_STEM: Final = 3
+_FIGURE_ASKED: Final = re.compile(
+    r"\b(how (much|many|long|old|far)|when|what (time|date|day)|cost|costs|price|paid|pay|worth|"
+    r"number|code|amount|password|pin|total)\b",
+    re.IGNORECASE,
+)
 
 
 def content_words(text: str) -> list[str]:
@@ -202,3 +88,8 @@ def most_distinctive(words: Sequence[str], count: int) -> list[str]:
     """The ``count`` longest of ``words`` (ties to the earlier), in their original order."""
     ranked = sorted(range(len(words)), key=lambda i: (-len(words[i]), i))[:count]
     return [words[i] for i in sorted(ranked)]
+
+
+def asks_for_figure(question: str) -> bool:
+    """Whether ``question`` asks for a number, amount, time or code."""
+    return _FIGURE_ASKED.search(question) is not None

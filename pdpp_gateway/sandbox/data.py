@@ -8,8 +8,9 @@ data stresses the gateway on purpose:
 - two mail connections ("Work", "Personal") sharing stream names, and one record id
   (``msg_shared_0001``) present in both (ambiguous without ``connection_id``);
 - ``messages`` under both gmail and slack (a stream name shared across connectors);
-- long ``body_text`` fields (tens of KB) with facts buried deep inside
-  (``sample_mail.BURIED_FACTS``), so evidence must be read in windows;
+- long ``body_text`` fields (tens of KB) with facts buried deep inside behind decoys
+  (``sample_mail.BURIED_FACTS``, ``sample_facts``: a person's facts in mail, chat and
+  issues), so evidence must be found and read in windows;
 - real PNG and PDF blobs referenced by ``blob_ref`` fields;
 - timestamps spread over ~18 months (2025-05 .. 2026-10) for time buckets;
 - more than 100 rows in several streams (several pages), and deleted records
@@ -34,6 +35,7 @@ from pdpp_gateway.sandbox.sample_content import (
     random_moment,
     sentence,
 )
+from pdpp_gateway.sandbox.sample_facts import add_facts
 from pdpp_gateway.sandbox.sample_mail import add_mail
 
 
@@ -248,6 +250,7 @@ def generate(bulk_records: int = 0) -> Dataset:
     _code(dataset, rng)
     _music(dataset, rng)
     _pay(dataset)
+    add_facts(dataset)
     if bulk_records:
         _bulk(dataset, bulk_records)
     return dataset

@@ -22,7 +22,9 @@ was cut at ``limit``). Lexical ranking reads only ids and bm25 scores; record bo
 snippets are built for the returned page alone. Meaning-based ranking is BM25 over passages
 (``Store.search(index="passages")``): any content word of the query counts (stop and question
 words dropped, words stemmed), a record ranks by its best passage, so one record about the
-thing asked outranks many that share a title with it; the distance is ``1 / (1 + bm25)``.
+thing asked outranks many that share a title with it (the k-th record whose best passage
+repeats a better-ranked one's counts ``1 / (1 + ln k)`` of its score, as a search engine folds
+near-duplicates: the first copy keeps its place); the distance is ``1 / (1 + score)``.
 Deterministic, and like the reference its snippet is the matched field's opening (160
 characters), not the passage: where in the field the match lies is for the caller to find.
 """
@@ -30,7 +32,9 @@ characters), not the passage: where in the field the match lies is for the calle
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -311,14 +315,24 @@ def _semantic_hits(request: web.Request, store: Store, sources: Sequence[Source]
         SEMANTIC_WINDOW,
         index="passages",
     )
-    best: dict[int, tuple[float, str, Source]] = {}
-    for _, rowid, field, score, connection_id, stream, _ in candidates:
+    best: dict[int, tuple[float, str, Source, int]] = {}
+    for passage, rowid, field, score, connection_id, stream, _ in candidates:
         source = scopes[(connection_id, stream)]
         if rowid not in best and field in source.manifest.semantic and source.field_granted(field):
-            best[rowid] = (score, field, source)
+            best[rowid] = (score, field, source, passage)
+    texts = store.passage_texts(entry[3] for entry in best.values())
+    seen: Counter[str] = Counter()
+    ranked = []
+    for rowid, (score, field, source, passage) in best.items():  # best first
+        # the k-th record whose best passage repeats an earlier one's (a subject used again and
+        # again) counts 1 / (1 + ln k) of its score: the first copy stands, the rest make room
+        key = " ".join(texts[passage].lower().split())
+        seen[key] += 1
+        ranked.append((score / (1 + math.log(seen[key])), rowid, field, source))
+    ranked.sort(key=lambda entry: (entry[0], entry[1]))
     records = store.records(best)
     hits = []
-    for rowid, (score, field, source) in best.items():
+    for score, rowid, field, source in ranked:
         record = records[rowid]
         hit = _hit(record, source, store)
         hit.update(

@@ -223,6 +223,14 @@ class Store:
         )
         return [Candidate._make(row) for row in self._db.execute(sql, [*params, limit])]
 
+    def passage_texts(self, passage_rowids: Iterable[int]) -> dict[int, str]:
+        """The text of these ``passages`` rows."""
+        wanted = sorted(set(passage_rowids))
+        if not wanted:
+            return {}
+        sql = f"SELECT rowid, text FROM passages WHERE rowid IN ({','.join('?' * len(wanted))})"  # noqa: S608
+        return {int(row[0]): str(row[1]) for row in self._db.execute(sql, wanted)}
+
     def records(self, rowids: Iterable[int]) -> dict[int, StoredRecord]:
         wanted = sorted(set(rowids))
         if not wanted:

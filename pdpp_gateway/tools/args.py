@@ -27,7 +27,7 @@ from middleware import ToolCall
 from pdpp_gateway.ids import RecordRef, parse_handle, resolve_connection
 from pdpp_gateway.package_cursor import PackageCursor, decode, fingerprint, is_package_cursor
 from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward
-from pdpp_gateway.words import content_words
+from pdpp_gateway.words import asks_for_figure, content_words
 
 RECORDS_PARAMS: Final = (
     "limit",
@@ -105,6 +105,7 @@ class FieldArgs(NamedTuple):
     ref: RecordRef
     field: str
     near: tuple[str, ...]  # the content words of ``near`` (a passage search), else empty
+    figure: bool  # ``near`` asks for a number, amount, time or code (``words.asks_for_figure``)
     limit_chars: int | None
     query: Pairs
 
@@ -208,6 +209,7 @@ def parse_read_record_field(arguments: Mapping[str, Any]) -> FieldArgs:
         ref=ref,
         field=arguments["field"],
         near=tuple(content_words(arguments["near"])) if "near" in arguments else (),
+        figure=asks_for_figure(arguments["near"]) if "near" in arguments else False,
         limit_chars=arguments.get("limit_chars"),
         query=(
             *([("connection_id", ref.connection_id)] if ref.connection_id else []),

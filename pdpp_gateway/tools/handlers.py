@@ -58,7 +58,7 @@ from pdpp_gateway.tools.args import (
     args_of,
 )
 from pdpp_gateway.tools.expand_gate import check_expand
-from pdpp_gateway.tools.passage_reads import scan_field, window_around
+from pdpp_gateway.tools.passage_reads import holds_every_word, scan_field, window_around
 
 ToolHandler = Callable[[Call], Awaitable[ToolResult]]
 
@@ -213,8 +213,9 @@ async def read_record_field(call: Call) -> ToolResult:
 async def _near_window(context: GatewayContext, args: FieldArgs) -> dict[str, Any]:
     """The window centred on the field's best passage for ``near`` (``passage_reads``), read
     from the field's start, at most ``NEAR_SCAN_CHARS``; ``words_not_found`` when none occurs."""
-    scanned = await scan_field(context.rs, args.ref, args.field, NEAR_SCAN_CHARS)
-    passage = best_passage(scanned.text, args.near)
+    every_word = holds_every_word(args.near, figure=args.figure)
+    scanned = await scan_field(context.rs, args.ref, args.field, NEAR_SCAN_CHARS, enough=every_word)
+    passage = best_passage(scanned.text, args.near, figure=args.figure)
     if passage is None:
         read = (
             f"the first {len(scanned.text)} of its {scanned.total}"

@@ -2,14 +2,15 @@
 
 Contract:
 
-- ``scan_field(rs, ref, field, limit_chars)`` reads one text field of one record from its
-  start through the RS's field-window route (GETs only, the caller's own client), the
-  first window alone (it tells the field's length), the rest concurrently, each at most
-  ``WINDOW_CHARS`` (the RS's largest window), at most ``limit_chars`` in all. It answers the
+- ``scan_field(rs, ref, field, limit_chars, enough=...)`` reads one text field of one record
+  from its start through the RS's field-window route (GETs only, the caller's own client),
+  the first window alone (it tells the field's length, and ``enough`` of its text may say it
+  will do: the rest is not read), the rest concurrently, each at most ``WINDOW_CHARS`` (the
+  RS's largest window), at most ``limit_chars`` in all. It answers the
   text read, the field's whole length and the connection the RS served. RS failures
   propagate as ``RsError`` (a field that is not text: the RS's 422).
-- ``passage_evidence(scanned, naming, field, words)`` is the search-hit evidence for the
-  best passage of the scanned text (``passages.best_passage``): its marked preview, where it
+- ``passage_evidence(scanned, naming, field, words, figure=...)`` is the search-hit evidence
+  for the best passage of the scanned text (``passages.best_passage``): its marked preview, where it
   lies (``at_chars`` of ``total_chars``), ``provenance: "passage"`` and the
   ``read_record_field`` arguments whose window is centred on it; ``None`` when no question
   word occurs in what was read.
@@ -21,7 +22,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -45,8 +46,16 @@ class ScannedField:
     connection_id: str | None  # the connection the RS served it from
 
 
-async def scan_field(rs: RsReader, ref: RecordRef, field: str, limit_chars: int) -> ScannedField:
-    """The field's text from its start, at most ``limit_chars`` (see the module contract)."""
+async def scan_field(
+    rs: RsReader,
+    ref: RecordRef,
+    field: str,
+    limit_chars: int,
+    *,
+    enough: Callable[[str], bool] = lambda text: False,
+) -> ScannedField:
+    """The field's text from its start, at most ``limit_chars``, or only its first window when
+    ``enough`` says that one will do (see the module contract)."""
     path = rs_path("v1", "streams", ref.stream, "records", ref.record_id, "field-window")
     naming = [("connection_id", ref.connection_id)] if ref.connection_id else []
 
@@ -64,7 +73,8 @@ async def scan_field(rs: RsReader, ref: RecordRef, field: str, limit_chars: int)
     text = str(shown["text"])
     total = shown.get("total_chars")
     total = total if isinstance(total, int) and total >= len(text) else len(text)
-    offsets = range(len(text), min(total, limit_chars), WINDOW_CHARS) if text else range(0)
+    done = not text or enough(text)
+    offsets = range(0) if done else range(len(text), min(total, limit_chars), WINDOW_CHARS)
     rest = await asyncio.gather(*(window(offset) for offset in offsets))
     parts = [text, *(str(as_mapping(body.get("window"))["text"]) for body in rest)]
     connection = first.get("connection_id")
@@ -76,10 +86,10 @@ async def scan_field(rs: RsReader, ref: RecordRef, field: str, limit_chars: int)
 
 
 def passage_evidence(
-    scanned: ScannedField, naming: Mapping[str, str], field: str, words: Sequence[str]
+    scanned: ScannedField, naming: Mapping[str, str], field: str, words: Sequence[str], *, figure: bool
 ) -> dict[str, Any] | None:
     """The hit evidence of the scanned field's best passage for ``words``, or None."""
-    passage = best_passage(scanned.text, words)
+    passage = best_passage(scanned.text, words, figure=figure)
     if passage is None:
         return None
     return {
@@ -121,3 +131,14 @@ def window_around(scanned: ScannedField, passage: Passage, limit_chars: int) -> 
         "match_start_chars": passage.start,
         "match_end_chars": passage.end,
     }
+
+
+def holds_every_word(words: Sequence[str], *, figure: bool) -> Callable[[str], bool]:
+    """Whether a text's best passage already holds every one of ``words``: no later text can
+    hold a better one."""
+
+    def check(text: str) -> bool:
+        passage = best_passage(text, words, figure=figure)
+        return passage is not None and passage.matched == passage.asked
+
+    return check

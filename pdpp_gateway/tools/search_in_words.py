@@ -17,13 +17,17 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    ten cost a model more to read than they are worth). Either read failing leaves the other's hits; both failing is the meaning
    read's error. A fused page has no cursor (its lists page differently): the text offers the
    lexical search that pages.
-3. Evidence for hits that have none: the first ``MAX_SCANNED`` whose matched text field is
-   longer than the RS showed (its snippet cut) are read (``passage_reads.scan_field``, at most
-   ``SCAN_CHARS`` each, concurrently) and show their best passage (``provenance: "passage"``)
-   with the call that reads around it; a hit whose snippet is the whole short field shows
-   it with the question's words marked (``provenance: "meaning_match"``). A failed scan only
-   leaves its hit without evidence. Later cut hits carry ``read_near``: the
-   ``read_record_field`` call aimed at the question's words.
+3. Evidence for hits that have none: the best-ranked hit whose matched text field is longer
+   than the RS showed (its snippet cut), when no better-ranked hit shows evidence, has that
+   field read
+   (``passage_reads.scan_field``, at most ``SCAN_CHARS``) and its best passage shown
+   (``provenance: "passage"``; a question asking for a figure, ``words.asks_for_figure``,
+   prefers a passage holding one) with the call that reads around it. Only that one: a model
+   reads the top hits first, and a top hit with evidence needs no more reads. A hit
+   whose snippet is the whole short field shows it with the question's words marked
+   (``provenance: "meaning_match"``); every other cut hit carries ``read_near``, the
+   ``read_record_field`` call aimed at the question (``near``). A failed scan only leaves its
+   hit without evidence.
 
 Structured output says how the answer was found under ``retrieval``: ``{mode: "lexical",
 searched}`` when words were dropped from a lexical page with hits, else ``{mode: "fused",
@@ -33,7 +37,7 @@ instead_of: "lexical", why, searched: [{mode, query, hits}], order}``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from middleware import ToolResult
@@ -46,8 +50,8 @@ from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.args import SearchArgs
-from pdpp_gateway.tools.passage_reads import passage_evidence, scan_field
-from pdpp_gateway.words import most_distinctive
+from pdpp_gateway.tools.passage_reads import holds_every_word, passage_evidence, scan_field
+from pdpp_gateway.words import asks_for_figure, most_distinctive
 
 SEARCH_PATHS: Final = {
     "lexical": "/v1/search",
@@ -57,8 +61,7 @@ SEARCH_PATHS: Final = {
 NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
 RELAXED_WORDS: Final = 2
 RRF_K: Final = 60
-MAX_SCANNED: Final = 2
-SCAN_CHARS: Final = 49_152
+SCAN_CHARS: Final = 32_768  # two RS windows
 FUSED_LIMIT: Final = 10  # a fused page's hits when the caller set no limit
 
 
@@ -105,7 +108,7 @@ async def _fused(context: GatewayContext, args: SearchArgs) -> ToolResult | None
         return None
     limit = args.limit or FUSED_LIMIT
     fused = _rrf([results for *_, results in answered], limit)
-    await _add_evidence(context, fused, args.words or (args.text,))
+    await _add_evidence(context, fused, args)
     base = answered[-1][2]
     retrieval = {
         "mode": "fused",
@@ -157,36 +160,53 @@ def _first_evidence(lists: Sequence[list[dict[str, Any]]], key: str) -> dict[str
     return {}
 
 
-async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], words: Sequence[str]) -> None:
-    """Step 3 of the module contract: passages for the first cut hits, marked short snippets."""
-    scans: list[Coroutine[Any, Any, None]] = []
+async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], args: SearchArgs) -> None:
+    """Step 3 of the module contract: the first hit's passage when it has no evidence, marked
+    short snippets, and the aimed call for every other hit whose field was cut."""
+    words = args.words or (args.text,)
+    figure = asks_for_figure(args.text)
+    scan = None
+    shown = False  # whether a better-ranked hit already shows evidence
     for hit in hits:
         if hit.get("evidence") or not hit.get("matched_fields"):
+            shown = shown or bool(hit.get("evidence"))
             continue
         field = str(hit["matched_fields"][0])
         snippet = str(hit.get("snippet") or "")
         naming = _naming(hit)
         if not snippet.endswith("…"):
             _mark_snippet(hit, field, snippet, words)
-        elif len(scans) < MAX_SCANNED:
-            scans.append(_scan(context, hit, naming, field, words))
+            # a title match is shown by the hit's title
+            shown = shown or bool(hit.get("evidence")) or field in documents.TITLE_FIELDS
+        elif scan is None and not shown:
+            scan = _scan(context, hit, naming, field, words, figure=figure)
+            shown = True
         else:
             hit["read_near"] = {
                 "tool": "read_record_field",
-                "arguments": {**naming, "field": field, "near": " ".join(words)},
+                "arguments": {**naming, "field": field, "near": args.text},
             }
-    await asyncio.gather(*scans)
+    if scan is not None:
+        await scan
 
 
 async def _scan(
-    context: GatewayContext, hit: dict[str, Any], naming: Mapping[str, str], field: str, words: Sequence[str]
+    context: GatewayContext,
+    hit: dict[str, Any],
+    naming: Mapping[str, str],
+    field: str,
+    words: Sequence[str],
+    *,
+    figure: bool,
 ) -> None:
     ref = RecordRef(str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id"))
     try:
-        scanned = await scan_field(context.rs, ref, field, SCAN_CHARS)
+        scanned = await scan_field(
+            context.rs, ref, field, SCAN_CHARS, enough=holds_every_word(words, figure=figure)
+        )
     except RsError:
         return
-    evidence = passage_evidence(scanned, naming, field, words)
+    evidence = passage_evidence(scanned, naming, field, words, figure=figure)
     if evidence is not None:
         hit["evidence"] = [evidence]
 
