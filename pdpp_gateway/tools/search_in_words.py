@@ -18,7 +18,8 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    read's error. A fused page has no cursor (its lists page differently): the text offers the
    lexical search that pages.
 3. Evidence for hits that have none: the best-ranked hit whose matched text field is longer
-   than the RS showed (its snippet cut), when no better-ranked hit shows evidence, has that
+   than the RS showed (its snippet cut), when no better-ranked hit shows evidence (a title
+   match counts, unless the question asks for a figure and the title holds none), has that
    field read
    (``passage_reads.scan_field``, at most ``SCAN_CHARS``) and its best passage shown
    (``provenance: "passage"``; a question asking for a figure, ``words.asks_for_figure``,
@@ -176,8 +177,7 @@ async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], arg
         naming = _naming(hit)
         if not snippet.endswith("…"):
             _mark_snippet(hit, field, snippet, words)
-            # a title match is shown by the hit's title
-            shown = shown or bool(hit.get("evidence")) or field in documents.TITLE_FIELDS
+            shown = shown or bool(hit.get("evidence")) or _answers_in_title(hit, field, figure)
         elif scan is None and not shown:
             scan = _scan(context, hit, naming, field, words, figure=figure)
             shown = True
@@ -209,6 +209,14 @@ async def _scan(
     evidence = passage_evidence(scanned, naming, field, words, figure=figure)
     if evidence is not None:
         hit["evidence"] = [evidence]
+
+
+def _answers_in_title(hit: Mapping[str, Any], field: str, figure: bool) -> bool:
+    """Whether a hit's title shows its match as an answer: a match on a title field, holding a
+    number when the question asks for one (a subject without digits is no amount or code)."""
+    if field not in documents.TITLE_FIELDS:
+        return False
+    return not figure or any(character.isdigit() for character in str(hit.get("title", "")))
 
 
 def _mark_snippet(hit: dict[str, Any], field: str, snippet: str, words: Sequence[str]) -> None:
