@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-QUESTIONS = Path(__file__).resolve().parent / "questions.json"
+SCRIPT = Path(__file__).resolve()
+QUESTIONS = SCRIPT.parent / "questions.json"
 MAX_CALLS = 3
 _CALL = re.compile(r"\b(fetch|read_record_field|search) (?=\{)")
 _TAG = re.compile(r"</?mark>")
@@ -147,7 +148,7 @@ class Arm:
     async def start(self, rs_url: str, setup: Mapping[str, Any]) -> None:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
-            str(Path(__file__).resolve()),
+            str(SCRIPT),
             "--arm",
             str(self.tree),
             "--rs",
@@ -172,12 +173,14 @@ class Arm:
             await self.process.wait()
 
     async def _send(self, value: Mapping[str, Any]) -> None:
-        assert self.process is not None and self.process.stdin is not None
+        assert self.process is not None
+        assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(value).encode() + b"\n")
         await self.process.stdin.drain()
 
     async def _line(self) -> str:
-        assert self.process is not None and self.process.stdout is not None
+        assert self.process is not None
+        assert self.process.stdout is not None
         line = await asyncio.wait_for(self.process.stdout.readline(), 120)
         if not line:
             raise RuntimeError(f"{self.name}: the arm ended")

@@ -1,13 +1,17 @@
-"""The question set in a person's words (``benchmarks/questions.json``): no question gets an empty
-first search, and the record that answers it is found by the first search for 20 of the 25
-(lexical search alone finds none of them; ``benchmarks/questions_bench.py`` prints the figures)."""
+"""The question set in a person's words (``benchmarks/questions.json``), played as a model that reads
+only text (``benchmarks/questions_bench.py``): the fact that answers each question is in the first
+answer's text for at least nine in ten, within two calls for all but the one the sandbox's word-salad
+filler hides ("notes from the budget meeting this quarter": "quarter" is in no record, and filler
+bodies hold "budget", "meeting" and "notes"); the RS reads stay at three a question on average, and a
+model reads no more characters for an answer than at this issue's start (median 4,242, measured with
+``questions_bench.py --against`` a checkout of a3cd574).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 
 def _bench() -> ModuleType:
@@ -20,14 +24,32 @@ def _bench() -> ModuleType:
     return module
 
 
-async def test_questions_in_a_person_s_words_find_their_record(shared_sandbox: Any) -> None:
+async def test_questions_in_a_person_s_words_reach_their_fact() -> None:
     bench = _bench()
-    assert len(bench.questions()) >= 25
-    default = await bench.run(shared_sandbox, lexical_only=False)
-    assert all(hits > 0 for _, _, hits, _ in default)  # never an empty first search
-    assert sum(rank is not None and rank < 5 for _, rank, _, _ in default) >= 20
-    lexical = await bench.run(shared_sandbox, lexical_only=True)
-    assert sum(rank is not None for _, rank, _, _ in lexical) == 0  # what a model got before
-    # the extra read happens only after an empty lexical page
-    for (_, _, lexical_hits, _), (_, _, _, reads) in zip(lexical, default, strict=True):
-        assert reads == (2 if lexical_hits == 0 else 1)
+    assert len(bench.questions()) >= 40
+    rows = (await bench.measure([bench.Arm("this tree", bench.ROOT)]))["this tree"]
+    summary = bench.summary(rows)
+    assert summary["first"] >= 0.9 * summary["questions"], [r["q"] for r in rows if r["answered_at"] != 1]
+    assert summary["two"] >= summary["questions"] - 1, [r["q"] for r in rows if r["answered_at"] is None]
+    assert summary["reads_per_question"] <= 3.0
+    assert summary["chars_median"] <= 4_242
+    deep = [
+        r
+        for r in rows
+        if r["q"] in {"what did I pay for the Lisbon apartment deposit", "how much money is in my pension"}
+    ]
+    assert [r["answered_at"] for r in deep] == [1, 1]  # buried 20k and 13k characters deep, behind decoys
+
+
+def test_the_model_follows_only_calls_the_text_spells_out() -> None:
+    bench = _bench()
+    text = (
+        'next_cursor=abc → next page: search {"query":"x","cursor":"abc"}\n'
+        '      read more: read_record_field {"id":"c/s:r","field":"body","offset_chars":10}\n'
+        'fetch any hit by its id as shown, e.g. fetch {"id":"c/s:r"}'
+    )
+    first = bench.next_call([text], [("search", {"query": "x"})])
+    assert first == ("read_record_field", {"id": "c/s:r", "field": "body", "offset_chars": 10})
+    second = bench.next_call([text], [("search", {"query": "x"}), first])
+    assert second == ("fetch", {"id": "c/s:r"})  # reads before another search page
+    assert bench.holds("the <mark>deposit</mark> is\n1,850 EUR", "deposit is 1,850 EUR")

@@ -58,7 +58,7 @@ async def test_the_lisbon_deposit_is_found_in_a_person_s_words(shared_sandbox: A
     assert first["id"] == "cin_mail_work/message_bodies:body_lisbon_lease"
     assert first["found_by"] == ["lexical", "hybrid"]  # both found it: it ranks first
     assert "1,850 EUR" in result.text  # the fact, in the first answer's text
-    assert "these hits fuse lexical \"apartment deposit\"" in result.text
+    assert 'these hits fuse lexical "apartment deposit"' in result.text
     assert 'page its lexical hits with search {"query":"apartment deposit","mode":"lexical"}' in result.text
     assert len(result.structured["results"]) == 10  # a fused page shows ten unless limit says more
 
@@ -82,10 +82,14 @@ async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sa
 
 async def test_read_record_field_near_lands_on_the_passage(shared_sandbox: Any) -> None:
     async with RsClient(shared_sandbox.url) as rs:
-        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url)
+        context = GatewayContext.for_client(
+            rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url
+        )
         arguments = {"id": "cin_mail_work/message_bodies:body_porto_trip", "field": "body_text", "near": SEAT}
         result = await build_pipeline()(ToolCall("read_record_field", arguments, context))
-        absent = await build_pipeline()(ToolCall("read_record_field", {**arguments, "near": "zebra"}, context))
+        absent = await build_pipeline()(
+            ToolCall("read_record_field", {**arguments, "near": "zebra"}, context)
+        )
     window = result.structured["window"]
     assert window["end_chars"] - window["start_chars"] == 1200
     assert window["start_chars"] < window["match_start_chars"] < window["end_chars"]
