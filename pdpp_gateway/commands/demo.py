@@ -28,6 +28,7 @@ from pdpp_gateway.refusals import ExitCode
 
 HELP = "Run the hosted gateway on the embedded sandbox RS and print how to connect an MCP client."
 DEMO_TOKEN_NAME = "client_broad"
+DEMO_QUESTION = "what did I pay for the Lisbon apartment deposit"  # in a person's words, as asked
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +113,7 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
                     f"Connected over Streamable HTTP ({client.protocol_version}); "
                     f"tools: {', '.join(t.name for t in tools.tools)}\n"
                 )
-                for tool, arguments in (("schema", {}), ("search", {"query": "Lisbon deposit", "limit": 3})):
+                for tool, arguments in (("schema", {}), ("search", {"query": DEMO_QUESTION, "limit": 3})):
                     result = await client.call_tool(tool, arguments)
                     text = (
                         result.content[0].text if result.content and result.content[0].type == "text" else ""

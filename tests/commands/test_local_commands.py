@@ -37,6 +37,9 @@ def test_demo_runs_the_hosted_gateway_on_the_sandbox_and_prints_client_setup(tmp
     for stream in ("messages", "message_bodies", "issues", "recently_played", "pay_statements"):
         assert stream in out  # the schema index, as a model reads it
     assert "read_record_field {" in out  # the search evidence ladder
+    # the built-in question, in a person's words, shows its fact (buried 20k characters deep)
+    assert 'search {"query": "what did I pay for the Lisbon apartment deposit", "limit": 3}' in out
+    assert "1,850 EUR" in out
     header = f"Authorization: Bearer {token.group(1)}"
     assert f'claude mcp add --transport http pdpp-sandbox {url.group(1)} --header "{header}"' in out
     assert f"codex mcp add pdpp-sandbox --url {url.group(1)} --bearer-token-env-var PDPP_SANDBOX_TOKEN" in out
