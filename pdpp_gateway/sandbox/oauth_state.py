@@ -13,6 +13,8 @@ Contract:
   the file and how to start afresh when it cannot be read or is not in this format.
 - ``attach(store, path, suffix)``: fill the store with what was saved and save it after
   every change (``private_files.write_private``: written whole, 0600 in a 0700 directory).
+  A save that fails (a full disk, a path that cannot be a directory) is one warning in the
+  log, the first time: the sandbox answers on, its state lasting until it stops.
 - The file holds the connection suffix (a restarted sandbox serves the connection ids its
   grants name), the registered clients, unexpired codes, and every issued access and
   refresh token by its ``token_key`` with the grant it names and its expiry: never a token.
@@ -22,6 +24,7 @@ Contract:
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -35,6 +38,8 @@ from pdpp_gateway.cache_root import user_cache_root
 from pdpp_gateway.private_files import write_private
 from pdpp_gateway.sandbox.config import Principal
 from pdpp_gateway.sandbox.oauth_store import Client, IssuedCode, OAuthStore, RefreshEntry
+
+_log = logging.getLogger(__name__)
 
 STATE_ENV: Final = "PDPP_SANDBOX_STATE_DIR"
 FILE_NAME: Final = "state.json"
@@ -110,6 +115,16 @@ def attach(store: OAuthStore, path: Path, suffix: str) -> None:
             families={code: sorted(keys) for code, keys in changed.families.items()},
             used_refresh=changed.used_refresh,
         )
-        write_private(path, _FORMAT.dump_json(state).decode())
+        try:
+            write_private(path, _FORMAT.dump_json(state).decode())
+        except OSError as error:
+            if not failed:
+                _log.warning(
+                    "cannot save the sandbox's clients and grants to %s (%s); they last until it stops",
+                    path,
+                    error.strerror or error,
+                )
+            failed.append(error)
 
+    failed: list[OSError] = []
     store.saver = save

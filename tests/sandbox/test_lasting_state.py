@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import signal
 import socket
@@ -20,7 +21,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
+import pytest
 
+from pdpp_gateway.sandbox.config import SandboxConfig
+from pdpp_gateway.sandbox.oauth_store import OAUTH
+from pdpp_gateway.sandbox.runner import start_sandbox
 from tests.conftest import gateway_env, run_cli
 from tests.oauth_browser import ConsentBrowser
 
@@ -214,3 +219,35 @@ def test_a_saved_state_it_cannot_read_is_one_line_and_exit_64(tmp_path: Path) ->
         f"pdpp-gateway sandbox: the sandbox's saved state {state} is not in this version's format; "
         f"remove {state.parent} to start afresh (its clients and grants are then forgotten)"
     ]
+
+
+async def test_the_sandbox_takes_the_port_it_chose_last_time_and_keeps_its_state_there(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    with _held(7663):  # its usual port taken: it chooses another and remembers it
+        async with _sandbox(home) as (first, _):
+            pass
+    async with _sandbox(home) as (again, printed):
+        assert again == first
+        port = first.rsplit(":", 1)[1]
+        assert f"sandbox{os.sep}127.0.0.1_{port} (delete it to start afresh)" in printed
+    async with _sandbox(home, "--no-state", "--port", "0") as (_, printed):
+        assert "clients and grants: in memory, forgotten at stop" in printed
+
+
+async def test_a_state_it_cannot_save_is_one_warning_and_the_sandbox_answers_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "state"
+    config = SandboxConfig(state_file=str(blocker / "state.json"))
+    registration = {"client_name": "App", "redirect_uris": ["http://127.0.0.1:9/cb"]}
+    async with start_sandbox(config) as sandbox, aiohttp.ClientSession() as session:
+        blocker.write_text("")  # its directory's place taken by a file while it runs: no save can land
+        for _ in range(2):
+            async with session.post(f"{sandbox.url}/oauth/register", json=registration) as answer:
+                assert answer.status == 201
+        assert len(sandbox.app[OAUTH].clients) == 2  # kept in memory until it stops
+    warnings = [r.getMessage() for r in caplog.records if r.name == "pdpp_gateway.sandbox.oauth_state"]
+    assert len(warnings) == 1
+    assert f"cannot save the sandbox's clients and grants to {blocker / 'state.json'}" in warnings[0]
