@@ -38,6 +38,8 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from pdpp_gateway.private_files import write_private
+
 MORE_GRANTS: Final = "more_grants"
 GRANT_KEYS: Final = (
     "connector",
@@ -162,21 +164,10 @@ def write_grants(path: Path, provider_url: str, grants: Sequence[Mapping[str, An
     cache_root = path.parent.parent
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(cache_root, 0o700)
-    os.chmod(path.parent, 0o700)
     gitignore = cache_root / ".gitignore"
     if not gitignore.exists():
         gitignore.write_text("*\n!.gitignore\n", encoding="utf-8")
-    import tempfile  # only writers need it (and it costs a local door's start ~10 ms)
-
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload_of(provider_url, grants), handle, indent=2)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_private(path, json.dumps(payload_of(provider_url, grants), indent=2))
 
 
 def _lock_file(path: Path) -> int:

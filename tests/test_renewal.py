@@ -20,7 +20,7 @@ from pdpp_gateway.renewal import RenewalError, renew
 from pdpp_gateway.renewing_rs import RenewingRs
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsStatusError
-from pdpp_gateway.sandbox.oauth_store import OAUTH
+from pdpp_gateway.sandbox.oauth_store import OAUTH, token_key
 from tests.conftest import run_cli, run_cli_async, stdio_params
 from tests.grants import approve, lapse_now, refreshes
 
@@ -129,7 +129,7 @@ async def test_two_processes_renewing_at_once_refresh_once(sandbox_factory: Any,
     outcomes = await asyncio.gather(*(run_cli_async(*args) for _ in range(3)))
     assert [code for code, _ in outcomes] == [0, 0, 0], outcomes
     assert refreshes(sandbox) == 1  # one renewed, the others found its token in the cache
-    assert load_credential(sandbox.url, tmp_path).access_token in sandbox.app[OAUTH].access
+    assert token_key(load_credential(sandbox.url, tmp_path).access_token) in sandbox.app[OAUTH].access
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -166,7 +166,9 @@ async def test_a_stdio_session_answers_every_call_across_expiries(
     expiries = seconds / ttl
     assert expiries - 1 <= refreshes(sandbox) <= expiries + 2  # once per expiry, not per call or per chat
     (on_disk,) = load_credentials(sandbox.url, tmp_path)  # the rotated token (it may have lapsed since)
-    assert on_disk.access_token == list(sandbox.app[OAUTH].access)[-1]  # the last one the AS issued
+    assert (
+        token_key(on_disk.access_token) == list(sandbox.app[OAUTH].access)[-1]
+    )  # the last one the AS issued
 
 
 async def test_without_a_refresh_token_the_error_says_what_to_run(sandbox: Any, tmp_path: Path) -> None:
@@ -201,7 +203,7 @@ async def test_an_unreachable_authorization_server_leaves_the_grant_intact(
     payload["credential"]["token_endpoint"] = endpoint
     path.write_text(json.dumps(payload))
     renewed = await renew(sandbox.url, tmp_path, "gmail", stale=None)
-    assert renewed.access_token in sandbox.app[OAUTH].access
+    assert token_key(renewed.access_token) in sandbox.app[OAUTH].access
     assert refreshes(sandbox) == 1
 
 

@@ -11,6 +11,12 @@ grant the way ``pdpp-gateway connect`` would (``--cache-root``) and prints the s
 alternative; ``/connect`` and ``/llms.txt`` show the demo token and that cache root.
 The demo token is sandbox material; printing it is intended.
 
+A first contact lasts: the sandbox's clients, grants and refresh tokens are kept in the
+per-user data directory (``sandbox.command.add_state_options``: ``--state-dir``,
+``--no-state``), and with no ``--port``/``--gateway-port`` each server takes the port it
+took last time when that is free (said on stderr), so an entry pasted into a client keeps
+working at the next start. A saved state that cannot be read is one line and exit 64.
+
 Exit codes: 0 (``--once``, or Ctrl-C), 64 when a port cannot be bound (busy port: one
 line on stderr naming it and the flag that moves it, no traceback).
 """
@@ -24,7 +30,9 @@ import sys
 from pathlib import Path
 
 from pdpp_gateway.commands.serve import RATE_BURST_HELP, RATE_LIMIT_HELP
+from pdpp_gateway.ports import LastPorts
 from pdpp_gateway.refusals import ExitCode
+from pdpp_gateway.sandbox.command import Lasting, add_state_options, describe, last_ports, lasting, state_root
 
 HELP = "Run the hosted gateway on the embedded sandbox RS and print how to connect an MCP client."
 DEMO_TOKEN_NAME = "client_broad"
@@ -51,6 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rate-burst", type=int, default=40, help=RATE_BURST_HELP.replace("env PDPP_RATE_BURST; ", "")
     )
+    add_state_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,12 +67,25 @@ def run(args: argparse.Namespace) -> int:
 
     from pdpp_gateway.hosted.serve import BindError
     from pdpp_gateway.ports import port_or_free
+    from pdpp_gateway.sandbox.oauth_state import StateError
 
-    args.port = port_or_free(args.host, args.port, 7663, "sandbox RS")
-    args.gateway_port = port_or_free(args.host, args.gateway_port, 7664, "hosted gateway")
+    root = state_root(args)
+    ports = last_ports(root)
+    chosen = {
+        role: asked is None for role, asked in (("demo-rs", args.port), ("demo-gateway", args.gateway_port))
+    }
+    args.port = port_or_free(args.host, args.port, 7663, "sandbox RS", ports.get("demo-rs", args.host))
+    args.gateway_port = port_or_free(
+        args.host, args.gateway_port, 7664, "hosted gateway", ports.get("demo-gateway", args.host)
+    )
+    try:
+        kept = lasting(root, args.host, args.port, fixed_ids=True)
+    except StateError as error:
+        print(f"pdpp-gateway demo: {error}", file=sys.stderr)
+        return ExitCode.USAGE
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            return asyncio.run(_demo(args, Path(args.cache_root).resolve()))
+            return asyncio.run(_demo(args, Path(args.cache_root).resolve(), kept, (ports, chosen)))
     except BindError as error:
         print(f"pdpp-gateway demo: {error} (choose another with --gateway-port)", file=sys.stderr)
         return ExitCode.USAGE
@@ -79,20 +101,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
+async def _demo(
+    args: argparse.Namespace, cache_root: Path, kept: Lasting, memory: tuple[LastPorts, dict[str, bool]]
+) -> int:
     import asyncio
     import json
     import shutil
+    from urllib.parse import urlsplit
 
     from pdpp_gateway.credentials import write_credential
     from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
     from pdpp_gateway.hosted.pages import PageFacts
     from pdpp_gateway.logs import configure_logging
+    from pdpp_gateway.sandbox.config import SandboxConfig
     from pdpp_gateway.sandbox.fronting import sandbox_settings
     from pdpp_gateway.sandbox.runner import start_sandbox
 
     configure_logging("WARNING", json_lines=True)
-    async with start_sandbox(host=args.host, port=args.port) as sandbox:
+    config = SandboxConfig(state_file=str(kept.state_file) if kept.state_file is not None else None)
+    async with start_sandbox(config, host=args.host, port=args.port) as sandbox:
         token = sandbox.tokens[DEMO_TOKEN_NAME]
         settings = sandbox_settings(
             sandbox.url,
@@ -104,7 +131,11 @@ async def _demo(args: argparse.Namespace, cache_root: Path) -> int:
         facts = PageFacts(demo_token=token, cache_root=str(cache_root), server_name="pdpp-sandbox")
         async with start_gateway(settings, public_self=True, demo=facts) as url:
             sandbox.allow_resource(url)  # OAuth clients ask the sandbox AS for a token for this /mcp
+            ports, chosen = memory  # remember the ports the demo chose itself, not ones typed
+            bound = {"demo-rs": sandbox.port, "demo-gateway": urlsplit(url).port or 0}
+            ports.remember(args.host, {role: port for role, port in bound.items() if chosen[role]})
             print(f"Sandbox RS:      {sandbox.url}   (also its authorization server: consent page, tokens)")
+            print(f"                 {describe(kept)}")
             print(f"MCP server URL:  {url}")
             print(f"Demo token:      {token}   (client grant: every stream, both mail connections)\n")
             async with mcp_http(url, token, "auto") as client:

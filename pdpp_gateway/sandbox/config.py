@@ -38,6 +38,9 @@ class SandboxConfig:
     # appended to every connection id (the fixture's are fixed, "cin_mail_work"): two sandboxes
     # with different suffixes never share a connection id, as two real providers never do
     connection_suffix: str = ""
+    # where its authorization server's clients and grants last across restarts (``oauth_state``);
+    # None: in memory only, as the tests' sandboxes keep them
+    state_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

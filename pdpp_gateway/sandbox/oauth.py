@@ -35,6 +35,8 @@ Contract (all on the sandbox origin, the ``issuer``):
   ``grant_id`` and the granted ``authorization_details``, with ``Cache-Control: no-store``.
 - Issued access tokens are sandbox client grants over exactly the approved streams (all
   connections of the chosen connectors): ``/v1`` and ``/introspect`` honour them.
+- Clients, codes and issued tokens live in ``app[OAUTH]`` (``oauth_store``), kept across
+  restarts in ``config.state_file`` when one is named (``oauth_state``).
 """
 
 from __future__ import annotations
@@ -47,12 +49,14 @@ import json
 import secrets
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 from multidict import MultiDictProxy
 
+from pdpp_gateway.sandbox import oauth_state
 from pdpp_gateway.sandbox.config import Principal, SandboxConfig, StreamGrant
 from pdpp_gateway.sandbox.consent_page import consent_page, error_page
 from pdpp_gateway.sandbox.discovery import authorization_details
@@ -66,6 +70,7 @@ from pdpp_gateway.sandbox.oauth_store import (
     OAuthStore,
     PendingConsent,
     Selection,
+    token_key,
 )
 
 DATA_ACCESS: Final = "https://pdpp.dev/data-access"
@@ -425,21 +430,22 @@ async def token(request: web.Request, catalog: Catalog) -> web.Response:
             return _oauth_error(
                 "invalid_grant", "The authorization code is unknown, expired or already used."
             )
+        family = token_key(code)
         if issued.client_id != client_id or issued.redirect_uri != values["redirect_uri"]:
-            store.revoke_family(code)
+            store.revoke_family(family)
             return _oauth_error("invalid_grant", "The code was issued to another client or redirect_uri.")
         if not hmac.compare_digest(_s256(values["code_verifier"]), issued.code_challenge):
-            store.revoke_family(code)
+            store.revoke_family(family)
             return _oauth_error("invalid_grant", "The code_verifier does not match the code_challenge.")
         resource = values.get("resource")
         if resource is not None and issued.resource is not None and resource != issued.resource:
             return _oauth_error("invalid_target", "resource differs from the authorization request's.")
-        principal, family = issued.principal, code
+        principal = issued.principal
     elif grant_type == "refresh_token":
         entry = store.take_refresh(values.get("refresh_token", ""))
         if entry is None or entry.client_id != client_id:
             return _oauth_error("invalid_grant", "The refresh token is unknown, expired or already used.")
-        principal, family = entry.principal, entry.code
+        principal, family = entry.principal, entry.family
     else:
         return _oauth_error("unsupported_grant_type", "Use authorization_code or refresh_token.")
     access, refresh, stamped = store.issue(client_id, principal, family)
@@ -464,7 +470,10 @@ OAUTH_RESOURCES: Final = web.AppKey("oauth_resources", set[str])
 
 def install(app: web.Application, config: SandboxConfig, catalog_of: Any) -> None:
     """Add the AS routes to the sandbox app; ``catalog_of(request)`` gives the live catalog."""
-    app[OAUTH] = OAuthStore(access_seconds=float(config.access_token_ttl))
+    store = OAuthStore(access_seconds=float(config.access_token_ttl))
+    if config.state_file is not None:
+        oauth_state.attach(store, Path(config.state_file), config.connection_suffix)
+    app[OAUTH] = store
     app[OAUTH_RESOURCES] = {r.rstrip("/") for r in config.oauth_resources}
 
     async def as_metadata(request: web.Request) -> web.Response:

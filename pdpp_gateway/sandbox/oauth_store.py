@@ -1,6 +1,8 @@
 """The sandbox authorization server's memory: clients, pending consents, codes and issued tokens.
 
-Contract: one ``OAuthStore`` per sandbox app (``app[OAUTH]``), in memory, lost on restart.
+Contract: one ``OAuthStore`` per sandbox app (``app[OAUTH]``). In memory, lost on restart,
+unless the app was given a state file (``oauth_state``): then every change is handed to its
+``saver`` and a restarted sandbox starts from what was saved.
 
 - Clients come from RFC 7591 registration; public clients only (no secret).
 - A ``PendingConsent`` is one authorization request waiting on the consent page: it carries
@@ -18,11 +20,14 @@ Contract: one ``OAuthStore`` per sandbox app (``app[OAUTH]``), in memory, lost o
   revokes every token of its family (``take_refresh``), so a client that renews twice with
   the same refresh token loses the grant.
 - Every table is bounded (``MAX_ENTRIES``): expired entries go first, then the oldest.
-- Token values are random; ``repr`` never shows them.
+- Token values are random and the store never keeps one: codes, access and refresh tokens
+  are filed under their SHA-256 (``token_key``), so a saved store holds no usable token and
+  ``repr`` shows none.
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
 from collections.abc import Callable
@@ -90,14 +95,20 @@ class IssuedCode:
 class RefreshEntry:
     client_id: str
     principal: Principal
-    code: str  # the authorization code this family descends from
+    family: str  # the key of the authorization code this family descends from
     expires: float
+
+
+def token_key(token: str) -> str:
+    """What the store files a code or token under: its SHA-256, hex."""
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
 
 @dataclass(slots=True)
 class OAuthStore:
     clients: dict[str, Client] = field(default_factory=dict)
     pending: dict[str, PendingConsent] = field(default_factory=dict)
+    # every key below is a ``token_key``
     codes: dict[str, IssuedCode] = field(default_factory=dict, repr=False)
     used_codes: dict[str, float] = field(default_factory=dict, repr=False)
     access: dict[str, Principal] = field(default_factory=dict, repr=False)
@@ -105,11 +116,17 @@ class OAuthStore:
     families: dict[str, set[str]] = field(default_factory=dict, repr=False)  # code -> tokens issued
     used_refresh: dict[str, str] = field(default_factory=dict, repr=False)  # spent refresh token -> family
     access_seconds: float = ACCESS_SECONDS
+    saver: Callable[[OAuthStore], None] | None = field(default=None, repr=False)  # called after each change
+
+    def _changed(self) -> None:
+        if self.saver is not None:
+            self.saver(self)
 
     def register(self, name: str, redirect_uris: tuple[str, ...]) -> Client:
         client = Client(f"sbx_dcr_{secrets.token_hex(8)}", name, redirect_uris, int(time.time()))
         _bound(self.clients, lambda c: False)
         self.clients[client.client_id] = client
+        self._changed()
         return client
 
     def add_pending(self, pending: PendingConsent) -> None:
@@ -123,22 +140,26 @@ class OAuthStore:
     def add_code(self, issued: IssuedCode) -> str:
         code = secrets.token_urlsafe(32)
         _bound(self.codes, lambda c: c.expires < time.time())
-        self.codes[code] = issued
+        self.codes[token_key(code)] = issued
+        self._changed()
         return code
 
     def take_code(self, code: str) -> IssuedCode | None:
         """The code's grant, once. A replay revokes what the first exchange issued."""
-        issued = self.codes.pop(code, None)
+        key = token_key(code)
+        issued = self.codes.pop(key, None)
         if issued is None:
-            if code in self.used_codes:
-                self.revoke_family(code)
+            if key in self.used_codes:
+                self.revoke_family(key)
             return None
         _bound(self.used_codes, lambda t: t < time.time() - REFRESH_SECONDS)
-        self.used_codes[code] = time.time()
+        self.used_codes[key] = time.time()
+        self._changed()
         return issued
 
-    def issue(self, client_id: str, principal: Principal, code: str) -> tuple[str, str, Principal]:
-        """A new access token (with its expiry stamped on the principal) and refresh token."""
+    def issue(self, client_id: str, principal: Principal, family: str) -> tuple[str, str, Principal]:
+        """A new access token (with its expiry stamped on the principal) and refresh token,
+        in ``family`` (the ``token_key`` of the code the grant was first issued for)."""
         expires = time.time() + self.access_seconds
         stamped = Principal(
             principal.kind,
@@ -151,34 +172,39 @@ class OAuthStore:
         refresh = f"sbx_rt_{secrets.token_urlsafe(32)}"
         _bound(self.access, lambda p: (p.expires_at or 0) < time.time())
         _bound(self.refresh, lambda r: r.expires < time.time())
-        self.access[access] = stamped
-        self.refresh[refresh] = RefreshEntry(client_id, principal, code, time.time() + REFRESH_SECONDS)
-        family = self.families.setdefault(code, set())
-        family.update((access, refresh))
+        access_key, refresh_key = token_key(access), token_key(refresh)
+        self.access[access_key] = stamped
+        self.refresh[refresh_key] = RefreshEntry(client_id, principal, family, time.time() + REFRESH_SECONDS)
+        self.families.setdefault(family, set()).update((access_key, refresh_key))
         if len(self.families) > MAX_ENTRIES:
             self.families.pop(next(iter(self.families)))
+        self._changed()
         return access, refresh, stamped
 
     def take_refresh(self, token: str) -> RefreshEntry | None:
         """The refresh token's grant, once. A spent one presented again revokes its family."""
-        entry = self.refresh.pop(token, None)
+        key = token_key(token)
+        entry = self.refresh.pop(key, None)
         if entry is None:
-            family = self.used_refresh.get(token)
+            family = self.used_refresh.get(key)
             if family is not None:
                 self.revoke_family(family)
             return None
         _bound(self.used_refresh, lambda _family: False)
-        self.used_refresh[token] = entry.code
+        self.used_refresh[key] = entry.family
+        self._changed()
         return entry if entry.expires >= time.time() else None
 
-    def revoke_family(self, code: str) -> None:
-        for token in self.families.pop(code, set()):
-            self.access.pop(token, None)
-            self.refresh.pop(token, None)
+    def revoke_family(self, family: str) -> None:
+        """Revoke every token issued from the code whose ``token_key`` is ``family``."""
+        for key in self.families.pop(family, set()):
+            self.access.pop(key, None)
+            self.refresh.pop(key, None)
+        self._changed()
 
     def principal(self, token: str) -> Principal | None:
         """The grant an issued access token names, lapsed or not (``expires_at`` says)."""
-        return self.access.get(token)
+        return self.access.get(token_key(token))
 
 
 def _bound(table: dict[str, V], expired: Callable[[V], bool]) -> None:

@@ -2,10 +2,14 @@
 
 Contract: ``async with start_sandbox(config) as server:`` serves the sandbox on
 ``host:port`` (ephemeral by default) until the block ends. ``server.url`` is its
-origin, ``server.tokens`` the fixture tokens by name, ``server.calls`` the recorded
+origin (``server.port`` its port), ``server.tokens`` the fixture tokens by name, ``server.calls`` the recorded
 ``/v1`` requests (``reset_calls()`` clears them); ``set_status(name, "revoked")``
 revokes a grant while the server runs; ``allow_resource(url)`` lets its AS issue tokens
 for another resource (a gateway's ``/mcp``).
+
+Its authorization server keeps clients and grants in memory unless ``config.state_file``
+names a file (``oauth_state``): the tests' sandboxes are isolated by default, and only the
+``sandbox`` and ``demo`` commands keep state in the person's data directory.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -32,6 +37,10 @@ class SandboxServer:
     @property
     def calls(self) -> list[Call]:
         return self.app[CALLS]
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.url).port or 0
 
     def reset_calls(self) -> None:
         self.app[CALLS].clear()

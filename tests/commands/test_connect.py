@@ -24,7 +24,7 @@ from pdpp_gateway.commands.connect import _refuse_owner
 from pdpp_gateway.credentials import load_credential
 from pdpp_gateway.local_verdict import CredentialError
 from pdpp_gateway.oauth_flow import ConnectError
-from pdpp_gateway.sandbox.oauth_store import OAUTH
+from pdpp_gateway.sandbox.oauth_store import OAUTH, token_key
 from tests.conftest import gateway_env, run_cli, stdio_params
 from tests.oauth_browser import ConsentBrowser
 
@@ -109,11 +109,15 @@ async def test_connect_caches_a_scoped_grant_that_stdio_then_serves(sandbox: Any
         assert (await client.call_tool("schema", {})).is_error is False
         token = json.loads(path.read_text())["credential"]["access_token"]
         assert token != cached["credential"]["access_token"]
-        del sandbox.app[OAUTH].access[token]  # the access token dies mid-session (expiry, revocation)
+        del sandbox.app[OAUTH].access[
+            token_key(token)
+        ]  # the access token dies mid-session (expiry, revocation)
         renewed_mid_session = await client.call_tool("schema", {})
     assert renewed_mid_session.is_error is False
     token = json.loads(path.read_text())["credential"]["access_token"]
-    del sandbox.app[OAUTH].access[token]  # dead before the next start: the start-up check renews it
+    del sandbox.app[OAUTH].access[
+        token_key(token)
+    ]  # dead before the next start: the start-up check renews it
     async with Client(params, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
         assert len((await client.list_tools()).tools) == 6  # early answers, held until the renewal passed
         assert (await client.call_tool("schema", {})).is_error is False

@@ -219,7 +219,8 @@ def test_the_demo_steps_aside_from_busy_default_ports(tmp_path: Path) -> None:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         busy = holder.getsockname()[1]
-        assert port_or_free("127.0.0.1", None, busy, "sandbox RS") == 0  # taken: any free one
+        free = port_or_free("127.0.0.1", None, busy, "sandbox RS")
+        assert free not in {0, busy}  # taken: a free one, chosen before the server binds
         assert port_or_free("127.0.0.1", busy, 7663, "sandbox RS") == busy  # named: kept, fails on its own
         named = run_cli("sandbox", "--port", str(busy))
         assert named.returncode == 64
@@ -236,7 +237,9 @@ def test_the_demo_runs_with_its_default_ports_taken(tmp_path: Path) -> None:
             with contextlib.suppress(OSError):
                 holder.bind(("127.0.0.1", port))
                 holder.listen()
-        done = run_cli("demo", "--once", "--cache-root", str(tmp_path / "cache"))
+        done = run_cli(  # its own data directory: no ports remembered from another test's demo
+            "demo", "--once", "--cache-root", str(tmp_path / "cache"), env={"XDG_DATA_HOME": str(tmp_path)}
+        )
     assert done.returncode == 0, done.stderr
     assert "port 7663 is in use by another program" in done.stderr
     assert "port 7664 is in use by another program" in done.stderr

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import aiohttp
 import pytest
 
-from pdpp_gateway.sandbox.oauth_store import OAUTH
+from pdpp_gateway.sandbox.oauth_store import OAUTH, token_key
 from tests.oauth_browser import ConsentBrowser
 
 REDIRECT = "http://127.0.0.1:45678/callback"
@@ -227,7 +227,7 @@ async def test_faulty_code_exchanges_are_invalid_grant_with_no_token(sandbox: An
     first: Any = None
     if fault == "expired":
         codes = sandbox.app[OAUTH].codes
-        codes[code] = replace(codes[code], expires=time.time() - 1)
+        codes[token_key(code)] = replace(codes[token_key(code)], expires=time.time() - 1)
     elif fault == "replayed":
         status, first = await _exchange(sandbox, client_id, code, verifier)
         assert status == 200
