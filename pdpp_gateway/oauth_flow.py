@@ -72,7 +72,7 @@ class Provider:
     names_itself: bool = False
 
 
-def _well_known(url: str, suffix: str) -> str:
+def well_known(url: str, suffix: str) -> str:
     """RFC 8414 §3.1 / RFC 9728 §3.1: the well-known segment goes between host and path."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}/.well-known/{suffix}{parts.path.rstrip('/')}"
@@ -123,7 +123,7 @@ async def locate(session: aiohttp.ClientSession, url: str) -> Located:
     metadata describes its ``/mcp`` and points there), else its ``resource`` does."""
     target = normalize_url(url)
     parts = urlsplit(target)
-    candidates = [_well_known(target, "oauth-protected-resource")]
+    candidates = [well_known(target, "oauth-protected-resource")]
     if parts.path:
         candidates.append(f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource")
     for metadata_url in candidates:
@@ -148,7 +148,7 @@ def _provider_named(document: Mapping[str, Any]) -> str | None:
 
 
 async def discover(session: aiohttp.ClientSession, provider_url: str) -> Provider:
-    prm_url = _well_known(provider_url, "oauth-protected-resource")
+    prm_url = well_known(provider_url, "oauth-protected-resource")
     resource = await _get_json(session, prm_url, "the provider's protected-resource metadata")
     if resource is None:
         raise ConnectError(
@@ -171,8 +171,8 @@ async def discover(session: aiohttp.ClientSession, provider_url: str) -> Provide
     issuer = issuer.rstrip("/")
     metadata = None
     for url in (
-        _well_known(issuer, "oauth-authorization-server"),
-        _well_known(issuer, "openid-configuration"),
+        well_known(issuer, "oauth-authorization-server"),
+        well_known(issuer, "openid-configuration"),
         f"{issuer}/.well-known/openid-configuration",
     ):
         metadata = await _get_json(session, url, "the authorization server's metadata")

@@ -416,15 +416,19 @@ _REDIRECTED: Final = (
 )
 
 
+def why_unreachable(error: aiohttp.ClientConnectorError) -> str:
+    """Why a connection failed, in a few words and without the address it was made to."""
+    if isinstance(error, aiohttp.ClientConnectorDNSError):
+        return "its host name does not resolve"
+    number = error.os_error.errno
+    return os.strerror(number).lower() if number and number > 0 else type(error.os_error).__name__
+
+
 def _describe(error: aiohttp.ClientError) -> str:
     """A short reason that names no address (the RS's may be internal, and a hosted
     gateway's callers are the public), no URL query and no header."""
-    if isinstance(error, aiohttp.ClientConnectorDNSError):
-        return "cannot connect to it (its host name does not resolve)"
     if isinstance(error, aiohttp.ClientConnectorError):
-        number = error.os_error.errno
-        why = os.strerror(number).lower() if number and number > 0 else type(error.os_error).__name__
-        return f"cannot connect to it ({why})"
+        return f"cannot connect to it ({why_unreachable(error)})"
     if isinstance(error, aiohttp.ServerDisconnectedError):
         return "the connection was closed before an answer"
     return type(error).__name__
