@@ -74,9 +74,9 @@ class RateLimits:
                 f"Too many calls from this grant: wait {wait} s before the next call, then pace the calls "
                 "(prefer aggregate over paging and counting, and narrower searches).",
                 origin_of(request),
-                request_id=request_id_of(request),
                 headers={"Retry-After": str(wait)},
                 retry_after_seconds=wait,
+                request_id=request_id_of(request),
             )
 
         def caller_of(request: web.Request) -> str | None:
