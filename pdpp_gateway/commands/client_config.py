@@ -9,8 +9,9 @@ from a client's own working directory with a plain ``PATH``. It names ``--provid
 (given, else every provider with a cached grant, one server each) and ``--cache-root``
 only when the grants are not in the per-user directory the gateway finds by itself.
 Exit 78 when no provider is given and none is cached. ``connect`` prints the same after
-connecting (``entries``). Each provider's entry has its own name (``server_names``: host,
-port and path, so two sandboxes on one host never share one); one that gives no answer
+connecting (``entries``, named as here among the providers cached beside it). Each
+provider's entry has its own name (``server_names``: host, port and path, so two
+sandboxes on one host never share one); one that gives no answer
 now (``provider_probe``, at most a few seconds for all) is printed all the same, with a
 line on stderr saying so and what to run.
 """
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             say("no provider given and none has a cached grant; connect first: pdpp-gateway connect URL")
             return ExitCode.NO_CREDENTIAL
     servers = {
-        ("pdpp" if len(found) == 1 else name): server_args(url, root)
+        name: server_args(url, root)
         for name, (url, root) in zip(server_names([url for url, _ in found]), found, strict=True)
     }
     _say_which_are_gone({url: name for name, (url, _) in zip(servers, found, strict=True)})
@@ -113,11 +114,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def server_names(urls: list[str]) -> list[str]:
-    """One entry name per provider, unique: ``pdpp-`` and its host, port and path
-    (``http://127.0.0.1:7665`` is ``pdpp-127-0-0-1-7665``), numbered if two still meet."""
+    """One entry name per provider: ``pdpp`` for the only one; else, unique, ``pdpp-`` and
+    its host, port and path (``http://127.0.0.1:7665`` is ``pdpp-127-0-0-1-7665``),
+    numbered if two still meet."""
     import re
     from urllib.parse import urlsplit
 
+    if len(urls) == 1:
+        return ["pdpp"]
     names: list[str] = []
     for url in urls:
         parts = urlsplit(url)

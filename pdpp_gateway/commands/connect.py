@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from pdpp_gateway.cache_root import cache_root as reading_root
-    from pdpp_gateway.cache_root import reading_roots, writing_root
+    from pdpp_gateway.cache_root import cached_providers, reading_roots, writing_root
     from pdpp_gateway.credentials import normalize_provider_url
     from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.oauth_flow import ConnectError
@@ -137,14 +137,18 @@ def run(args: argparse.Namespace) -> int:
     except (ConnectError, CredentialError) as error:
         say(error.message)
         return error.exit_code
-    from pdpp_gateway.commands.client_config import entries, server_args
+    from pdpp_gateway.commands.client_config import entries, server_args, server_names
 
     # An MCP client spawns stdio from a directory of its own, with a plain PATH: the entry
     # names the gateway absolutely (and the cache, when it is not the per-user default).
+    # Its name is the one client-config gives it among the providers cached beside it, so
+    # pasting a second provider's entry never replaces the first's.
     args_for_stdio = server_args(provider_url, cache_root)
+    cached = [url for url, _ in cached_providers([cache_root])]
+    urls = cached if provider_url in cached else [*cached, provider_url]
     print(f"Next: pdpp-gateway {shlex.join(args_for_stdio)}")
     print("MCP client entries for this install (`pdpp-gateway client-config` prints them again):\n")
-    print(entries({"pdpp": args_for_stdio}))
+    print(entries({server_names(urls)[urls.index(provider_url)]: args_for_stdio}))
     return 0
 
 

@@ -18,15 +18,19 @@ from pdpp_gateway.hosted.embedded import start_gateway
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.commands.test_connect import _connect, _finish, _follow
 from tests.conftest import run_cli, stdio_params
+from tests.grants import approve
 from tests.oauth_browser import ConsentBrowser
 
 
 async def test_connect_takes_a_gateways_mcp_url_on_its_own_origin_and_says_which_provider(
-    sandbox: Any, tmp_path: Path
+    sandbox: Any, sandbox_factory: Any, tmp_path: Path
 ) -> None:
     """The demo's case: the gateway on one port, the RS on another. The gateway's RFC 9728
-    metadata for ``/mcp`` names the RS; the grant is the RS's, and stdio then serves it."""
+    metadata for ``/mcp`` names the RS; the grant is the RS's, and stdio then serves it.
+    Another provider is cached already, on the same host: the printed entry has a name of
+    its own (host and port), so pasting it keeps the other one's."""
     cache = tmp_path / ".pdpp"
+    await approve((await sandbox_factory()).url, cache, "github")
     said: list[str] = []
     async with start_gateway(sandbox_settings(sandbox.url), public_self=True) as gateway:
         origin = gateway.removesuffix("/mcp")
@@ -47,6 +51,7 @@ async def test_connect_takes_a_gateways_mcp_url_on_its_own_origin_and_says_which
     assert f"{origin}/.well-known/oauth-protected-resource/mcp" in found
     assert f"Connected to {sandbox.url} (gmail)" in out
     assert f"--provider-url {sandbox.url}" in out  # the client entry is the RS's, not the gateway's
+    assert f'"pdpp-127-0-0-1-{sandbox.url.rsplit(":", 1)[1]}": {{' in out
     assert load_credential(sandbox.url, cache).connector == "gmail"
     async with Client(stdio_params(sandbox.url, cache), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
         assert (await client.call_tool("schema", {})).is_error is False
