@@ -95,10 +95,8 @@ class Credential:
         return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
 
 
-def normalize_provider_url(raw: str) -> str:
-    """``https://`` by default; http/https only; no userinfo, query, fragment or trailing slash.
-    An MCP endpoint URL (a path ending in ``/mcp``, what a client's settings show) names the
-    provider it fronts: the ``/mcp`` is dropped (the RS's ``/v1`` never lives under it)."""
+def normalize_url(raw: str) -> str:
+    """``https://`` by default; http/https only; no userinfo, query, fragment or trailing slash."""
     text = raw.strip()
     if "://" not in text:
         text = "https://" + text
@@ -107,9 +105,15 @@ def normalize_provider_url(raw: str) -> str:
         raise problem("invalid_provider_url", repr(raw))
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
-    path = parts.path.rstrip("/")
-    path = path.removesuffix("/mcp") if path.endswith("/mcp") else path
-    return urlunsplit((parts.scheme, netloc, path, "", ""))
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def normalize_provider_url(raw: str) -> str:
+    """``normalize_url``, and an MCP endpoint URL (a path ending in ``/mcp``, what a client's
+    settings show) names the provider it fronts: the ``/mcp`` is dropped (the RS's ``/v1``
+    never lives under it)."""
+    url = normalize_url(raw)
+    return url.removesuffix("/mcp") if urlsplit(url).path.endswith("/mcp") else url
 
 
 def cache_file_for(provider_url: str, cache_root: Path) -> Path:

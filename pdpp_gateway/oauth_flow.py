@@ -2,6 +2,11 @@
 
 Contract:
 
+- ``locate(session, url)``: the provider (RS) a URL a person has leads to: the RS's own
+  URL, or any gateway's MCP endpoint on any origin and path. RFC 9728 metadata for the
+  URL's path first (``/.well-known/oauth-protected-resource/mcp`` for ``…/mcp``), then
+  the origin's root; the document's ``pdpp_core_query_base`` names the RS, else its
+  ``resource`` does. Neither document: ``ConnectError`` naming both URLs.
 - ``discover(session, provider_url)``: the RS's RFC 9728 metadata names the authorization
   server (``authorization_servers[0]``; a ``resource`` naming another URL is refused), whose
   RFC 8414 metadata is read, with the OpenID Connect discovery path as fallback; its
@@ -33,6 +38,7 @@ from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 
+from pdpp_gateway.credentials import normalize_provider_url, normalize_url
 from pdpp_gateway.refusals import ExitCode
 
 DATA_ACCESS: Final = "https://pdpp.dev/data-access"
@@ -66,14 +72,17 @@ class Provider:
     names_itself: bool = False
 
 
-def _well_known(url: str, suffix: str) -> str:
+def well_known(url: str, suffix: str) -> str:
     """RFC 8414 §3.1 / RFC 9728 §3.1: the well-known segment goes between host and path."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}/.well-known/{suffix}{parts.path.rstrip('/')}"
 
 
-async def _get_json(session: aiohttp.ClientSession, url: str, what: str) -> dict[str, Any] | None:
-    """The JSON object at ``url``; ``None`` on 404; ``ConnectError`` when unreachable."""
+async def _get_json(
+    session: aiohttp.ClientSession, url: str, what: str, *, strict: bool = True
+) -> dict[str, Any] | None:
+    """The JSON object at ``url``; ``None`` on 404 (``strict=False``: on any answer that is
+    not a JSON object); ``ConnectError`` when unreachable."""
     try:
         async with session.get(url, headers={"Accept": "application/json"}, timeout=TIMEOUT) as response:
             raw = await response.content.read(MAX_DOCUMENT_BYTES + 1)
@@ -90,6 +99,8 @@ async def _get_json(session: aiohttp.ClientSession, url: str, what: str) -> dict
     except ValueError:
         document = None
     if not isinstance(document, dict):
+        if not strict:
+            return None
         raise ConnectError(
             f"{what} at {url} answered HTTP {status} without a JSON document. Is this a PDPP provider?",
             ExitCode.UNAVAILABLE,
@@ -97,8 +108,47 @@ async def _get_json(session: aiohttp.ClientSession, url: str, what: str) -> dict
     return document
 
 
+@dataclass(frozen=True, slots=True)
+class Located:
+    """The provider a URL leads to: ``provider_url`` (the RS), named by ``metadata_url``."""
+
+    provider_url: str
+    metadata_url: str
+
+
+async def locate(session: aiohttp.ClientSession, url: str) -> Located:
+    """The provider behind ``url`` (the RS's own URL, or an MCP endpoint that fronts it, on
+    any origin and path): RFC 9728 §3.1 metadata for ``url``'s path first, then its
+    origin's root; the document's ``pdpp_core_query_base`` names the RS (a gateway's
+    metadata describes its ``/mcp`` and points there), else its ``resource`` does."""
+    target = normalize_url(url)
+    parts = urlsplit(target)
+    candidates = [well_known(target, "oauth-protected-resource")]
+    if parts.path:
+        candidates.append(f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource")
+    for metadata_url in candidates:
+        document = await _get_json(session, metadata_url, "the protected-resource metadata", strict=False)
+        provider = _provider_named(document) if document is not None else None
+        if provider is not None:
+            return Located(provider, metadata_url)
+    raise ConnectError(
+        f"{target} leads to no PDPP provider: no protected-resource metadata at {' or '.join(candidates)}. "
+        "Give the provider's URL or a gateway's MCP endpoint URL.",
+        ExitCode.UNAVAILABLE,
+    )
+
+
+def _provider_named(document: Mapping[str, Any]) -> str | None:
+    base, resource = document.get("pdpp_core_query_base"), document.get("resource")
+    if isinstance(base, str) and base.rstrip("/").endswith("/v1"):
+        return normalize_provider_url(base.rstrip("/").removesuffix("/v1"))
+    if isinstance(resource, str) and resource:
+        return normalize_provider_url(resource)
+    return None
+
+
 async def discover(session: aiohttp.ClientSession, provider_url: str) -> Provider:
-    prm_url = _well_known(provider_url, "oauth-protected-resource")
+    prm_url = well_known(provider_url, "oauth-protected-resource")
     resource = await _get_json(session, prm_url, "the provider's protected-resource metadata")
     if resource is None:
         raise ConnectError(
@@ -121,8 +171,8 @@ async def discover(session: aiohttp.ClientSession, provider_url: str) -> Provide
     issuer = issuer.rstrip("/")
     metadata = None
     for url in (
-        _well_known(issuer, "oauth-authorization-server"),
-        _well_known(issuer, "openid-configuration"),
+        well_known(issuer, "oauth-authorization-server"),
+        well_known(issuer, "openid-configuration"),
         f"{issuer}/.well-known/openid-configuration",
     ):
         metadata = await _get_json(session, url, "the authorization server's metadata")

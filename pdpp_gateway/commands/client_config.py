@@ -9,7 +9,11 @@ from a client's own working directory with a plain ``PATH``. It names ``--provid
 (given, else every provider with a cached grant, one server each) and ``--cache-root``
 only when the grants are not in the per-user directory the gateway finds by itself.
 Exit 78 when no provider is given and none is cached. ``connect`` prints the same after
-connecting (``entries``).
+connecting (``entries``, named as here among the providers cached beside it). Each
+provider's entry has its own name (``server_names``: host, port and path, so two
+sandboxes on one host never share one); one that gives no answer
+now (``provider_probe``, at most a few seconds for all) is printed all the same, with a
+line on stderr saying so and what to run.
 """
 
 from __future__ import annotations
@@ -101,13 +105,46 @@ def run(args: argparse.Namespace) -> int:
             say("no provider given and none has a cached grant; connect first: pdpp-gateway connect URL")
             return ExitCode.NO_CREDENTIAL
     servers = {
-        ("pdpp" if len(found) == 1 else f"pdpp-{_host(url)}"): server_args(url, root) for url, root in found
+        name: server_args(url, root)
+        for name, (url, root) in zip(server_names([url for url, _ in found]), found, strict=True)
     }
+    _say_which_are_gone({url: name for name, (url, _) in zip(servers, found, strict=True)})
     print(entries(servers, args.client))
     return 0
 
 
-def _host(url: str) -> str:
+def server_names(urls: list[str]) -> list[str]:
+    """One entry name per provider: ``pdpp`` for the only one; else, unique, ``pdpp-`` and
+    its host, port and path (``http://127.0.0.1:7665`` is ``pdpp-127-0-0-1-7665``),
+    numbered if two still meet."""
+    import re
     from urllib.parse import urlsplit
 
-    return (urlsplit(url).hostname or "provider").replace(".", "-")
+    if len(urls) == 1:
+        return ["pdpp"]
+    names: list[str] = []
+    for url in urls:
+        parts = urlsplit(url)
+        where = f"{parts.hostname or 'provider'}-{parts.port or ''}-{parts.path}"
+        name = base = "pdpp-" + re.sub(r"[^A-Za-z0-9]+", "-", where).strip("-")
+        count = 1
+        while name in names:
+            count += 1
+            name = f"{base}-{count}"
+        names.append(name)
+    return names
+
+
+def _say_which_are_gone(named: dict[str, str]) -> None:
+    """A line on stderr for each provider that gives no answer now (``provider_probe``):
+    its entry is printed all the same, with what to run."""
+    import asyncio
+
+    from pdpp_gateway.commands.local_credential import say
+    from pdpp_gateway.provider_probe import PROBE_SECONDS, not_answering
+
+    for url, why in asyncio.run(not_answering(list(named), PROBE_SECONDS)).items():
+        say(
+            f"{url} is not answering ({why}): the {named[url]} entry below fails until it is back. "
+            f"Start it again, or drop its grant: pdpp-gateway connect {url} --forget"
+        )

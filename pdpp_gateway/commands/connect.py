@@ -2,7 +2,9 @@
 
 Contract:
 
-- ``connect URL``: discovers the provider's authorization server (``oauth_flow.discover``),
+- ``connect URL``: URL is any URL a person has for the provider: its own, or a gateway's
+  MCP endpoint on any origin and path (``oauth_flow.locate``, which says on stderr which
+  provider it found). Then it discovers the provider's authorization server (``oauth_flow.discover``),
   registers a public client, opens the consent page in the browser (``--no-browser``:
   prints the URL only) with a loopback redirect, waits at most ``--timeout`` seconds
   with a countdown on stderr, exchanges the code (PKCE S256, ``state`` checked), asks the
@@ -46,7 +48,9 @@ HELP = "Approve a scoped, read-only grant in the browser and cache it for `stdio
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "provider_url", nargs="?", help="the provider (RS) URL, e.g. https://pdpp.example.com"
+        "provider_url",
+        nargs="?",
+        help="the provider (RS) URL, e.g. https://pdpp.example.com, or a gateway's MCP endpoint URL",
     )
     parser.add_argument(
         "--cache-root",
@@ -97,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from pdpp_gateway.cache_root import cache_root as reading_root
-    from pdpp_gateway.cache_root import reading_roots, writing_root
+    from pdpp_gateway.cache_root import cached_providers, reading_roots, writing_root
     from pdpp_gateway.credentials import normalize_provider_url
     from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.oauth_flow import ConnectError
@@ -119,16 +123,13 @@ def run(args: argparse.Namespace) -> int:
         say("--timeout must be between 1 and 3600 seconds.")
         return ExitCode.USAGE
     try:
-        provider_url = normalize_provider_url(args.provider_url)
-        if args.provider_url.rstrip("/").endswith("/mcp"):
-            say(
-                f"{args.provider_url} is an MCP endpoint; connecting to the provider behind it, {provider_url}"
-            )
-        if args.forget:
-            return _forget(provider_url, reading_root(args.cache_root, provider_url=provider_url), connectors)
-        if args.refresh:
+        if args.forget or args.refresh:  # what is cached, found without asking the provider
+            provider_url = normalize_provider_url(args.provider_url)
             root = reading_root(args.cache_root, provider_url=provider_url)
+            if args.forget:
+                return _forget(provider_url, root, connectors)
             return asyncio.run(_refresh(provider_url, root, connectors))
+        provider_url = asyncio.run(_locate(args.provider_url))
         cache_root = writing_root(args.cache_root)
         asked: list[str | None] = [*connectors] or [None]
         for connector in asked:
@@ -136,15 +137,36 @@ def run(args: argparse.Namespace) -> int:
     except (ConnectError, CredentialError) as error:
         say(error.message)
         return error.exit_code
-    from pdpp_gateway.commands.client_config import entries, server_args
+    from pdpp_gateway.commands.client_config import entries, server_args, server_names
 
     # An MCP client spawns stdio from a directory of its own, with a plain PATH: the entry
     # names the gateway absolutely (and the cache, when it is not the per-user default).
+    # Its name is the one client-config gives it among the providers cached beside it, so
+    # pasting a second provider's entry never replaces the first's.
     args_for_stdio = server_args(provider_url, cache_root)
+    cached = [url for url, _ in cached_providers([cache_root])]
+    urls = cached if provider_url in cached else [*cached, provider_url]
     print(f"Next: pdpp-gateway {shlex.join(args_for_stdio)}")
     print("MCP client entries for this install (`pdpp-gateway client-config` prints them again):\n")
-    print(entries({"pdpp": args_for_stdio}))
+    print(entries({server_names(urls)[urls.index(provider_url)]: args_for_stdio}))
     return 0
+
+
+async def _locate(url: str) -> str:
+    """The provider ``url`` leads to (``oauth_flow.locate``), said on stderr when it is not
+    ``url`` itself (a gateway's MCP endpoint, on whatever origin and path)."""
+    import aiohttp
+
+    from pdpp_gateway import oauth_flow as flow
+    from pdpp_gateway.credentials import normalize_url
+
+    async with aiohttp.ClientSession() as session:
+        located = await flow.locate(session, url)
+    if located.provider_url != normalize_url(url):
+        say(
+            f"{url} leads to the provider {located.provider_url} (named in {located.metadata_url}); connecting to it"
+        )
+    return located.provider_url
 
 
 async def _connect(

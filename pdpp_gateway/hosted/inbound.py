@@ -24,7 +24,7 @@ Contract:
      envelope without ``"jsonrpc": "2.0"``, a string ``method`` or a valid ``id`` →
      400 ``-32600``; an ``MCP-Protocol-Version`` this server does not speak → 400
      ``-32022`` with the request's id, ``data.supported`` (what ``server/discover``
-     lists) and ``data.requested``, as the SDK answers it at the stdio door; ``params`` that is not an object → 400 ``-32602`` (the id echoed
+     lists) and ``data.requested`` (the header as sent), as the SDK answers it at the stdio door; ``params`` that is not an object → 400 ``-32602`` (the id echoed
      when it is a valid one: JSON-RPC 2.0 §5 keeps ``null`` for requests whose id
      could not be read);
   3. era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
@@ -231,6 +231,13 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
     return Inbound(decoded, message, modern, verdict)
 
 
+def request_id_of(request: web.Request) -> str | int | None:
+    """The id of the JSON-RPC request ``body_checks`` read (``None``: a notification, or a
+    refusal before the body was read), for a later stage's refusal to answer with."""
+    inbound = request.get(INBOUND)
+    return inbound.message.id if inbound is not None and inbound.message is not None else None
+
+
 def _labels(inbound: Inbound) -> tuple[str, str]:
     if inbound.message is None:
         return "notification", ""
@@ -256,10 +263,10 @@ def _invalid(request_id: Any, message: str) -> web.Response:
 
 
 def _unsupported_version(version: str, request_id: Any) -> web.Response:
-    """400 with the request's id, as the SDK words it at the stdio door: ``data.supported``
+    """400 with the request's id, as the SDK answers it at the stdio door: ``data.supported``
     lists what ``server/discover`` lists (the 2026-era versions) and ``data.requested``
-    echoes the value only when it is shaped like a version (a date), so no other header
-    content is ever reflected. The message also names the handshake era's versions."""
+    echoes the value as sent (a JSON string, whatever its shape). The message quotes it
+    only when it is shaped like a version (a date) and names the handshake era's versions."""
     supported = list(MODERN_PROTOCOL_VERSIONS)
     shaped = _VERSION_SHAPE.fullmatch(version) is not None
     shown = f" {version!r}" if shaped else " (not a YYYY-MM-DD version)"
@@ -272,7 +279,7 @@ def _unsupported_version(version: str, request_id: Any) -> web.Response:
         rpc_code=UNSUPPORTED_PROTOCOL_VERSION,
         request_id=request_id,
         supported=supported,
-        requested=version if shaped else None,
+        requested=version,
     )
 
 

@@ -17,7 +17,8 @@ Contract:
   ``/readyz``'s detail (``degraded``), and goes back to Redis when it answers steadily
   again (``shared_state.shared_store``).
 - A refused call is a 429 with ``Retry-After`` and a JSON-RPC error (``rate_limited``)
-  whose message says when to try again; it is counted with outcome ``rate_limited``.
+  that answers the request's id (the body has been read by then) and whose message says
+  when to try again; it is counted with outcome ``rate_limited``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from aiohttp import web
 
 from middleware.ratelimit import Decision, FailoverLimiter, Limiter, LocalLimiter, Rate, Stage, rate_limit
 from pdpp_gateway.caller import BearerFacts, TokenKind
+from pdpp_gateway.hosted.inbound import request_id_of
 from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.hosted.shared_state import SharedStore
 from pdpp_gateway.settings import HostedSettings
@@ -74,6 +76,7 @@ class RateLimits:
                 origin_of(request),
                 headers={"Retry-After": str(wait)},
                 retry_after_seconds=wait,
+                request_id=request_id_of(request),
             )
 
         def caller_of(request: web.Request) -> str | None:

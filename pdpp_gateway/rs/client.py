@@ -15,7 +15,8 @@ Contract:
   upstream sees at most ``2 * attempts`` sends.
 - Timeouts are phase-split (connect, read, total); a timeout is never retried past
   the total budget and becomes ``RsTimeoutError`` naming the bound that fired.
-- Failures raise the plain ``rs.errors`` tree (facts, no model text); only the
+- Failures raise the plain ``rs.errors`` tree (facts, no model text, no address: the
+  RS's URL may be an internal one that a hosted gateway's callers must not see); only the
   ``request_too_large`` refusal below, a caller mistake caught before sending, is a
   ``ToolError`` already.
 - Retries draw on a ``RetryBudget`` (at most about one retry per five requests in an
@@ -42,6 +43,7 @@ Contract:
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -414,10 +416,19 @@ _REDIRECTED: Final = (
 )
 
 
+def why_unreachable(error: aiohttp.ClientConnectorError) -> str:
+    """Why a connection failed, in a few words and without the address it was made to."""
+    if isinstance(error, aiohttp.ClientConnectorDNSError):
+        return "its host name does not resolve"
+    number = error.os_error.errno
+    return os.strerror(number).lower() if number and number > 0 else type(error.os_error).__name__
+
+
 def _describe(error: aiohttp.ClientError) -> str:
-    """A short, secret-free reason (no URL query, no headers)."""
+    """A short reason that names no address (the RS's may be internal, and a hosted
+    gateway's callers are the public), no URL query and no header."""
     if isinstance(error, aiohttp.ClientConnectorError):
-        return f"cannot connect to {error.host}:{error.port}"
+        return f"cannot connect to it ({why_unreachable(error)})"
     if isinstance(error, aiohttp.ServerDisconnectedError):
         return "the connection was closed before an answer"
     return type(error).__name__

@@ -14,6 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from pdpp_gateway.cache_root import cache_root, user_cache_root
+from pdpp_gateway.sandbox.runner import start_sandbox
 from tests.conftest import run_cli
 from tests.grants import approve
 
@@ -81,3 +82,36 @@ def test_no_provider_and_nothing_cached_says_where_it_looked(tmp_path: Path) -> 
     assert done.returncode == 64
     assert "missing --provider-url" in done.stderr
     assert str(tmp_path / ".local" / "share" / "pdpp-gateway") in done.stderr  # absolute, not ".pdpp"
+
+
+async def test_two_providers_on_one_host_get_an_entry_each_and_a_gone_one_is_named(tmp_path: Path) -> None:
+    """The README's second sandbox (another port on 127.0.0.1): one entry each, named by host
+    and port; when one stops, its entry is still printed, with a line saying it is not
+    answering and what to run."""
+    home = tmp_path / "home"
+    root = home / ".local" / "share" / "pdpp-gateway"
+
+    async def printed() -> tuple[dict[str, Any], str]:
+        done = await asyncio.to_thread(
+            run_cli, "client-config", "--client", "claude-desktop", env=_as_person(home), cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.split("\n", 1)[1])["mcpServers"], done.stderr
+
+    async with start_sandbox() as first:
+        async with start_sandbox() as second:
+            await approve(first.url, root, "gmail")
+            await approve(second.url, root, "github")
+            servers, said = await printed()
+            assert said == ""  # both answer
+        ports = [url.rsplit(":", 1)[1] for url in (first.url, second.url)]
+        assert {name: entry["args"][-1] for name, entry in servers.items()} == {
+            f"pdpp-127-0-0-1-{ports[0]}": first.url,
+            f"pdpp-127-0-0-1-{ports[1]}": second.url,
+        }
+        after, said = await printed()
+    assert after == servers  # the gone one is still printed (it may come back) ...
+    assert said.count("\n") == 1  # ... with one line, about it alone
+    assert f"{second.url} is not answering (connection refused)" in said
+    assert f"pdpp-127-0-0-1-{ports[1]} entry" in said
+    assert f"pdpp-gateway connect {second.url} --forget" in said

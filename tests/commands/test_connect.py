@@ -30,8 +30,11 @@ from tests.oauth_browser import ConsentBrowser
 
 
 @asynccontextmanager
-async def _connect(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    """Start ``connect ARGS --no-browser``; yield the process and the consent URL it printed."""
+async def _connect(
+    *args: str, said: list[str] | None = None
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """Start ``connect ARGS --no-browser``; yield the process and the consent URL it printed
+    (the stderr lines before it go to ``said``)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -49,6 +52,8 @@ async def _connect(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process
         while not url:
             line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
             assert line, "connect exited before printing a consent URL"
+            if said is not None:
+                said.append(line)
             url = line.strip() if line.startswith("  http") else ""
         yield process, url
     finally:

@@ -33,6 +33,7 @@ async def test_a_caller_over_its_limit_gets_a_429_that_says_when(sandbox: Any) -
         assert statuses == [200, 200, 200]
         status, headers, body = await post(http, url, sandbox.tokens["client_broad"])
         assert status == 429
+        assert body["id"] == CALL["id"]  # the body was read: the refusal answers its request
         assert int(headers["Retry-After"]) >= 90
         assert body["error"]["code"] == -32029
         assert body["error"]["data"]["code"] == "rate_limited"

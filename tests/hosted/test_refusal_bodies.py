@@ -275,3 +275,19 @@ async def test_an_unsupported_protocol_version_keeps_the_id_and_says_what_discov
     assert body["error"]["code"] == -32022
     assert body["error"]["data"]["supported"] == ["2026-07-28"]  # as server/discover lists them
     assert body["error"]["data"]["requested"] == "1999-01-01"
+
+
+@pytest.mark.parametrize("version", ["v999.0.0", "latest", "2026-7-28"])
+async def test_an_unsupported_version_of_any_shape_is_echoed_as_sent(
+    gateway: str, shared_sandbox: Any, version: str
+) -> None:
+    """``data.requested`` is the header as sent, a string (the schema's type; the stdio door
+    echoes it too), whether or not it looks like a date."""
+    bearer = shared_sandbox.tokens["client_narrow"]
+    message = {"jsonrpc": "2.0", "id": "v", "method": "tools/list"}
+    headers = sent_headers(bearer, **{"MCP-Protocol-Version": version})
+    got, _, body = await exchange("POST", gateway, headers, orjson.dumps(message))
+    assert got == 400
+    assert body["id"] == "v"
+    assert body["error"]["code"] == -32022
+    assert body["error"]["data"]["requested"] == version

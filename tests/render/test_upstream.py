@@ -44,9 +44,9 @@ RS_ENVELOPE = {
         (RsTimeoutError(TimeoutPhase.READ, 0.5), "upstream_timeout", "within 0.5 s (waiting for data)", {}),
         (RsTimeoutError(TimeoutPhase.TOTAL, 30), "upstream_timeout", "within 30 s (whole request)", {}),
         (
-            RsUnavailableError("cannot connect to rs.example:443"),
+            RsUnavailableError("cannot connect to it (connection refused)"),
             "upstream_unavailable",
-            "unavailable: cannot connect to rs.example:443.",
+            "unavailable: cannot connect to it (connection refused).",
             {},
         ),
         (
