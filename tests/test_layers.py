@@ -19,7 +19,16 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "foundation",
         frozenset(
             {"", "caller", "refusals", "error_types", "ids", "schema_view", "documents", "logs", "tracing"}
-            | {"ports", "call_result", "instructions", "rpc_params", "rpc_codes", "expiring"}
+            | {
+                "ports",
+                "call_result",
+                "instructions",
+                "rpc_params",
+                "rpc_codes",
+                "expiring",
+                "words",
+                "passages",
+            }
         ),
     ),
     ("reading the RS", frozenset({"rs", "context", "local_verdict"})),
