@@ -1,6 +1,6 @@
 """A package member that stalls is cut off at the member deadline: the merged search answers with
 what the others found and names the member that did not answer, instead of waiting out the RS
-client's 20-second read bound. Both members are real grants on a real sandbox; the stalled one
+client's 20-second read bound; ``schema()`` names it too, with its error and next step. Both members are real grants on a real sandbox; the stalled one
 reads through a proxy that holds every ``/v1`` read for a minute.
 """
 
@@ -51,6 +51,8 @@ async def test_a_stalled_member_is_cut_off_and_named(
         context = GatewayContext.for_package(members, shared_sandbox.url, TokenKind.CLIENT)
         async with asyncio.timeout(30):  # the proxy holds the stalled member's read for 60 s
             result = await build_pipeline()(ToolCall("search", {"query": "invoice"}, context))
+        stalled.down = True  # now every read of that member answers 503, its schema's too
+        schema = await build_pipeline()(ToolCall("schema", {}, context))
     assert not result.is_error, result.text
     assert result.structured["results"]  # the Work mail's hits
     assert {hit["connection_id"] for hit in result.structured["results"]} == {"cin_mail_work"}
@@ -58,6 +60,10 @@ async def test_a_stalled_member_is_cut_off_and_named(
     assert missing["connection_id"] == "cin_slack_acme"
     assert missing["error_code"] == "upstream_timeout"
     assert "Source cin_slack_acme failed with upstream_timeout" in result.text
+    # schema() does not claim every granted stream is listed: it names the member that did not answer
+    assert "Every granted stream is listed" not in schema.text
+    assert "1 source(s) of this package did not answer" in schema.text
+    assert "not answering: cin_slack_acme (slack): upstream_unavailable." in schema.text
 
 
 def test_the_member_deadline_is_shorter_than_an_rs_read_and_configurable() -> None:
