@@ -14,7 +14,7 @@ example_gateway.py`` is a gateway built from every one of them).
 """
 
 from middleware.errors import PreserveErrors, ToolError, echo, gateway_error
-from middleware.fanout import FanOut, Outcome
+from middleware.fanout import Deadline, FanOut, Outcome
 from middleware.pipeline import JSONObject, Middleware, Next, ToolCall, ToolResult, compose
 from middleware.rendering import RenderContent, Renderer
 from middleware.token_kinds import RefuseTokenKinds
@@ -22,6 +22,7 @@ from middleware.validation import Check, Parser, ValidateArguments
 
 __all__ = [
     "Check",
+    "Deadline",
     "FanOut",
     "JSONObject",
     "Middleware",

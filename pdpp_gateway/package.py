@@ -27,6 +27,10 @@ Resource reads route by the same rules (``member_context``): the connection a re
 blob URI names, else the one member granting the stream; stream metadata and the
 resource list ask every member granting the stream (``members_granting``).
 
+A fanned-out call gives each member at most ``member_seconds()`` (6 s unless
+``PDPP_PACKAGE_MEMBER_SECONDS`` says otherwise): a member still reading then is cut off as an
+``upstream_timeout`` naming it, and the merge answers with what the others found.
+
 Merging (``merge``): search pages are merged by ``package_search`` (round-robin by each
 member's own rank in member order, de-duplicated by id, at most the caller's ``limit``,
 ``meta.package.order`` and ``source_mix``). Schemas concatenate connectors. A failed member
@@ -38,11 +42,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
-from middleware import FanOut, Outcome, Parser, ToolError, ToolResult
+from middleware import Deadline, FanOut, Outcome, Parser, ToolError, ToolResult
 from pdpp_gateway.caller import Caller, TokenKind
 from pdpp_gateway.context import (
     MAX_LISTED_CONNECTIONS,
@@ -55,6 +60,8 @@ from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
 from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.tools.args import SchemaArgs, SearchArgs, reads_from
+
+MEMBER_SECONDS: Final = 6.0  # under the RS client's 20 s read bound: a stalled member is cut off
 
 
 class PackageRoute(enum.Enum):
@@ -79,7 +86,36 @@ def fan_out_stage(routes: Routes, parsers: Parsers) -> FanOut[GatewayContext]:
         return routes.get(call.name) is PackageRoute.SEARCH and is_continuation(call)
 
     return FanOut(
-        partial(plan, routes=routes, parsers=parsers), partial(merge, routes=routes), merge_single=continues
+        partial(plan, routes=routes, parsers=parsers),
+        partial(merge, routes=routes),
+        merge_single=continues,
+        deadline=Deadline(member_seconds(), _late),
+    )
+
+
+def member_seconds(env: Mapping[str, str] | None = None) -> float:
+    """How long one member of a fanned-out call may take (``PDPP_PACKAGE_MEMBER_SECONDS``,
+    default ``MEMBER_SECONDS``): shorter than an RS read's own bound, so a stalled member
+    costs the merged answer that long at most, and the others' hits still arrive."""
+    raw = (os.environ if env is None else env).get("PDPP_PACKAGE_MEMBER_SECONDS", "")
+    try:
+        seconds = float(raw) if raw.strip() else MEMBER_SECONDS
+    except ValueError:
+        return MEMBER_SECONDS
+    return seconds if 0 < seconds <= MEMBER_SECONDS * 5 else MEMBER_SECONDS
+
+
+def _late(call: Call, seconds: float) -> ToolError:
+    """A member that did not answer within the deadline, named, as an upstream timeout."""
+    member = call.context.source
+    name = (member.display_name or member.connector_key or member.grant_id) if member else None
+    return ToolError(
+        {
+            "type": "api_error",
+            "code": "upstream_timeout",
+            "message": f"Source {name or 'a package member'} did not answer within {seconds:g} s; "
+            "the other sources' answer stands without it.",
+        }
     )
 
 

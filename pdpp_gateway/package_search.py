@@ -195,16 +195,16 @@ def merge_search(
         "provider_url": call.context.provider_url,
         "request_id": None,
     }
-    by_meaning = [
+    found = [
         (lane, outcome.structured[RETRIEVAL])
         for lane, outcome in zip(lanes, outcomes, strict=True)
         if isinstance(outcome, ToolResult) and isinstance(outcome.structured.get(RETRIEVAL), dict)
     ]
-    if by_meaning:
-        structured[RETRIEVAL] = {
-            **by_meaning[0][1],
-            "sources": [_label(lane.member) for lane, _ in by_meaning],
-        }
+    fused = [(lane, retrieval) for lane, retrieval in found if retrieval.get("mode") == "fused"]
+    if fused:  # the members whose answer was fused, named: their hits are approximate
+        structured[RETRIEVAL] = {**fused[0][1], "sources": [_label(lane.member) for lane, _ in fused]}
+    elif found:  # every member searched the question's content words alike
+        structured[RETRIEVAL] = found[0][1]
     return ToolResult(structured=structured)
 
 

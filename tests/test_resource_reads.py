@@ -65,16 +65,17 @@ async def test_a_uri_outside_the_grant_is_the_callers_to_fix(shared_sandbox: Any
 @pytest.mark.parametrize(
     ("rs_message", "said"),
     [
-        ("Token introspection failed closed", "Token introspection failed closed. That stream"),
-        ("Stream not granted.", "Stream not granted. That stream"),
-        ("Is it granted?", "Is it granted? That stream"),
+        ("Token introspection failed closed", "Token introspection failed closed. That connection_id"),
+        ("Connection not granted.", "Connection not granted. That connection_id"),
+        ("Is it granted?", "Is it granted? That connection_id"),
     ],
 )
 def test_the_rs_message_and_the_next_step_read_as_two_sentences(rs_message: str, said: str) -> None:
-    """The reference RS words some refusals without a full stop; the step after it must not run on."""
+    """The reference RS words some refusals without a full stop; the step after it must not run on
+    (a refusal whose words the gateway keeps: a stream URI names no connection to word it by)."""
     refused = ToolError(
-        {"type": "authentication_error", "code": "context.stream_not_allowed", "message": rs_message},
+        {"type": "authentication_error", "code": "context.instance_mismatch", "message": rs_message},
         http_status=401,
     )
     message = error_object(refused, "pdpp://stream/issues", modern=False)["message"]
-    assert message.startswith(f"context.stream_not_allowed: {said} is not in this grant")
+    assert message.startswith(f"context.instance_mismatch: {said} is not granted for this stream")

@@ -130,10 +130,16 @@ def _index(document: Mapping[str, Any], bounded: object) -> str:
             f"(Structured output is bounded to fit the result: {bounded.get('level')}, "
             f"{listed if isinstance(listed, int) else '?'} of {total} stream rows; this text names every stream.)"
         )
+    missing = _unanswered(document)
+    claim = (
+        " Every stream of the sources that answered is listed; call schema(stream) for its fields and "
+        f"capabilities. {len(missing)} source(s) of this package did not answer, so their streams are "
+        "missing here:"
+        if missing
+        else " Every granted stream is listed; call schema(stream) for its fields and capabilities."
+    )
     for tier, note in _TIER_NOTES.items():
-        lines = [
-            head + " Every granted stream is listed; call schema(stream) for its fields and capabilities."
-        ]
+        lines = [head + claim, *missing]
         if note:
             lines.append(note)
         for key, connector, streams in keyed:
@@ -144,6 +150,18 @@ def _index(document: Mapping[str, Any], bounded: object) -> str:
         if len(text) <= INDEX_TEXT_BUDGET:
             return text
     return _cut_index(head, keyed, total)
+
+
+def _unanswered(document: Mapping[str, Any]) -> list[str]:
+    """One line per package member that did not answer: its connection, error and next step."""
+    lines = []
+    for entry in document.get("unavailable_connections") or ():
+        if isinstance(entry, Mapping):
+            source = f"{entry.get('connection_id')} ({entry.get('connector_key') or entry.get('grant_id')})"
+            lines.append(
+                clip(f"  not answering: {source}: {entry.get('error_code')}. {entry.get('next_step')}", 300)
+            )
+    return lines
 
 
 def _shared_line(shared: Mapping[str, list[str]], *, detailed: bool) -> str:

@@ -16,6 +16,7 @@ import middleware.http
 
 PUBLIC = {
     "Check",
+    "Deadline",
     "FanOut",
     "JSONObject",
     "Middleware",

@@ -353,10 +353,24 @@ async def _record_in_both_mail_connections(client: Client) -> str:
     connections = [e["connection_id"] for c in mail for e in c.get("granted_connections") or []]
     pages = []
     for connection in connections[:2]:
-        page, _ = await call(
-            client, "query_records", stream="messages", connection_id=connection, limit=100, fields=["id"]
-        )
-        pages.append({r["id"] for r in page.structured_content["data"]["data"]})
+        ids: set[str] = set()
+        cursor: dict[str, str] = {}
+        while True:  # every page of the connection's messages
+            page, _ = await call(
+                client,
+                "query_records",
+                stream="messages",
+                connection_id=connection,
+                limit=100,
+                fields=["id"],
+                **cursor,
+            )
+            body = page.structured_content["data"]
+            ids |= {r["id"] for r in body["data"]}
+            if not body.get("next_cursor"):
+                break
+            cursor = {"cursor": body["next_cursor"]}
+        pages.append(ids)
     shared = set.intersection(*pages)
     assert shared, "the sandbox must have a record id present in both mail connections"
     return sorted(shared)[0]

@@ -1,0 +1,73 @@
+"""A package member that stalls is cut off at the member deadline: the merged search answers with
+what the others found and names the member that did not answer, instead of waiting out the RS
+client's 20-second read bound; ``schema()`` names it too, with its error and next step. Both members are real grants on a real sandbox; the stalled one
+reads through a proxy that holds every ``/v1`` read for a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from middleware import ToolCall
+from pdpp_gateway.caller import TokenKind
+from pdpp_gateway.context import GatewayContext, PackageMember
+from pdpp_gateway.package import MEMBER_SECONDS, member_seconds
+from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.upstreams import Fault, upstream_proxy
+
+
+async def test_a_stalled_member_is_cut_off_and_named(
+    shared_sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PDPP_PACKAGE_MEMBER_SECONDS", "1")
+    tokens = shared_sandbox.tokens
+    async with (
+        upstream_proxy(shared_sandbox.url, fault=Fault("delay", 60)) as stalled,
+        RsClient(shared_sandbox.url) as mail_rs,
+        RsClient(stalled.url) as chat_rs,
+    ):
+        members = [
+            PackageMember(
+                rs=mail_rs.bind(tokens["client_work_mail"]),
+                grant_id="grt_work_mail",
+                connection_ids=("cin_mail_work",),
+                streams=("attachments", "message_bodies", "messages", "threads"),
+                connector_key="gmail",
+                display_name="Work",
+            ),
+            PackageMember(
+                rs=chat_rs.bind(tokens["client_chat"]),
+                grant_id="grt_chat",
+                connection_ids=("cin_slack_acme",),
+                streams=("channels", "messages"),
+                connector_key="slack",
+                display_name="Acme Slack",
+            ),
+        ]
+        context = GatewayContext.for_package(members, shared_sandbox.url, TokenKind.CLIENT)
+        async with asyncio.timeout(30):  # the proxy holds the stalled member's read for 60 s
+            result = await build_pipeline()(ToolCall("search", {"query": "invoice"}, context))
+        stalled.down = True  # now every read of that member answers 503, its schema's too
+        schema = await build_pipeline()(ToolCall("schema", {}, context))
+    assert not result.is_error, result.text
+    assert result.structured["results"]  # the Work mail's hits
+    assert {hit["connection_id"] for hit in result.structured["results"]} == {"cin_mail_work"}
+    (missing,) = result.structured["data"]["unavailable_connections"]
+    assert missing["connection_id"] == "cin_slack_acme"
+    assert missing["error_code"] == "upstream_timeout"
+    assert "Source cin_slack_acme failed with upstream_timeout" in result.text
+    # schema() does not claim every granted stream is listed: it names the member that did not answer
+    assert "Every granted stream is listed" not in schema.text
+    assert "1 source(s) of this package did not answer" in schema.text
+    assert "not answering: cin_slack_acme (slack): upstream_unavailable." in schema.text
+
+
+def test_the_member_deadline_is_shorter_than_an_rs_read_and_configurable() -> None:
+    assert member_seconds({}) == MEMBER_SECONDS < 20  # the RS client's read bound
+    assert member_seconds({"PDPP_PACKAGE_MEMBER_SECONDS": "2.5"}) == 2.5
+    assert member_seconds({"PDPP_PACKAGE_MEMBER_SECONDS": "nonsense"}) == MEMBER_SECONDS
+    assert member_seconds({"PDPP_PACKAGE_MEMBER_SECONDS": "0"}) == MEMBER_SECONDS
