@@ -4,9 +4,8 @@ Starts the sandbox RS in this process, caches a client grant, spawns the stdio s
 tree, and ``--against DIR`` another checkout's, in the same run), opens the session, then sends a
 ``tools/call`` whose arguments hold a string of ``--mb`` megabytes and times the answer (the
 tool refuses the argument; what is measured is reading and parsing the line), after a first
-call and a 1 KB line of the same shape have warmed the server. A 1 KB line is timed the same way
-as the baseline. With
-``--deep`` the argument is arrays nested as deep as the size allows (25 million for 50 MB),
+call and a 1 KB line of the same shape have warmed the server. A 1 KB line is timed the same
+way as the baseline. With ``--deep`` the argument is arrays nested as deep as the size allows (25 million for 50 MB),
 past the SDK parser's depth: what is measured is the refusal and reading the id back.
 
     .venv/bin/python benchmarks/stdio_long_line.py --mb 50 [--deep] [--against /path/to/checkout]
