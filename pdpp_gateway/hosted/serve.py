@@ -25,8 +25,9 @@ Contract:
   ``config/gateway.toml`` in the working directory is named in one warning: it is not
   read unless passed with ``--config`` (or ``PDPP_GATEWAY_CONFIG``).
 - Connections are served by ``http_server.GatewayRunner`` (malformed HTTP answered and
-  logged without its content, no request decompression, a 408 ends its connection),
-  and every log record goes through ``RedactBearers``.
+  logged without its content, no request decompression, a 408 ends its connection,
+  idle, header and keep-alive timeouts and a connection ceiling from the settings:
+  ``connections``), and every log record goes through ``RedactBearers``.
 - Once serving, the start-up heap is frozen out of the cyclic GC (``gc.freeze``), so
   full collections stay short however many calls are in flight.
 - Each worker runs its event loop on ``uvloop`` where it is installed (every platform
@@ -93,6 +94,7 @@ ANSWER_BY_SHARE: Final = 0.6  # of the shutdown grace: every call in flight is a
 
 async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     from pdpp_gateway.hosted.app import create_app
+    from pdpp_gateway.hosted.connections import ConnectionLimits
     from pdpp_gateway.hosted.http_server import GatewayRunner
     from pdpp_gateway.hosted.ops import DRAIN
     from pdpp_gateway.tracing import start_tracing
@@ -101,7 +103,8 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     start_tracing()  # per worker process: the exporter's thread does not cross a fork or spawn
     app = create_app(settings)
     half = settings.shutdown_grace_seconds / 2
-    runner = GatewayRunner(app, handle_signals=False, shutdown_timeout=half)
+    limits = ConnectionLimits.from_settings(settings)
+    runner = GatewayRunner(app, limits=limits, handle_signals=False, shutdown_timeout=half)
     await runner.setup()
     await web.SockSite(runner, sock).start()
     freeze_start_up_objects()
