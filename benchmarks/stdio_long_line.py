@@ -88,8 +88,12 @@ async def main(args: argparse.Namespace, trees: list[tuple[str, Path]]) -> None:
         with tempfile.TemporaryDirectory() as cache:
             write_credential(Path(cache), sandbox.url, sandbox.tokens["client_broad"])
             for name, tree in trees:
-                _, small, large = await measure(tree, sandbox.url, cache, sizes, deep=args.deep)
                 shape = "deep " if args.deep else ""
+                try:
+                    _, small, large = await measure(tree, sandbox.url, cache, sizes, deep=args.deep)
+                except RuntimeError as ended:  # the session died on a line: that is the result
+                    print(f"{name}: {ended} on a {shape}line; no answer")
+                    continue
                 print(
                     f"{name}: 1 KB {shape}line {small * 1000:.1f} ms; {args.mb} MB {shape}line {large:.2f} s "
                     f"({large / small:.0f} x the 1 KB line)"
