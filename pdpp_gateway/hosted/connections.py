@@ -6,8 +6,9 @@ Contract:
   request begins; ``header`` seconds a request line and its headers may take from their
   first byte; ``keepalive`` seconds a connection may wait for its next request after an
   answer; ``ceiling`` connections open at once. ``default_ceiling()`` is the process's
-  descriptor limit less ``FD_HEADROOM`` (upstream connections, Redis, files, logs), so the
-  process never runs out of descriptors before the ceiling holds.
+  descriptor limit at start less ``FD_HEADROOM`` (upstream connections, Redis, files,
+  logs), three quarters of it at most, so the process never runs out of descriptors
+  before the ceiling holds.
 - ``ConnectionGuard`` keeps the connections waiting for a request head (silent, kept
   alive, or sending headers) in the order they began to wait, each with its deadline; one
   still waiting at its deadline is closed (``idle_timeout``, ``header_timeout``,
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import resource
 import time
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -37,12 +37,18 @@ from pdpp_gateway.settings import HostedSettings
 
 FD_HEADROOM: Final = 256
 MIN_CEILING: Final = 16
+NO_RLIMIT_CEILING: Final = 1024
 LOG_EVERY: Final = 10.0
 _log = logging.getLogger("pdpp_gateway.connections")
 
 
 def default_ceiling() -> int:
-    """The descriptor limit (soft) less ``FD_HEADROOM``, and a quarter of it at most."""
+    """The descriptor limit (soft) less ``FD_HEADROOM``, and three quarters of it at most
+    (``NO_RLIMIT_CEILING`` where the platform has no such limit: Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return NO_RLIMIT_CEILING
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         soft = 1 << 20
@@ -93,7 +99,6 @@ class ConnectionGuard:
     """The open connections of one server, and which of them wait for a request head."""
 
     def __init__(self, limits: ConnectionLimits, metrics: Metrics | None) -> None:
-        self.limits = limits
         self.ceiling = limits.resolved_ceiling()
         self._metrics = metrics
         self._open: set[Closable] = set()
@@ -101,6 +106,11 @@ class ConnectionGuard:
         self._waiting: dict[Closable, tuple[str, asyncio.TimerHandle]] = {}
         self._unlogged: dict[str, int] = {}
         self._logged_at = -LOG_EVERY
+        self._seconds = {
+            "idle_timeout": limits.idle,
+            "header_timeout": limits.header,
+            "keepalive_timeout": limits.keepalive,
+        }
 
     def admit(self, connection: Closable) -> bool:
         """Take ``connection`` in (closing the longest-waiting one at the ceiling), or refuse it."""
@@ -122,12 +132,7 @@ class ConnectionGuard:
         if connection not in self._open:
             return
         self._stop_waiting(connection)
-        seconds = {
-            "idle_timeout": self.limits.idle,
-            "header_timeout": self.limits.header,
-            "keepalive_timeout": self.limits.keepalive,
-        }[reason]
-        timer = asyncio.get_running_loop().call_later(seconds, self._expire, connection, reason)
+        timer = asyncio.get_running_loop().call_later(self._seconds[reason], self._expire, connection, reason)
         self._waiting[connection] = (reason, timer)
 
     def waiting_for(self, connection: Closable) -> str | None:
