@@ -4,9 +4,11 @@ Starts the sandbox RS in this process, caches a client grant, spawns the stdio s
 tree, and ``--against DIR`` another checkout's, in the same run), opens the session, then sends a
 ``tools/call`` whose arguments hold a string of ``--mb`` megabytes and times the answer (the
 tool refuses the argument; what is measured is reading and parsing the line), after a first
-call has warmed the server. A 1 KB line is timed the same way as the baseline.
+call and a 1 KB line of the same shape have warmed the server. A 1 KB line is timed the same
+way as the baseline. With ``--deep`` the argument is arrays nested as deep as the size allows (25 million for 50 MB),
+past the SDK parser's depth: what is measured is the refusal and reading the id back.
 
-    .venv/bin/python benchmarks/stdio_long_line.py --mb 50 [--against /path/to/checkout]
+    .venv/bin/python benchmarks/stdio_long_line.py --mb 50 [--deep] [--against /path/to/checkout]
 """
 
 from __future__ import annotations
@@ -32,11 +34,14 @@ OPEN = (
 )
 
 
-def call_line(request_id: int, size: int) -> bytes:
-    arguments = {"stream": "messages", "filter": {"subject": "x" * size}}
+def call_line(request_id: int, size: int, *, deep: bool = False) -> bytes:
+    arguments = {"stream": "messages", "filter": {"subject": "" if deep else "x" * size}}
     message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call"}
     message["params"] = {"name": "query_records", "arguments": arguments}
-    return json.dumps(message).encode() + b"\n"
+    line = json.dumps(message).encode()
+    if deep:
+        line = line.replace(b'""', b"[" * (size // 2) + b"]" * (size // 2))
+    return line + b"\n"
 
 
 async def answer_to(process: asyncio.subprocess.Process, request_id: int) -> None:
@@ -49,7 +54,7 @@ async def answer_to(process: asyncio.subprocess.Process, request_id: int) -> Non
             return
 
 
-async def measure(tree: Path, url: str, cache: str, sizes: list[int]) -> list[float]:
+async def measure(tree: Path, url: str, cache: str, sizes: list[int], *, deep: bool) -> list[float]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         *("-m", "pdpp_gateway", "stdio", "--provider-url", url, "--cache-root", cache),
@@ -66,7 +71,7 @@ async def measure(tree: Path, url: str, cache: str, sizes: list[int]) -> list[fl
     await answer_to(process, 1)  # warm: the SDK has loaded and served a call
     took = []
     for request_id, size in enumerate(sizes, start=2):
-        line = call_line(request_id, size)
+        line = call_line(request_id, size, deep=deep)
         started = time.perf_counter()
         process.stdin.write(line)
         await process.stdin.drain()
@@ -78,14 +83,19 @@ async def measure(tree: Path, url: str, cache: str, sizes: list[int]) -> list[fl
 
 
 async def main(args: argparse.Namespace, trees: list[tuple[str, Path]]) -> None:
-    sizes = [1024, args.mb * 1024 * 1024]
+    sizes = [1024, 1024, args.mb * 1024 * 1024]  # the first 1 KB line of its shape warms the path
     async with start_sandbox() as sandbox:
         with tempfile.TemporaryDirectory() as cache:
             write_credential(Path(cache), sandbox.url, sandbox.tokens["client_broad"])
             for name, tree in trees:
-                small, large = await measure(tree, sandbox.url, cache, sizes)
+                shape = "deep " if args.deep else ""
+                try:
+                    _, small, large = await measure(tree, sandbox.url, cache, sizes, deep=args.deep)
+                except RuntimeError as ended:  # the session died on a line: that is the result
+                    print(f"{name}: {ended} on a {shape}line; no answer")
+                    continue
                 print(
-                    f"{name}: 1 KB line {small * 1000:.1f} ms; {args.mb} MB line {large:.2f} s "
+                    f"{name}: 1 KB {shape}line {small * 1000:.1f} ms; {args.mb} MB {shape}line {large:.2f} s "
                     f"({large / small:.0f} x the 1 KB line)"
                 )
 
@@ -95,6 +105,7 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--mb", type=int, default=50)
+    parser.add_argument("--deep", action="store_true", help="nested arrays instead of a long string")
     parser.add_argument("--against", help="another checkout of pdpp-gateway, measured in the same run")
     parsed = parser.parse_args()
     against = [("against", Path(parsed.against).resolve())] if parsed.against else []

@@ -57,6 +57,10 @@ ENV_NAMES: Final[dict[str, str]] = {
     "max_body_bytes": "PDPP_MAX_BODY_BYTES",
     "body_timeout_seconds": "PDPP_BODY_TIMEOUT_SECONDS",
     "shutdown_grace_seconds": "PDPP_SHUTDOWN_GRACE_SECONDS",
+    "idle_timeout_seconds": "PDPP_IDLE_TIMEOUT_SECONDS",
+    "header_timeout_seconds": "PDPP_HEADER_TIMEOUT_SECONDS",
+    "keepalive_timeout_seconds": "PDPP_KEEPALIVE_TIMEOUT_SECONDS",
+    "max_connections": "PDPP_MAX_CONNECTIONS",
     "rate_limit": "PDPP_RATE_LIMIT",
     "rate_burst": "PDPP_RATE_BURST",
     "global_rate_limit": "PDPP_GLOBAL_RATE_LIMIT",
@@ -92,6 +96,10 @@ class HostedSettings:
     max_body_bytes: int = 4 * 1024 * 1024
     body_timeout_seconds: float = 10.0  # a request body must arrive within this (else 408)
     shutdown_grace_seconds: float = 30.0
+    idle_timeout_seconds: float = 10.0  # a new connection's first request must begin within this
+    header_timeout_seconds: float = 10.0  # a request line and headers, from their first byte
+    keepalive_timeout_seconds: float = 75.0  # a kept-alive connection's wait for its next request
+    max_connections: int = 0  # open at once; 0: the descriptor limit less a headroom
     rate_limit: float = 20.0  # calls per second per caller (grant or package); 0: no limit
     rate_burst: int = 40
     global_rate_limit: float = 0.0  # calls per second for all callers together; 0: no ceiling
@@ -246,16 +254,20 @@ def _validated(raw: dict[str, Any]) -> HostedSettings:
     for name in ("port", "workers", "max_body_bytes"):
         if name in values:
             values[name] = _number(name, values[name], int, minimum=1 if name != "port" else 0)
-    for name in ("rate_burst", "global_rate_burst"):
+    for name in ("rate_burst", "global_rate_burst", "max_connections"):
         if name in values:
             values[name] = _number(name, values[name], int, minimum=0)
     for name in ("introspection_cache_seconds", "shutdown_grace_seconds", "rate_limit", "global_rate_limit"):
         if name in values:
             values[name] = _number(name, values[name], float, minimum=0)
-    if "body_timeout_seconds" in values:
-        values["body_timeout_seconds"] = _number(
-            "body_timeout_seconds", values["body_timeout_seconds"], float, minimum=0.001
-        )
+    for name in (
+        "body_timeout_seconds",
+        "idle_timeout_seconds",
+        "header_timeout_seconds",
+        "keepalive_timeout_seconds",
+    ):
+        if name in values:
+            values[name] = _number(name, values[name], float, minimum=0.001)
     cache = values.get("introspection_cache_seconds", MAX_INTROSPECTION_CACHE_SECONDS)
     values["introspection_cache_seconds"] = min(cache, MAX_INTROSPECTION_CACHE_SECONDS)
     for proxy in values.get("trusted_proxies", ()):

@@ -24,7 +24,12 @@ Contract:
   drops it without a word: not JSON → ``-32700``, ``params`` that is not an object →
   ``-32602``, any other malformed message → ``-32600`` (a request whose id is neither an
   integer nor a string too: the SDK would take it for a notification and never answer);
-  with the request's id when it can be read, else ``null``. A malformed *response* from
+  with the request's id when it can be read, else ``null``. A line the SDK's parser refuses
+  (``-32700``) is answered with that parser's own reason and what to send instead (nesting
+  deeper than ``SDK_PARSE_DEPTH``, a lone surrogate escape, a number past 4,300 digits, a raw
+  control character, or not JSON at all), its id read by ``line_id.request_id``, which
+  never recurses and is bounded in work: no line, however deep or long, can end the
+  session. A malformed *response* from
   the client is dropped (a response is never answered). Each gets one stderr line naming
   the code and the line's size, never its content. Blank lines are skipped.
 """
@@ -56,7 +61,9 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from pdpp_gateway import line_id
 from pdpp_gateway.context import CallNext, GatewayContext
+from pdpp_gateway.fast_start.answers import SDK_PARSE_DEPTH
 from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
 from pdpp_gateway.rpc_params import params_problem
 from pdpp_gateway.server import build_server
@@ -199,18 +206,9 @@ def refuse(line: str) -> tuple[JSONRPCError, str] | None:
     dropped), with a few words on what was wrong for the log."""
     try:
         message = _object(line)
-    except ValueError:
-        readable = _lenient_id(line)
-        if readable is not None:  # JSON, but with a lone surrogate escape the SDK's parser refuses
-            return _error(
-                readable,
-                PARSE_ERROR,
-                "Parse error: the line holds an unpaired UTF-16 surrogate escape (such as \\ud800), which "
-                "is not valid Unicode. Send each character as UTF-8 or as a surrogate pair.",
-            ), "holds an unpaired surrogate escape"
-        return _error(
-            None, PARSE_ERROR, "Parse error: the line is not JSON. Send one JSON-RPC message per line."
-        ), ("is not JSON")
+    except ValueError as error:
+        advice, what = _parse_advice(str(error))
+        return _error(line_id.request_id(line), PARSE_ERROR, f"Parse error: {error}. {advice}"), what
     if not isinstance(message, dict):
         return _error(
             None,
@@ -239,15 +237,39 @@ def refuse(line: str) -> tuple[JSONRPCError, str] | None:
     ), "is not a valid JSON-RPC message"
 
 
-def _lenient_id(line: str) -> int | str | None:
-    """A request's id read by Python's own JSON parser (which admits lone surrogate escapes),
-    for a line the SDK's parser refused; ``None`` when that does not read it either."""
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
-    raw_id = message.get("id") if isinstance(message, dict) else None
-    return raw_id if isinstance(raw_id, str) or type(raw_id) is int else None
+def _parse_advice(reason: str) -> tuple[str, str]:
+    """What to send instead, for the SDK's parser's ``reason`` (jiter's message: it names the
+    problem and its place, never the line's content), and a few words for the log."""
+    for marker, advice, what in _PARSE_ADVICE:
+        if marker in reason:
+            return advice, what
+    return "The line is not JSON; send one JSON-RPC message per line.", "is not JSON"
+
+
+_PARSE_ADVICE: Final = (
+    (
+        "recursion limit",
+        f"The line nests arrays or objects deeper than the {SDK_PARSE_DEPTH} levels the server reads; "
+        "send flatter values.",
+        f"nests deeper than {SDK_PARSE_DEPTH} levels",
+    ),
+    (
+        "hex escape",
+        "The line holds an unpaired UTF-16 surrogate escape (such as \\ud800), which is not valid "
+        "Unicode; send each character as UTF-8 or as a surrogate pair.",
+        "holds an unpaired surrogate escape",
+    ),
+    (
+        "number out of range",
+        "A number has more digits than the server reads (4,300); send it as a string.",
+        "holds a number too long to read",
+    ),
+    (
+        "control character",
+        "A string holds a raw control character; escape it (\\n, \\t, \\u0000).",
+        "holds a raw control character",
+    ),
+)
 
 
 def _object(line: str) -> Any:

@@ -22,12 +22,20 @@ Contract:
   ``request_id``. Never a token, an argument value, a query or record content (a test
   searches every exported span).
 - ``trace_id()`` is the current trace's id (hex) for the JSON log lines, or ``None``.
+- ``stop_tracing(seconds)`` exports the spans still queued and stops, within ``seconds``
+  whatever the collector does: a dead or hanging collector costs the spans not yet taken
+  (one warning), never the deadline. ``serve`` calls it with what is left of the shutdown
+  grace; at exit it runs with ``EXIT_FLUSH_SECONDS`` (the SDK's own exit hook, which
+  waits up to 30 s, is not installed).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import logging
 import os
+import threading
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final
@@ -40,8 +48,11 @@ if TYPE_CHECKING:
     from middleware.pipeline import C, Middleware, Next
 
 SERVICE: Final = "pdpp-gateway"
+EXIT_FLUSH_SECONDS: Final = 2.0
 _ENDPOINTS: Final = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 _tracer: Tracer | None = None
+_exporting: TracerProvider | None = None  # the provider start_tracing made: stopped by stop_tracing
+_log = logging.getLogger(__name__)
 _OFF: Final[AbstractContextManager[None]] = contextlib.nullcontext()  # shared: no object per call when off
 
 
@@ -69,17 +80,41 @@ def start_tracing() -> bool:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
-        import logging
-
-        logging.getLogger(__name__).warning(
+        _log.warning(
             "OTEL_EXPORTER_OTLP_ENDPOINT is set but OpenTelemetry is not installed: serving without traces "
             "(install pdpp-gateway[otel])"
         )
         return False
+    global _exporting
     service = os.environ.get("OTEL_SERVICE_NAME") or SERVICE
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider = TracerProvider(resource=Resource.create({"service.name": service}), shutdown_on_exit=False)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     use_provider(provider)
+    _exporting = provider
+    atexit.register(stop_tracing, EXIT_FLUSH_SECONDS)
+    return True
+
+
+def stop_tracing(seconds: float) -> bool:
+    """Export what is queued and stop within ``seconds``; whether every span went out.
+
+    The SDK's shutdown waits on the exporter (up to 30 s against a collector that does not
+    answer), so it runs in a daemon thread of its own and is abandoned at the deadline."""
+    global _exporting
+    provider, _exporting = _exporting, None
+    if provider is None:
+        return True
+    use_provider(None)
+    stopping = threading.Thread(target=provider.shutdown, name="pdpp-trace-flush", daemon=True)
+    stopping.start()
+    stopping.join(max(0.0, seconds))
+    if stopping.is_alive():
+        _log.warning(
+            "the trace collector did not take the last spans within %.1f s; they are dropped",
+            max(0.0, seconds),
+            extra={"fields": {"event": "trace_flush_abandoned"}},
+        )
+        return False
     return True
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import resource
 from pathlib import Path
 
 import pytest
 
+from pdpp_gateway.hosted.connections import ConnectionLimits
 from pdpp_gateway.settings import SettingsError, load_settings, settings_file
 
 
@@ -126,6 +128,34 @@ def test_body_timeout_is_positive(tmp_path: Path) -> None:
     )
     with pytest.raises(SettingsError, match="body_timeout_seconds must be at least"):
         load_settings({**flags, "body_timeout_seconds": 0}, {}, write(tmp_path, ""))
+
+
+@pytest.mark.parametrize(
+    ("name", "default"),
+    [
+        ("idle_timeout_seconds", 10),
+        ("header_timeout_seconds", 10),
+        ("keepalive_timeout_seconds", 75),
+    ],
+)
+def test_connection_timeouts_default_safe_and_are_positive(tmp_path: Path, name: str, default: float) -> None:
+    flags = {"provider_url": "https://a.example"}
+    assert getattr(load_settings(flags, {}, write(tmp_path, "")), name) == default
+    env = {f"PDPP_{name.upper()}": "2.5"}
+    assert getattr(load_settings(flags, env, write(tmp_path, "")), name) == 2.5
+    with pytest.raises(SettingsError, match=f"{name} must be at least"):
+        load_settings({**flags, name: 0}, {}, write(tmp_path, ""))
+
+
+def test_connection_ceiling_defaults_below_the_descriptor_limit(tmp_path: Path) -> None:
+    flags = {"provider_url": "https://a.example"}
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    automatic = load_settings(flags, {}, write(tmp_path, "[gateway]\nmax_connections = 0\n"))
+    assert 0 < ConnectionLimits.from_settings(automatic).resolved_ceiling() < soft
+    chosen = load_settings(flags, {"PDPP_MAX_CONNECTIONS": "5"}, write(tmp_path, ""))
+    assert ConnectionLimits.from_settings(chosen).resolved_ceiling() == 5
+    with pytest.raises(SettingsError, match="max_connections must be at least"):
+        load_settings({**flags, "max_connections": -1}, {}, write(tmp_path, ""))
 
 
 def test_settings_file_is_named_else_the_users_never_the_working_directorys(

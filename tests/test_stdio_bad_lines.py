@@ -3,8 +3,11 @@
 Raw lines go to a real ``python -m pdpp_gateway stdio``: not JSON → -32700 with id null;
 params that are not an object → -32602 with the request's id; any other malformed
 message (an id that is neither an integer nor a string included) → -32600 with its id
-when it can be read. Each costs one stderr line that says
-what was wrong and never repeats the line. The session carries on.
+when it can be read. A line the SDK's parser refuses is answered with its true reason
+(nesting past the parser's depth, however deep; a number past 4,300 digits; a raw
+control character; a lone surrogate escape) and its id when that can be read safely.
+Each costs one stderr line that says what was wrong and never repeats the line. The
+session carries on.
 """
 
 from __future__ import annotations
@@ -20,7 +23,32 @@ from tests.conftest import run_cli
 from tests.frames import INITIALIZED, initialize
 
 SECRET = "sbx_secret_in_a_bad_line"
+DEEP_CALL = (  # first of the bad lines: after the handshake, the early path reads it before the SDK
+    '{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"schema","arguments":{"x":'
+    + "[" * 300
+    + "]" * 300
+    + "}}}"
+)
 BAD_LINES = [
+    (DEEP_CALL, 20, -32700),
+    # 1,000 deep ended the session once (the id was read again by a recursive parser)
+    (
+        '{"jsonrpc":"2.0","id":21,"method":"tools/list","params":{"x":' + "[" * 1000 + "]" * 1000 + "}}",
+        21,
+        -32700,
+    ),
+    (
+        '{"jsonrpc":"2.0","method":"tools/list","params":{"x":'
+        + '{"a":' * 5000
+        + "1"
+        + "}" * 5000
+        + '},"id":"deep"}',
+        "deep",
+        -32700,
+    ),
+    ('{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', None, -32700),  # an id that cannot be written back
+    ('{"jsonrpc":"2.0","id":22,"method":"ping","params":{"n":' + "9" * 5000 + "}}", 22, -32700),
+    ('{"jsonrpc":"2.0","id":23,"method":"ping","params":{"s":"a\x00b"}}', 23, -32700),
     (f'this is not json {{"token": "{SECRET}"}}', None, -32700),
     ('[{"jsonrpc":"2.0","id":5,"method":"ping"}]', None, -32600),
     (f'{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"{SECRET}"}}', 7, -32602),
@@ -88,6 +116,11 @@ def test_every_bad_line_is_answered_and_the_session_goes_on(
                 "Invalid params",
             }
     said = {reply["id"]: reply["error"]["message"] for reply in replies if "error" in reply}
+    for deep in (20, 21, "deep"):  # the true reason, not a surrogate escape
+        assert "nests arrays or objects deeper than the 200 levels" in said[deep]
+    assert "more digits than the server reads" in said[22]
+    assert "raw control character" in said[23]
+    assert "surrogate" in said[14]
     assert '"arguments" must be a JSON object' in said[15]
     assert '"uri", a pdpp:// URI string (got number)' in said[16]
     assert done.stderr.count("stdin: answered") == len(BAD_LINES)

@@ -8,6 +8,7 @@ over OTLP/HTTP to a receiver in the test, configured by the standard environment
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import time
@@ -242,3 +243,80 @@ async def test_stdio_exports_its_tool_calls_over_otlp(tmp_path: Path, shared_san
         tool = await receiver.wait_for("tools/call schema")
         read = await receiver.wait_for("RS GET schema")
         assert read.trace_id == tool.trace_id
+
+
+@asynccontextmanager
+async def hanging_collector() -> AsyncIterator[tuple[str, asyncio.Event]]:
+    """A TCP listener that takes every connection and every byte and never answers; the
+    event is set once an exporter has connected."""
+    held: list[asyncio.StreamWriter] = []
+    reached = asyncio.Event()
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        reached.set()
+        while await reader.read(65536):
+            pass
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", reached
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+
+
+GRACE_SECONDS = 2
+EXITED_WITHIN = 12  # seconds after SIGTERM: generously above the grace, far below the 30 s the SDK waits
+
+
+async def test_sigterm_exits_within_the_grace_when_the_collector_hangs(shared_sandbox: Any) -> None:
+    async with (
+        hanging_collector() as (endpoint, reached),
+        serve(
+            "--provider-url",
+            shared_sandbox.url,
+            "--shutdown-grace-seconds",
+            str(GRACE_SECONDS),
+            "--introspection-url",
+            f"{shared_sandbox.url}/introspect",
+            "--introspection-client-id",
+            "pdpp-gateway",
+            "--introspection-client-secret",
+            SECRET,
+            env={**otel_env(endpoint), "OTEL_EXPORTER_OTLP_TIMEOUT": "30"},  # each export may wait 30 s
+        ) as gateway,
+    ):
+        url = await gateway.wait_listening()
+        answer = await post(url, shared_sandbox.tokens["client_broad"], call("schema", {}), None)
+        assert "result" in answer  # served as usual while the collector hangs
+        await asyncio.wait_for(reached.wait(), 30)  # the exporter is stuck on the collector
+        code = await asyncio.wait_for(gateway.stop(), EXITED_WITHIN)
+    assert code == 0
+    events = [line.get("event") for line in gateway.lines]
+    assert "trace_flush_abandoned" in events
+    assert events.index("trace_flush_abandoned") < events.index("stopped")
+
+
+async def test_stdio_ends_promptly_when_the_collector_hangs(tmp_path: Path, shared_sandbox: Any) -> None:
+    cache_root = tmp_path / ".pdpp"
+    write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
+    frames = [initialize(), INITIALIZED, call("schema", {}, 2)]
+    async with hanging_collector() as (endpoint, reached):
+        stdio = partial(
+            run_cli,
+            "stdio",
+            "--provider-url",
+            shared_sandbox.url,
+            "--cache-root",
+            str(cache_root),
+            env={**otel_env(endpoint), "OTEL_EXPORTER_OTLP_TIMEOUT": "30"},
+            stdin="".join(json.dumps(frame) + "\n" for frame in frames),
+            timeout=EXITED_WITHIN,  # stdin closed, every call answered: the spans wait 2 s at most
+        )
+        done = await anyio.to_thread.run_sync(stdio)
+        assert reached.is_set()
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1, 2]
+    assert "did not take the last spans" in done.stderr

@@ -90,6 +90,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="how long in-flight calls may finish on SIGTERM (default 30)",
     )
     add(
+        "--idle-timeout-seconds",
+        type=float,
+        help="a new connection's first request must begin within this (env PDPP_IDLE_TIMEOUT_SECONDS; "
+        "default 10)",
+    )
+    add(
+        "--header-timeout-seconds",
+        type=float,
+        help="a request line and headers must arrive within this of their first byte "
+        "(env PDPP_HEADER_TIMEOUT_SECONDS; default 10)",
+    )
+    add(
+        "--keepalive-timeout-seconds",
+        type=float,
+        help="how long a connection may wait for its next request (env PDPP_KEEPALIVE_TIMEOUT_SECONDS; "
+        "default 75)",
+    )
+    add(
+        "--max-connections",
+        type=int,
+        help="connections open at once (env PDPP_MAX_CONNECTIONS; default 0: the descriptor limit less 256)",
+    )
+    add(
         "--rate-limit",
         type=float,
         help=RATE_LIMIT_HELP,

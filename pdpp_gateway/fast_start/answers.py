@@ -24,7 +24,8 @@ Contract:
   - blank lines are ``SILENT``;
   - anything else (another method, a cursor, a progress token, an unknown tool, an odd or
     reused id, duplicate keys, escaped surrogates, ``NaN`` or a number beyond a double,
-    more than ``MAX_EARLY_LINES`` lines) is left to the SDK.
+    more than ``SDK_PARSE_DEPTH`` brackets, so never nesting the SDK's parser refuses, more
+    than ``MAX_EARLY_LINES`` lines) is left to the SDK.
 
 - The result texts come from ``answers.json``, written by the SDK itself
   (``fast_start.build``) and pinned by a test; a table written for another gateway
@@ -81,6 +82,9 @@ _OBJECT_MEMBERS: Final[Mapping[str, tuple[str, ...]]] = {
     "elicitation": ("form", "url"),
 }
 _ESCAPED_SURROGATE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+# The nesting the SDK's parser (jiter) reads. A line with more brackets than that, in
+# strings or not, is left to the SDK: never parsed deeper here, never answered where it refuses.
+SDK_PARSE_DEPTH: Final = 200
 _PLAIN_ID: Final = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]{0,256}")  # printable ASCII but " and \
 _log = logging.getLogger(__name__)
 
@@ -353,13 +357,13 @@ def _finite(text: str) -> float:
 
 def _parse(line: str) -> dict[str, Any] | None:
     """The message as a request or notification envelope, or ``None`` for anything unusual."""
-    if _ESCAPED_SURROGATE.search(line):
+    if _ESCAPED_SURROGATE.search(line) or line.count("[") + line.count("{") > SDK_PARSE_DEPTH:
         return None
     try:
         message = json.loads(
             line, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite
         )
-    except (ValueError, RecursionError):
+    except ValueError:
         return None
     if not isinstance(message, dict) or not message.keys() <= _REQUEST_KEYS:
         return None

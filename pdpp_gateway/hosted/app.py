@@ -59,7 +59,7 @@ from pdpp_gateway.hosted.fast_call import FastToolCall
 from pdpp_gateway.hosted.inbound import INBOUND, MCP_LABELS, body_checks, header_checks
 from pdpp_gateway.hosted.limits import RateLimits, rate_limits
 from pdpp_gateway.hosted.metrics import Metrics
-from pdpp_gateway.hosted.ops import DRAIN, Drain, healthz, metrics_route, observe, readyz
+from pdpp_gateway.hosted.ops import DRAIN, METRICS, Drain, healthz, metrics_route, observe, readyz
 from pdpp_gateway.hosted.origin import OriginPolicy, host_guard
 from pdpp_gateway.hosted.packages import FilePackageResolver, IntrospectionPackageResolver, PackageResolver
 from pdpp_gateway.hosted.readiness import ReadinessProbe
@@ -176,6 +176,7 @@ def create_app(
         middlewares=[*traced, observe(metrics), host_guard(policy)], client_max_size=settings.max_body_bytes
     )
     app[DRAIN] = Drain()
+    app[METRICS] = metrics
     app.cleanup_ctx.append(_upstream(gateway))
 
     async def mcp_post(request: web.Request) -> web.StreamResponse:

@@ -23,6 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from pdpp_gateway.hosted.app import create_app
+from pdpp_gateway.hosted.connections import ConnectionLimits
 from pdpp_gateway.hosted.http_server import GatewayRunner
 from pdpp_gateway.hosted.packages import PackageResolver
 from pdpp_gateway.hosted.pages import PageFacts
@@ -47,7 +48,9 @@ async def start_gateway(
     if public_self:
         bound = replace(bound, public_url=f"http://{host}:{port}")
     runner = GatewayRunner(
-        create_app(bound, packages=packages, demo=demo, registry=registry), shutdown_timeout=5
+        create_app(bound, packages=packages, demo=demo, registry=registry),
+        limits=ConnectionLimits.from_settings(bound),
+        shutdown_timeout=5,
     )
     await runner.setup()
     await web.SockSite(runner, sock).start()

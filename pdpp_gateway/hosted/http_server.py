@@ -16,6 +16,10 @@ log; the app writes its own) whose connections are served by ``GatewayRequestHan
 - A response marked with ``END_CONNECTION`` (the 408 of a stalled body) closes the
   connection as soon as it is written, instead of aiohttp's lingering read of the rest
   of the body (up to 10 s).
+- Connections are bounded by ``connections.ConnectionGuard`` (``GatewayRunner(app,
+  limits=...)``): each waits for a request head at most the idle, header or keep-alive
+  limit, and at the ceiling a newcomer closes the longest-waiting connection or is
+  answered 503 ``server_busy``.
 
 ``RedactBearers`` is a logging filter (installed on the serve process's log handler)
 that redacts ``Bearer <value>`` in every record, traceback included, whichever logger
@@ -24,17 +28,20 @@ wrote it: the last guard for a library's log line.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import traceback
 from http import HTTPStatus
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
+from pdpp_gateway.hosted.connections import ConnectionGuard, ConnectionLimits, busy_answer
+from pdpp_gateway.hosted.ops import METRICS
 from pdpp_gateway.hosted.refusals import rpc_error_body
 from pdpp_gateway.rpc_codes import INVALID_REQUEST
 
@@ -121,7 +128,41 @@ class GatewayRequestHandler(RequestHandler):
         answered = await super().finish_response(request, resp, start_time)
         if len(resp) and resp.get(END_CONNECTION):  # len first: a miss in Mapping.get raises inside
             self.force_close()
+        elif self._guard is not None and not self._force_close and not self._messages:
+            self._guard.wait(self, "keepalive_timeout")
         return answered
+
+    @property
+    def _guard(self) -> ConnectionGuard | None:
+        return getattr(self._manager, "guard", None)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        guard = self._guard
+        if guard is None:
+            return
+        if guard.admit(self):
+            guard.wait(self, "idle_timeout")
+            return
+        cast(asyncio.Transport, transport).write(busy_answer())
+        self.force_close()
+
+    def data_received(self, data: bytes) -> None:
+        heads = self._request_count
+        super().data_received(data)
+        guard = self._guard
+        if guard is None:
+            return
+        if self._request_count > heads:
+            guard.busy(self)
+        elif guard.waiting_for(self) in ("idle_timeout", "keepalive_timeout"):
+            guard.wait(self, "header_timeout")  # a request's first bytes: its head must follow in time
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        guard = self._guard
+        if guard is not None:
+            guard.forget(self)
+        super().connection_lost(exc)
 
     @staticmethod
     def _log_failure(what: str, exc: BaseException | None, request: BaseRequest | None = None) -> None:
@@ -136,6 +177,8 @@ class GatewayRequestHandler(RequestHandler):
 class GatewayServer(web.Server):
     """aiohttp's low-level server, making ``GatewayRequestHandler`` connections."""
 
+    guard: ConnectionGuard | None = None
+
     def __call__(self) -> RequestHandler:
         return GatewayRequestHandler(self, loop=self._loop, **self._kwargs)
 
@@ -143,14 +186,21 @@ class GatewayServer(web.Server):
 class GatewayRunner(web.AppRunner):
     """``AppRunner`` for the hosted app (see the module contract)."""
 
-    def __init__(self, app: web.Application, **kwargs: Any) -> None:
+    def __init__(
+        self, app: web.Application, *, limits: ConnectionLimits | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("access_log", None)
         kwargs.setdefault("auto_decompress", False)
+        if limits is not None:  # aiohttp's own keep-alive timer, only a backstop: the guard's close first
+            kwargs.setdefault("keepalive_timeout", limits.idle + limits.header + limits.keepalive)
         super().__init__(app, **kwargs)
+        self._limits = limits
 
     async def _make_server(self) -> web.Server:
         # aiohttp builds the server (app start-up, handler arguments); only the class
         # that makes connection handlers changes, every attribute it set is kept
         server = await super()._make_server()
         server.__class__ = GatewayServer
+        if self._limits is not None:
+            cast(GatewayServer, server).guard = ConnectionGuard(self._limits, self.app.get(METRICS))
         return server

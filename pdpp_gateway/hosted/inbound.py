@@ -5,14 +5,18 @@ Contract:
 - ``header_checks`` runs BEFORE the bearer check and decides everything visible in the
   headers, so such a malformed request never costs an upstream call (no RS probe, no
   token introspection), in this order (the generic ``middleware.http.shape_checks`` in
-  this door's words):
+  this door's words, after the protocol version):
 
-  1. ``Accept`` must admit ``application/json`` with a non-zero quality (the most
+  1. an ``MCP-Protocol-Version`` this server does not speak → 400 ``-32022`` with
+     ``data.supported`` (what ``server/discover`` lists) and ``data.requested``; its id
+     is ``null``, since the body is not read before the bearer is accepted (the SDK's
+     client matches the answer to its request by the HTTP exchange);
+  2. ``Accept`` must admit ``application/json`` with a non-zero quality (the most
      specific matching range decides: ``application/json;q=0, */*`` refuses) → 406;
-  2. ``Content-Type`` must be ``application/json`` → 415;
-  3. ``Content-Encoding``, when present, must be ``identity`` → 415 (the gateway never
+  3. ``Content-Type`` must be ``application/json`` → 415;
+  4. ``Content-Encoding``, when present, must be ``identity`` → 415 (the gateway never
      decompresses a request: no decompression bomb, no buffer it did not size);
-  4. a declared body over the cap → 413.
+  5. a declared body over the cap → 413.
 
 - ``body_checks`` runs AFTER the bearer check (an unauthenticated caller never makes
   the gateway read, buffer or parse a body):
@@ -22,9 +26,7 @@ Contract:
      → 413;
   2. one JSON object: unparsable → 400 ``-32700``; a batch, a posted response, or an
      envelope without ``"jsonrpc": "2.0"``, a string ``method`` or a valid ``id`` →
-     400 ``-32600``; an ``MCP-Protocol-Version`` this server does not speak → 400
-     ``-32022`` with the request's id, ``data.supported`` (what ``server/discover``
-     lists) and ``data.requested`` (the header as sent), as the SDK answers it at the stdio door; ``params`` that is not an object → 400 ``-32602`` (the id echoed
+     400 ``-32600``; ``params`` that is not an object → 400 ``-32602`` (the id echoed
      when it is a valid one: JSON-RPC 2.0 §5 keeps ``null`` for requests whose id
      could not be read);
   3. era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
@@ -115,9 +117,8 @@ MCP_LABELS: Final = web.RequestKey("mcp_labels", tuple[str, str])  # (method, to
 
 
 def header_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """The checks that need only the headers (run before the bearer check): the generic
-    shape stage in this door's words. (The protocol version is checked with the body, so
-    its refusal carries the request's id.)"""
+    """The checks that need only the headers (run before the bearer check): the protocol
+    version, then the generic shape stage in this door's words."""
     texts = {
         "not_acceptable": "Not acceptable: this endpoint answers application/json only. Send "
         "Accept: application/json, text/event-stream.",
@@ -132,7 +133,15 @@ def header_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Await
             _too_large(max_body_bytes) if status == 413 else refusal(status, code, texts.get(code, message))
         )
 
-    return shape_checks(refuse, max_body_bytes=max_body_bytes)
+    shape = shape_checks(refuse, max_body_bytes=max_body_bytes)
+
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        requested = request.headers.get(VERSION_HEADER)
+        if requested is not None and requested not in _SUPPORTED:
+            return _unsupported_version(requested)
+        return await shape(request, handler)
+
+    return check
 
 
 def body_checks(
@@ -171,7 +180,7 @@ def body_checks(
 
 
 def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
-    """The shape ladder over one POST body (steps 4 and 5 of the module contract)."""
+    """The shape ladder over one POST body (body steps 2 and 3 of the module contract)."""
     try:
         decoded = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -189,9 +198,6 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
     echo = decoded["id"] if valid_id and isinstance(method, str) else None
     if decoded.get("jsonrpc") != "2.0" or not isinstance(method, str) or not (notification or valid_id):
         return _invalid(echo, _NOT_A_REQUEST)
-    requested = request.headers.get(VERSION_HEADER)
-    if requested is not None and requested not in _SUPPORTED:
-        return _unsupported_version(requested, echo)
     if decoded.get("params") is not None and not isinstance(decoded["params"], dict):
         return refusal(
             400,
@@ -262,8 +268,8 @@ def _invalid(request_id: Any, message: str) -> web.Response:
     return refusal(400, "invalid_request", message, rpc_code=INVALID_REQUEST, request_id=request_id)
 
 
-def _unsupported_version(version: str, request_id: Any) -> web.Response:
-    """400 with the request's id, as the SDK answers it at the stdio door: ``data.supported``
+def _unsupported_version(version: str) -> web.Response:
+    """400, as the SDK words it at the stdio door: ``data.supported``
     lists what ``server/discover`` lists (the 2026-era versions) and ``data.requested``
     echoes the value as sent (a JSON string, whatever its shape). The message quotes it
     only when it is shaped like a version (a date) and names the handshake era's versions."""
@@ -277,7 +283,6 @@ def _unsupported_version(version: str, request_id: Any) -> web.Response:
         f"use the initialize handshake ({', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}) and leave the header "
         "out before it.",
         rpc_code=UNSUPPORTED_PROTOCOL_VERSION,
-        request_id=request_id,
         supported=supported,
         requested=version,
     )

@@ -101,6 +101,20 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.connections_open = Gauge(
+            "pdpp_gateway_connections_open",
+            "HTTP connections open (bounded by the connection ceiling).",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
+        self.connections_closed = Counter(
+            "pdpp_gateway_connections_closed",
+            "Connections the gateway closed, by reason: idle_timeout, header_timeout, keepalive_timeout, "
+            "evicted (the longest-waiting, for a newcomer at the ceiling), refused (a newcomer, 503).",
+            ["reason"],
+            registry=self.registry,
+        )
+
         self.servers = Gauge(
             "pdpp_gateway_mcp_servers",
             "MCP servers held, one per public origin served (bounded).",
@@ -165,6 +179,9 @@ class Metrics:
 
     def count_held(self, route: str) -> None:
         self._child(self.held, route).inc()
+
+    def count_connection_closed(self, reason: str) -> None:
+        self._child(self.connections_closed, reason).inc()
 
     def observe_token_cache(self, hit: bool) -> None:
         self._later(self._observe_token_cache, hit)

@@ -103,6 +103,7 @@ class Drain:
 
 
 DRAIN: Final = web.AppKey("drain", Drain)
+METRICS: Final = web.AppKey("metrics", Metrics)  # the app's metrics, for the connection guard
 
 
 def observe(metrics: Metrics) -> Middleware:

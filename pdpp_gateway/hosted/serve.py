@@ -19,14 +19,17 @@ Contract:
   in flight, or arriving meanwhile, is answered by 60% of the grace: a call
   still running then is stopped and answered with a JSON-RPC error (503
   ``server_restarting``, ``Retry-After``), never a closed connection; then upstream
-  clients close and the process exits within the grace. Each worker logs
+  clients close, the last spans are exported in what is left of the grace (a collector
+  that does not answer costs those spans, never the deadline: ``tracing.stop_tracing``),
+  and the process exits within the grace. Each worker logs
   one ``listening`` line with the bound URL, its pid, its event loop and the settings
   file read (``config_file``, null when none). With no settings file read, a
   ``config/gateway.toml`` in the working directory is named in one warning: it is not
   read unless passed with ``--config`` (or ``PDPP_GATEWAY_CONFIG``).
 - Connections are served by ``http_server.GatewayRunner`` (malformed HTTP answered and
-  logged without its content, no request decompression, a 408 ends its connection),
-  and every log record goes through ``RedactBearers``.
+  logged without its content, no request decompression, a 408 ends its connection,
+  idle, header and keep-alive timeouts and a connection ceiling from the settings:
+  ``connections``), and every log record goes through ``RedactBearers``.
 - Once serving, the start-up heap is frozen out of the cyclic GC (``gc.freeze``), so
   full collections stay short however many calls are in flight.
 - Each worker runs its event loop on ``uvloop`` where it is installed (every platform
@@ -93,15 +96,17 @@ ANSWER_BY_SHARE: Final = 0.6  # of the shutdown grace: every call in flight is a
 
 async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     from pdpp_gateway.hosted.app import create_app
+    from pdpp_gateway.hosted.connections import ConnectionLimits
     from pdpp_gateway.hosted.http_server import GatewayRunner
     from pdpp_gateway.hosted.ops import DRAIN
-    from pdpp_gateway.tracing import start_tracing
+    from pdpp_gateway.tracing import start_tracing, stop_tracing
 
     settings = replace(settings, port=sock.getsockname()[1])
     start_tracing()  # per worker process: the exporter's thread does not cross a fork or spawn
     app = create_app(settings)
     half = settings.shutdown_grace_seconds / 2
-    runner = GatewayRunner(app, handle_signals=False, shutdown_timeout=half)
+    limits = ConnectionLimits.from_settings(settings)
+    runner = GatewayRunner(app, limits=limits, handle_signals=False, shutdown_timeout=half)
     await runner.setup()
     await web.SockSite(runner, sock).start()
     freeze_start_up_objects()
@@ -136,6 +141,7 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         drain = app[DRAIN]
         grace = settings.shutdown_grace_seconds
+        grace_ends = loop.time() + grace
         drain.answer_everything_by(loop.time() + grace * ANSWER_BY_SHARE)
         _log.info(
             "draining: /readyz answers 503; %d request(s) in flight (grace %.0f s)",
@@ -146,6 +152,7 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(drain.idle.wait(), half)
         await runner.cleanup()
+        stop_tracing(grace_ends - loop.time())  # the last spans, in what is left of the grace
         _log.info("stopped", extra={"fields": {"event": "stopped"}})
 
 

@@ -11,11 +11,13 @@ Contract:
 - ``CircuitBreaker``: judges the RS by the failure *rate* of recent calls (upstream
   failures: no answer in time, a refused, reset or cut-off connection, 502/503/504 after
   retries; an answer the RS gave on purpose, any 2xx-4xx or a 500 that is a bug of one
-  request, counts as health). At least ``min_calls`` calls in the last ``window`` seconds
-  with ``failure_rate`` or more failed open the circuit: every call fails fast for
-  ``cool_down`` seconds with the time left to wait, then a few probes go through
-  (half-open) and the first to end decides. A flapping RS that answers half the calls is
-  not held back.
+  request, counts as health). At least ``min_calls`` calls in the last ``window`` seconds,
+  ending ``min_span`` seconds apart or more, with ``failure_rate`` or more failed open the
+  circuit: every call fails fast for ``cool_down`` seconds with the time left to wait,
+  then a few probes go through (half-open) and the first to end decides. An RS that
+  flaps (down and up by turns, each for less than about ``min_span``) answers half the
+  calls and is never held back, not even when its first calls all fall in a down turn:
+  a few failures in a row are not yet a failure rate.
 - ``Breakers``: one breaker per route class (``rs.routes``: search, records, aggregate,
   schema, ...), so one kind of call that fails (slow searches) never holds another
   (record reads). Every change of state is one log line and is told to an observer (the
@@ -89,6 +91,7 @@ class CircuitOpen(Exception):
 
 DEFAULT_WINDOW: Final = 10.0
 DEFAULT_MIN_CALLS: Final = 5
+DEFAULT_MIN_SPAN: Final = 2.0
 DEFAULT_FAILURE_RATE: Final = 0.8
 DEFAULT_COOL_DOWN: Final = 5.0
 DEFAULT_PROBES: Final = 3
@@ -99,9 +102,10 @@ Change = Callable[["CircuitState", str], None]
 class CircuitBreaker:
     """Health judged by the failure rate of the last ``window`` seconds of calls.
 
-    It opens once at least ``min_calls`` calls ended within the window and at least
-    ``failure_rate`` of them failed: an RS that answers half the time is not held back
-    (half the calls still succeed), one that is down is. Open, every call fails fast for
+    It opens once at least ``min_calls`` calls ended within the window, the first and the
+    last at least ``min_span`` seconds apart, and at least ``failure_rate`` of them failed:
+    an RS that answers half the time is not held back (half the calls still succeed, and
+    a down turn shorter than ``min_span`` is never judged alone), one that is down is. Open, every call fails fast for
     ``cool_down`` seconds; then up to ``probes`` calls at a time are let through
     (half-open): a success closes it (the window starts afresh), a failure opens it again.
     ``on_change(state, why)`` hears every change of state.
@@ -109,6 +113,7 @@ class CircuitBreaker:
 
     window: float = DEFAULT_WINDOW
     min_calls: int = DEFAULT_MIN_CALLS
+    min_span: float = DEFAULT_MIN_SPAN
     failure_rate: float = DEFAULT_FAILURE_RATE
     cool_down: float = DEFAULT_COOL_DOWN
     probes: int = DEFAULT_PROBES
@@ -154,7 +159,8 @@ class CircuitBreaker:
             return
         self._record(failed=True)
         calls = len(self._events)
-        if calls >= self.min_calls and self._failed >= self.failure_rate * calls:
+        spanned = self._events[-1][0] - self._events[0][0] >= self.min_span
+        if calls >= self.min_calls and spanned and self._failed >= self.failure_rate * calls:
             self._open(
                 self._failed, calls, why=f"{self._failed} of {calls} calls failed in {self.window:g} s"
             )
@@ -198,6 +204,7 @@ class Breakers:
 
     window: float = DEFAULT_WINDOW
     min_calls: int = DEFAULT_MIN_CALLS
+    min_span: float = DEFAULT_MIN_SPAN
     failure_rate: float = DEFAULT_FAILURE_RATE
     cool_down: float = DEFAULT_COOL_DOWN
     probes: int = DEFAULT_PROBES
@@ -216,6 +223,7 @@ class Breakers:
             breaker = CircuitBreaker(
                 window=self.window,
                 min_calls=self.min_calls,
+                min_span=self.min_span,
                 failure_rate=self.failure_rate,
                 cool_down=self.cool_down,
                 probes=self.probes,

@@ -3,8 +3,8 @@
 The gateway's RS reads and its introspection calls all go through a counting proxy, and
 each request below carries a VALID client bearer.
 
-- A defect visible in the headers (``Accept``, ``Content-Type``, ``Content-Encoding``,
-  declared size, ``MCP-Protocol-Version``) is refused before the bearer check: the proxy
+- A defect visible in the headers (``MCP-Protocol-Version``, ``Accept``, ``Content-Type``,
+  ``Content-Encoding``, declared size) is refused before the bearer check: the proxy
   sees nothing (no ``/v1/schema`` probe, no ``POST /introspect``).
 - A defect only visible in the body is refused after the bearer check (the body of an
   unauthenticated request is never read): the proxy sees that one bearer check and no
@@ -64,21 +64,8 @@ async def post(url: str, sent: CIMultiDict[str], data: Any) -> tuple[int, Any]:
 
 BEARER_CHECK = {"GET /v1/schema", "POST /introspect"}
 HEADER_REFUSALS = [
-    ({"Accept": "text/html"}, PING, 406, -32600, None),
-    ({"Accept": "application/json;q=0"}, PING, 406, -32600, None),
-    ({"Accept": "application/json;q=0, */*"}, PING, 406, -32600, None),
-    ({"Content-Type": "text/plain"}, PING, 415, -32600, None),
-    ({"Content-Encoding": "gzip"}, PING, 415, -32600, None),
-]
-HEADER_REFUSAL_IDS = [
-    "accept-html",
-    "accept-json-q0",
-    "accept-json-q0-wildcard",
-    "content-type",
-    "content-encoding",
-]
-BODY_REFUSALS = [
-    # checked with the body, so the refusal carries the request's id
+    # the version is a header: refused before the bearer check, so before any introspection
+    ({"MCP-Protocol-Version": "1999-01-01"}, b'{"jsonrpc":"2.0","id":4,"method":"ping"}', 400, -32022, None),
     (
         {"MCP-Protocol-Version": "1999-01-01"},
         b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
@@ -86,7 +73,23 @@ BODY_REFUSALS = [
         -32022,
         None,
     ),
-    ({"MCP-Protocol-Version": "1999-01-01"}, b'{"jsonrpc":"2.0","id":4,"method":"ping"}', 400, -32022, 4),
+    ({"Accept": "text/html"}, PING, 406, -32600, None),
+    ({"Accept": "application/json;q=0"}, PING, 406, -32600, None),
+    ({"Accept": "application/json;q=0, */*"}, PING, 406, -32600, None),
+    ({"Content-Type": "text/plain"}, PING, 415, -32600, None),
+    ({"Content-Encoding": "gzip"}, PING, 415, -32600, None),
+]
+HEADER_REFUSAL_IDS = [
+    "request-unsupported-version",
+    "notification-unsupported-version",
+    "accept-html",
+    "accept-json-q0",
+    "accept-json-q0-wildcard",
+    "content-type",
+    "content-encoding",
+]
+BODY_REFUSALS = [
+    # checked with the body, so the refusal carries the request's id when it is valid
     ({}, b'{"jsonrpc": "2.0", "id": 1, "method":', 400, -32700, None),
     ({}, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', 400, -32600, None),
     ({}, b'"just a string"', 400, -32600, None),
@@ -119,8 +122,6 @@ BODY_REFUSALS = [
     ),
 ]
 BODY_REFUSAL_IDS = [
-    "notification-unsupported-version",
-    "request-unsupported-version",
     "malformed-json",
     "batch",
     "not-an-object",

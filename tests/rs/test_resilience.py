@@ -62,14 +62,17 @@ def test_the_breaker_opens_on_a_failure_rate_then_lets_a_few_probes_through() ->
         on_change=_note(changes),
     )
     for _ in range(3):  # too few calls to judge, however they ended
+        clock.now += 0.5
         breaker.admit()
         breaker.failed()
+    clock.now += 0.5
     breaker.admit()
     breaker.succeeded()
     assert breaker.state is CircuitState.CLOSED  # 3 of 4 failed: 0.75, not yet
+    clock.now += 0.5
     breaker.admit()
     breaker.failed()
-    assert breaker.state is CircuitState.OPEN  # 4 of 5 failed
+    assert breaker.state is CircuitState.OPEN  # 4 of 5 failed, over 2 s
     with pytest.raises(CircuitOpen) as held:
         breaker.admit()
     assert held.value.retry_after == pytest.approx(5)
@@ -112,6 +115,41 @@ def test_an_rs_that_answers_half_the_calls_is_never_held_back() -> None:
             answered += 1
     assert breaker.state is CircuitState.CLOSED
     assert answered == 200
+
+
+def test_a_flapping_rs_is_never_held_back_even_when_its_first_calls_fail() -> None:
+    """Down half a second, up half a second, from the first call on: the first calls all fail,
+    yet a few failures in a row are not a failure rate until they span ``min_span``."""
+    clock = Clock()
+    changes: list[tuple[CircuitState, str]] = []
+    breaker = CircuitBreaker(clock=clock, on_change=_note(changes))
+    answered = 0
+    for n in range(2000):  # 100 calls a second for 20 s
+        clock.now += 0.01
+        breaker.admit()
+        if (n // 50) % 2:
+            breaker.succeeded()
+            answered += 1
+        else:
+            breaker.failed()
+    assert changes == []  # not one spell
+    assert answered == 1000
+
+
+def test_an_rs_down_from_the_start_is_held_back_once_its_failures_span_two_seconds() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker(clock=clock)
+    first = clock.now + 0.1
+    for _ in range(100):  # 10 calls a second, every one failing
+        clock.now += 0.1
+        breaker.admit()
+        breaker.failed()
+        if breaker.state is not CircuitState.CLOSED:
+            break
+    assert 2.0 <= clock.now - first < 2.2  # opened as soon as the failures spanned two seconds
+    with pytest.raises(CircuitOpen) as held:
+        breaker.admit()
+    assert held.value.failed == held.value.calls >= 20
 
 
 def test_old_failures_leave_the_window() -> None:
@@ -157,7 +195,7 @@ async def flaky(aiohttp_server: Any) -> tuple[Flaky, TestServer]:
 
 async def test_a_dead_upstream_is_held_back_then_probed_back_to_health(flaky: Any) -> None:
     upstream, server = flaky
-    breakers = Breakers(min_calls=3, cool_down=0.3)
+    breakers = Breakers(min_calls=3, min_span=0, cool_down=0.3)  # judged at once: the rate is tested above
     async with RsClient(str(server.make_url("")), retry=FAST, breakers=breakers) as rs:
         for _ in range(3):
             with pytest.raises(RsUnavailableError):
@@ -205,7 +243,7 @@ async def test_failing_searches_hold_back_searches_only(
     app.router.add_get("/v1/streams/{stream}/records", records)
     server = await aiohttp_server(app, host="127.0.0.1")
     states: list[tuple[str, CircuitState]] = []
-    breakers = Breakers(observer=lambda scope, state: states.append((scope, state)))
+    breakers = Breakers(min_span=0, observer=lambda scope, state: states.append((scope, state)))
     timeouts = RsTimeouts(connect=1, read=0.05, total=0.1)
     async with RsClient(str(server.make_url("")), retry=FAST, breakers=breakers, timeouts=timeouts) as rs:
         for _ in range(6):
