@@ -15,7 +15,8 @@ Contract (every path returned is absolute):
 - ``reading_roots(flag)``: every root a listing shows: the one named, else the working
   directory's ``.pdpp`` (when it exists) and the per-user directory;
   ``cached_providers(roots)`` the providers with a grant there (a command given no
-  ``--provider-url`` uses the only one).
+  ``--provider-url`` uses the only one). Listing and reading go through ``cache_files``
+  (``CacheRefused`` for an unsafe file or folder).
 
 Standard library only: a local door resolves it before the SDK has loaded.
 """
@@ -26,6 +27,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
+
+from pdpp_gateway import cache_files
 
 APP_DIR: Final = "pdpp-gateway"
 LOCAL_DIR: Final = ".pdpp"
@@ -60,7 +63,7 @@ def cache_root(
                 return local
         except CredentialError:
             pass  # an invalid URL: the caller says so
-    elif (local / "clients").is_dir() and any((local / "clients").glob("*.json")):
+    elif (local / "clients").is_dir() and cache_files.listed(local / "clients"):
         return local
     return user_cache_root(values)
 
@@ -81,15 +84,12 @@ def reading_roots(flag: str | None, env: Mapping[str, str] | None = None) -> lis
 
 def cached_providers(roots: list[Path]) -> list[tuple[str, Path]]:
     """Every provider with a grant cached under ``roots``: (its URL, the root), in order."""
-    import json
+    from pdpp_gateway.grant_cache import read_payload
 
     found: list[tuple[str, Path]] = []
     for root in roots:
-        for path in sorted((root / "clients").glob("*.json")):
-            try:
-                url = json.loads(path.read_text(encoding="utf-8")).get("provider_url")
-            except (OSError, ValueError, AttributeError):
-                continue
+        for path in cache_files.listed(root / "clients"):
+            url = (read_payload(path) or {}).get("provider_url")
             if isinstance(url, str) and url and all(url != known for known, _ in found):
                 found.append((url, root))
     return found

@@ -31,8 +31,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "local grants",
         frozenset(
-            {"grant_cache", "credentials", "cache_root", "settings", "oauth_flow", "loopback", "renewal"}
-            | {"renewing_rs", "local_package", "local_readers"}
+            {"cache_files", "grant_cache", "credentials", "cache_root", "settings", "oauth_flow", "loopback"}
+            | {"renewal", "renewing_rs", "local_package", "local_readers"}
         ),
     ),
     ("doors", frozenset({"fast_start", "stdio", "hosted", "sandbox"})),

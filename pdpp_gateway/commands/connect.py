@@ -23,13 +23,15 @@ Contract:
   reached leaves a renewed, usable cache and says so (exit 0 with a notice: the stdio
   door checks the token before its first read).
 - ``connect --list``: one line per cached grant (provider, connector, grant, connections,
-  streams, expiry, whether it can refresh), never a token. ``--forget URL`` deletes the
+  streams, expiry, whether it can refresh), never a token; a cache file or folder that is
+  not safe (``cache_files``: a link, a FIFO, another user's, not mode 600) is refused on
+  stderr with its fix and the exit is 78, its content never shown. ``--forget URL`` deletes the
   provider's grants and ``--refresh URL`` renews them; with ``--connector`` only that
   connector's, and either says how many.
 - Exit codes (README "Connect"): 0, 64 usage, 65 registration refused, 66 consent denied,
   67 timed out, 68 state mismatch, 69 provider or AS unreachable or unusable, 70 the AS
   refused the request or the token exchange, 77 owner credential refused, 78 nothing
-  cached (``--forget``, ``--refresh``). Every failure is one line on stderr.
+  cached (``--forget``, ``--refresh``) or a cache file or folder refused as unsafe. Every failure is one line on stderr.
 """
 
 from __future__ import annotations
@@ -350,15 +352,30 @@ def _summary(provider_url: str, answer: dict[str, Any], path: Path, connector: s
 
 
 def _list(roots: list[Path]) -> int:
+    """One line per grant; an unsafe file or folder is refused on stderr (exit 78), the rest listed."""
+    from pdpp_gateway import cache_files
     from pdpp_gateway.grant_cache import label, read_payload, sections
+    from pdpp_gateway.local_verdict import CredentialError
 
-    files = [path for root in roots for path in sorted((root / "clients").glob("*.json"))]
-    if not files:
+    refused: CredentialError | None = None
+    files: list[Path] = []
+    for root in roots:
+        try:
+            files += cache_files.listed(root / "clients")
+        except CredentialError as error:
+            say(error.message)
+            refused = error
+    if not files and refused is None:
         where = " or ".join(str(root) for root in roots)
         print(f"No grants cached in {where}. Run `pdpp-gateway connect PROVIDER_URL`.")
         return 0
     for path in files:
-        payload = read_payload(path)
+        try:
+            payload = read_payload(path)
+        except CredentialError as error:
+            say(error.message)
+            refused = error
+            continue
         if payload is None:
             print(f"{path}: unreadable")
             continue
@@ -373,7 +390,7 @@ def _list(roots: list[Path]) -> int:
                 f"expires={credential.get('expires_at') or '-'}  "
                 f"refresh={'yes' if credential.get('refresh_token') else 'no'}"
             )
-    return 0
+    return refused.exit_code if refused is not None else 0
 
 
 def _forget(provider_url: str, cache_root: Path, connectors: list[str]) -> int:

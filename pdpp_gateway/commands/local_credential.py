@@ -90,10 +90,10 @@ def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> 
         say(notice)
     from pdpp_gateway.cache_root import cache_root as resolve_root
 
-    cache_root = args.resolved_cache_root = resolve_root(
-        args.cache_root, provider_url=urls[0] if package is None and len(urls) == 1 else None
-    )
     try:
+        cache_root = args.resolved_cache_root = resolve_root(
+            args.cache_root, provider_url=urls[0] if package is None and len(urls) == 1 else None
+        )
         providers = package_providers(urls, package, cache_root)
         if connectors and len(providers) > 1:
             say("--connector narrows one provider's grants; name one --provider-url with it.")
@@ -124,9 +124,14 @@ def _only_cached_provider(args: argparse.Namespace, command: str) -> str | int:
     """The one provider with a cached grant (said on stderr), else the exit code after
     listing the choices as ready commands."""
     from pdpp_gateway.cache_root import cached_providers, reading_roots
+    from pdpp_gateway.local_verdict import CredentialError
 
     roots = reading_roots(args.cache_root)
-    found = cached_providers(roots)
+    try:
+        found = cached_providers(roots)
+    except CredentialError as error:
+        say(error.message)
+        return error.exit_code
     if len(found) == 1:
         url, root = found[0]
         say(f"using the only provider with a cached grant, {url} ({root})")

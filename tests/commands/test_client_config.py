@@ -14,12 +14,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from pdpp_gateway.cache_root import cache_root, user_cache_root
-from tests.conftest import run_cli
+from tests.conftest import as_person, run_cli
 from tests.grants import approve
-
-
-def _as_person(home: Path) -> dict[str, str]:
-    return {"HOME": str(home), "XDG_DATA_HOME": "", "PYTHONPATH": ""}
 
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
@@ -28,7 +24,7 @@ async def test_the_printed_desktop_entry_runs_from_anywhere(sandbox: Any, tmp_pa
     root = home / ".local" / "share" / "pdpp-gateway"  # where connect writes by default
     await approve(sandbox.url, root, "gmail")
     printed = await asyncio.to_thread(
-        run_cli, "client-config", "--client", "claude-desktop", env=_as_person(home), cwd=tmp_path
+        run_cli, "client-config", "--client", "claude-desktop", env=as_person(home), cwd=tmp_path
     )
     assert printed.returncode == 0, printed.stderr
     entry = json.loads(printed.stdout.split("\n", 1)[1])["mcpServers"]["pdpp"]
@@ -67,17 +63,17 @@ async def test_one_shot_commands_use_the_only_cached_provider(sandbox_factory: A
     sandbox, other = await sandbox_factory(), await sandbox_factory()
     home = tmp_path / "home"
     await approve(sandbox.url, home / ".local" / "share" / "pdpp-gateway", "gmail")
-    done = await asyncio.to_thread(run_cli, "search", "invoice", env=_as_person(home), cwd=tmp_path)
+    done = await asyncio.to_thread(run_cli, "search", "invoice", env=as_person(home), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"using the only provider with a cached grant, {sandbox.url}" in done.stderr
     await approve(other.url, home / ".local" / "share" / "pdpp-gateway", "github")
-    several = await asyncio.to_thread(run_cli, "search", "invoice", env=_as_person(home), cwd=tmp_path)
+    several = await asyncio.to_thread(run_cli, "search", "invoice", env=as_person(home), cwd=tmp_path)
     assert several.returncode == 64
     assert f"pdpp-gateway search ... --provider-url {sandbox.url}" in several.stderr
 
 
 def test_no_provider_and_nothing_cached_says_where_it_looked(tmp_path: Path) -> None:
-    done = run_cli("call", "schema", env=_as_person(tmp_path), cwd=tmp_path)
+    done = run_cli("call", "schema", env=as_person(tmp_path), cwd=tmp_path)
     assert done.returncode == 64
     assert "missing --provider-url" in done.stderr
     assert str(tmp_path / ".local" / "share" / "pdpp-gateway") in done.stderr  # absolute, not ".pdpp"
