@@ -7,8 +7,9 @@ ones configured by a command. The entry starts the gateway by an absolute path (
 install's ``pdpp-gateway`` script, else its Python with ``-m pdpp_gateway``), so it works
 from a client's own working directory with a plain ``PATH``. It names ``--provider-url``
 (given, else every provider with a cached grant, one server each) and ``--cache-root``
-only when the grants are not in the per-user directory the gateway finds by itself.
-Exit 78 when no provider is given and none is cached, or
+only when the grants are not in the per-user directory the gateway finds by itself (a
+``.pdpp`` in the working directory is read only with ``--trust-cwd-cache``, and its entry
+names it by its absolute path). Exit 78 when no provider is given and none is cached, or
 when a cache file or folder is unsafe (``cache_files``). ``connect`` prints the same after
 connecting (``entries``).
 """
@@ -37,6 +38,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--provider-url", help="the provider to serve (default: every provider with a cached grant)"
     )
     parser.add_argument("--cache-root", help="credential cache root, if not the default one")
+    from pdpp_gateway.commands.local_credential import add_trust_cwd_argument
+
+    add_trust_cwd_argument(parser)
 
 
 def launcher() -> list[str]:
@@ -93,11 +97,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.provider_url:
             url = normalize_provider_url(args.provider_url)
-            root = cache_root(args.cache_root, provider_url=url)
+            root = cache_root(args.cache_root, provider_url=url, trust_cwd=args.trust_cwd_cache)
             cache_files.read(cache_file_for(url, root))  # an unsafe cache is refused here, not at start
             found = [(url, root)]
         else:
-            found = cached_providers(reading_roots(args.cache_root))
+            found = cached_providers(reading_roots(args.cache_root, trust_cwd=args.trust_cwd_cache))
     except CredentialError as error:
         say(error.message)
         return error.exit_code

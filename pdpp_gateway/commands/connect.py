@@ -25,7 +25,10 @@ Contract:
 - ``connect --list``: one line per cached grant (provider, connector, grant, connections,
   streams, expiry, whether it can refresh), never a token; a cache file or folder that is
   not safe (``cache_files``: a link, a FIFO, another user's, not mode 600) is refused on
-  stderr with its fix and the exit is 78, its content never shown. ``--forget URL`` deletes the
+  stderr with its fix and the exit is 78, its content never shown.
+- ``--list``, ``--forget`` and ``--refresh`` read a ``.pdpp`` in the working directory only
+  with ``--trust-cwd-cache`` (or ``PDPP_TRUST_CWD_CACHE=1``: ``cache_root``); a new grant is
+  never written there. ``--forget URL`` deletes the
   provider's grants and ``--refresh URL`` renews them; with ``--connector`` only that
   connector's, and either says how many.
 - Exit codes (README "Connect"): 0, 64 usage, 65 registration refused, 66 consent denied,
@@ -53,8 +56,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-root",
         help="credential cache root (env PDPP_CACHE_ROOT; default ~/.local/share/pdpp-gateway, or "
-        "$XDG_DATA_HOME/pdpp-gateway; --list also shows a .pdpp here)",
+        "$XDG_DATA_HOME/pdpp-gateway)",
     )
+    from pdpp_gateway.commands.local_credential import add_trust_cwd_argument
+
+    add_trust_cwd_argument(parser)
     parser.add_argument(
         "--connector",
         action="append",
@@ -106,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.refusals import ExitCode
 
     if args.list:
-        return _list(reading_roots(args.cache_root))
+        return _list(reading_roots(args.cache_root, trust_cwd=args.trust_cwd_cache))
     if not args.provider_url:
         say("missing PROVIDER_URL. Example: pdpp-gateway connect https://pdpp.example.com")
         return ExitCode.USAGE
@@ -126,10 +132,10 @@ def run(args: argparse.Namespace) -> int:
             say(
                 f"{args.provider_url} is an MCP endpoint; connecting to the provider behind it, {provider_url}"
             )
-        if args.forget:
-            return _forget(provider_url, reading_root(args.cache_root, provider_url=provider_url), connectors)
-        if args.refresh:
-            root = reading_root(args.cache_root, provider_url=provider_url)
+        if args.forget or args.refresh:
+            root = reading_root(args.cache_root, provider_url=provider_url, trust_cwd=args.trust_cwd_cache)
+            if args.forget:
+                return _forget(provider_url, root, connectors)
             return asyncio.run(_refresh(provider_url, root, connectors))
         cache_root = writing_root(args.cache_root)
         asked: list[str | None] = [*connectors] or [None]

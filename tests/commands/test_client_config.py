@@ -54,8 +54,12 @@ def test_the_per_user_root_and_a_local_pdpp(tmp_path: Path, monkeypatch: pytest.
     local = tmp_path / ".pdpp" / "clients"
     local.mkdir(parents=True)
     (local / "pdpp.example.com.json").write_text("{}")
-    assert cache_root(None, provider_url="https://pdpp.example.com", env=env) == tmp_path / ".pdpp"
-    assert cache_root(None, provider_url="https://other.example", env=env) == user_cache_root(env)
+    pdpp_com, other = "https://pdpp.example.com", "https://other.example"
+    assert cache_root(None, provider_url=pdpp_com, env=env) == user_cache_root(env)  # not opted in
+    assert cache_root(None, provider_url=pdpp_com, trust_cwd=True, env=env) == tmp_path / ".pdpp"
+    opted_by_env = {**env, "PDPP_TRUST_CWD_CACHE": "1"}
+    assert cache_root(None, provider_url=pdpp_com, env=opted_by_env) == tmp_path / ".pdpp"
+    assert cache_root(None, provider_url=other, trust_cwd=True, env=env) == user_cache_root(env)
     assert cache_root("elsewhere", provider_url="https://pdpp.example.com", env=env) == tmp_path / "elsewhere"
 
 
