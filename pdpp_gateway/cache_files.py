@@ -30,8 +30,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
-import shlex
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,7 +86,7 @@ def write(path: Path, data: bytes) -> None:
         assert fds is not None
         root_fd, folder_fd = fds
         _create_gitignore(root_fd)
-        temp = f".tmp-{secrets.token_hex(8)}.json"
+        temp = f".tmp-{os.urandom(8).hex()}.json"  # not secrets: its import costs a start ~7 ms
         fd = os.open(
             temp,
             os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -290,4 +288,6 @@ def _kind(mode: int) -> str:
 
 
 def _quoted(path: Path) -> str:
+    import shlex  # only a refusal needs it
+
     return shlex.quote(str(path))
