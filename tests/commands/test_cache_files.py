@@ -124,3 +124,23 @@ def test_a_linked_clients_folder_is_refused_and_its_target_left_alone(tmp_path: 
     assert stat.S_IMODE(target.stat().st_mode) == 0o755  # not chmodded through the link
     assert cache_file_for(URL, target.parent / "x").name in os.listdir(target)  # nothing removed
     _refused_everywhere(home, tmp_path, "symbolic link", f"rm {clients}")
+
+
+def test_a_package_file_may_be_read_by_others_but_never_through_a_link(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    packages = _own_cache(home).parent.parent / "packages"
+    packages.mkdir()
+    shared = tmp_path / "someone-elses-package.json"
+    shared.write_text('{"providers": ["https://victim.example"]}')
+    (packages / "work.json").symlink_to(shared)
+    done = run_cli("stdio", "--package", "work", env=as_person(home), cwd=tmp_path)
+    assert done.returncode == 78, done.stderr
+    assert f"rm {packages / 'work.json'}" in done.stderr
+    assert "victim.example" not in done.stderr
+    (packages / "work.json").unlink()
+    (packages / "work.json").write_text(f'{{"providers": ["{URL}"]}}')
+    (packages / "work.json").chmod(0o644)  # provider URLs, no token: others may read it
+    done = run_cli("call", "schema", "--package", "work", env=as_person(home), cwd=tmp_path)
+    assert "cache_unsafe" not in done.stderr
+    assert "refused the credential cache path" not in done.stderr
+    assert done.returncode == 69, done.stderr  # read, then the RS (nothing listens there) cannot be asked
