@@ -18,6 +18,8 @@ Contract:
   credential, 77 for one labelled ``owner`` or ``mcp_package`` (package tokens are only
   valid at a hosted ``/mcp``), 64 for a bad provider URL. A file whose ``provider_url``
   names another origin is refused, so a copied file cannot send a token elsewhere.
+  The file is read through ``cache_files``: a link, a FIFO or device, another user's file,
+  one not mode 600, or a folder others can write is refused (78) with the fix.
 - What a local door makes of a bearer's facts (``judge``, ``CredentialError``) is
   ``local_verdict``'s, below the RS readers that use it too.
 - ``expires_at`` is an ISO 8601 timestamp or a number of epoch seconds; anything else
@@ -34,9 +36,7 @@ Contract:
 
 from __future__ import annotations
 
-import logging
 import re
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,20 +44,20 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+from pdpp_gateway import cache_files
 from pdpp_gateway.caller import BearerFacts
 from pdpp_gateway.grant_cache import (
     connector_of,
     is_for,
     label,
     locked,
+    parse_payload,
     put_section,
     read_payload,
     sections,
     write_grants,
 )
 from pdpp_gateway.local_verdict import REFUSED_KINDS, CredentialError, judge, problem
-
-_log = logging.getLogger(__name__)
 
 OWNER_ENV_VARS: Final = ("PDPP_OWNER_TOKEN", "PDPP_OWNER_SESSION_COOKIE")
 _KIND_FLAGS: Final = ("pdpp_token_kind", "token_kind", "kind", "role")
@@ -143,14 +143,10 @@ def load_credentials(
     that order), lapsed ones included (``Credential.lapsed``), or a ``CredentialError``."""
     url = normalize_provider_url(provider_url)
     path = cache_file_for(url, cache_root)
-    try:
-        path.stat()
-    except FileNotFoundError:
-        raise problem("not_connected", f"looked for {url} in {path}", url) from None
-    except OSError as error:
-        raise problem("credential_invalid", f"cannot read {path}: {error.strerror}", url) from None
-    _warn_if_readable_by_others(path)
-    payload = read_payload(path)
+    data = cache_files.read(path)  # CacheRefused: a link, a FIFO, another owner, mode not 600
+    if data is None:
+        raise problem("not_connected", f"looked for {url} in {path}", url)
+    payload = parse_payload(data)
     if payload is None or not isinstance(payload.get("credential"), dict):
         raise problem("credential_invalid", f"{path} is malformed", url)
     cached_url = payload.get("provider_url")
@@ -339,12 +335,3 @@ def _parse_time(value: object) -> datetime | None:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _warn_if_readable_by_others(path: Path) -> None:
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return
-    if mode & (stat.S_IRGRP | stat.S_IROTH):
-        _log.warning("%s is readable by other users; `chmod 600` it (it holds a bearer token)", path)

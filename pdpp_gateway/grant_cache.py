@@ -15,8 +15,9 @@ Contract:
   offered. ``matches`` also recognises a grant written before ``connector`` was recorded
   by the one source its ``authorization_details`` name. Connecting the same connector
   again replaces that grant only (``put_section``).
-- Writes are atomic (a temporary file in the same directory, ``os.replace``), the file
-  0600 and its directories 0700; a write of no grants removes the file.
+- Reads, writes and the lock go through ``cache_files`` (no link followed, owner and mode
+  checked, a size bound): writes are atomic, the file 0600 and its directories 0700; a
+  write of no grants removes the file.
 - ``locked(path)`` / ``locked_async(path)``: an exclusive ``flock`` on a sidecar lock file
   (``clients/.<host>.lock``), held across "re-read, change, write". Refresh tokens rotate
   and a reused one revokes the grant at the reference AS, so every renewal and every write
@@ -38,7 +39,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from pdpp_gateway.private_files import write_private
+from pdpp_gateway import cache_files
 
 MORE_GRANTS: Final = "more_grants"
 GRANT_KEYS: Final = (
@@ -59,10 +60,17 @@ class GrantLockTimeout(Exception):
 
 
 def read_payload(path: Path) -> dict[str, Any] | None:
-    """The file's JSON object; ``None`` when it is missing, unreadable or not an object."""
+    """The file's JSON object; ``None`` when it is missing, not JSON or not an object;
+    ``cache_files.CacheRefused`` when it (or its folder) is not safe to read."""
+    data = cache_files.read(path)
+    return parse_payload(data) if data is not None else None
+
+
+def parse_payload(data: bytes) -> dict[str, Any] | None:
+    """A cache file's bytes as its JSON object; ``None`` when not JSON or not an object."""
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        payload = json.loads(data)
+    except (ValueError, RecursionError):
         return None
     return payload if isinstance(payload, dict) else None
 
@@ -159,21 +167,13 @@ def write_grants(path: Path, provider_url: str, grants: Sequence[Mapping[str, An
     """Write the provider's grants atomically (0600); no grants left removes the file.
     The caller holds ``locked(path)``."""
     if not grants:
-        path.unlink(missing_ok=True)
+        cache_files.remove(path)
         return
-    cache_root = path.parent.parent
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(cache_root, 0o700)
-    gitignore = cache_root / ".gitignore"
-    if not gitignore.exists():
-        gitignore.write_text("*\n!.gitignore\n", encoding="utf-8")
-    write_private(path, json.dumps(payload_of(provider_url, grants), indent=2))
+    cache_files.write(path, json.dumps(payload_of(provider_url, grants), indent=2).encode())
 
 
 def _lock_file(path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    lock = path.parent / f".{path.stem}.lock"
-    return os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    return cache_files.open_lock(path.parent / f".{path.stem}.lock")
 
 
 def _try(fd: int) -> bool:

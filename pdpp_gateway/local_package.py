@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from pdpp_gateway import cache_files
 from pdpp_gateway.credentials import Credential, normalize_provider_url
 from pdpp_gateway.grant_cache import short_id
 from pdpp_gateway.local_verdict import CredentialError, CredentialRejected
@@ -81,14 +82,15 @@ def _read_package(cache_root: Path, name: str) -> list[str]:
         )
     path = package_file(cache_root, name)
     example = '{"providers": ["https://a.example", "https://b.example"]}'
+    data = cache_files.read(path, private=False)  # CacheRefused: a link, a FIFO, another owner, mode not 600
+    if data is None:
+        raise PackageError(f"no package {name!r}: create {path} holding {example}.")
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PackageError(f"no package {name!r}: create {path} holding {example}.") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise PackageError(f"cannot read {path} ({error}); it should hold {example}.") from None
+        document = json.loads(data)
     except json.JSONDecodeError as error:
         raise PackageError(f"{path} is not JSON (line {error.lineno}); it should hold {example}.") from None
+    except (UnicodeDecodeError, RecursionError) as error:
+        raise PackageError(f"cannot read {path} ({error}); it should hold {example}.") from None
     providers = document.get("providers") if isinstance(document, dict) else None
     unknown = sorted(set(document) - {"providers"}) if isinstance(document, dict) else []
     if unknown:

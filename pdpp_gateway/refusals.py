@@ -137,6 +137,11 @@ REFUSALS: Final[Mapping[str, Refusal]] = {
     ),
     "credential_invalid": _unauthenticated("The cached credential is unusable.", "Connect again: {connect}."),
     "credential_expired": _unauthenticated("The cached credential has expired.", "Connect again: {connect}."),
+    "cache_unsafe": _unauthenticated(
+        "A credential cache file or folder is not safe to use (a link, not a regular file, another user's, "
+        "or open to other users).",
+        "Apply the fix the message names, then run the command again.",
+    ),
     "invalid_provider_url": Refusal(
         "invalid_request_error",
         400,

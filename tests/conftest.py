@@ -190,6 +190,11 @@ def gateway_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def as_person(home: Path) -> dict[str, str]:
+    """A person's environment for ``run_cli``: their own HOME, the per-user cache under it."""
+    return {"HOME": str(home), "XDG_DATA_HOME": "", "PYTHONPATH": ""}
+
+
 def run_cli(
     *args: str,
     env: dict[str, str] | None = None,

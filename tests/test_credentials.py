@@ -159,12 +159,14 @@ def test_expires_at_is_iso_8601_or_epoch_seconds(
         assert load_credential(URL, tmp_path).expires_at == expected
 
 
-def test_world_readable_file_is_used_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_world_readable_file_is_refused_with_the_chmod_that_fixes_it(tmp_path: Path) -> None:
     path = write_credential(tmp_path, URL, TOKEN)
     path.chmod(0o644)
-    assert load_credential(URL, tmp_path).access_token == TOKEN
-    assert "chmod 600" in caplog.text
-    assert TOKEN not in caplog.text
+    with pytest.raises(CredentialError) as refused:
+        load_credential(URL, tmp_path)
+    assert refused.value.exit_code == 78
+    assert f"chmod 600 {path}" in refused.value.message
+    assert TOKEN not in refused.value.message
 
 
 def test_owner_environment_is_announced_never_echoed() -> None:

@@ -32,8 +32,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "local grants",
         frozenset(
-            {"grant_cache", "credentials", "cache_root", "settings", "oauth_flow", "loopback", "renewal"}
-            | {"renewing_rs", "local_package", "local_readers", "provider_probe"}
+            {"cache_files", "grant_cache", "credentials", "cache_root", "settings", "oauth_flow", "loopback"}
+            | {"renewal", "renewing_rs", "local_package", "local_readers", "provider_probe"}
         ),
     ),
     ("doors", frozenset({"fast_start", "stdio", "hosted", "sandbox"})),

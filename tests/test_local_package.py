@@ -57,10 +57,12 @@ def test_facts_from_the_recorded_grant_fall_back_to_every_stream(tmp_path: Path)
             }
         )
     )
+    recorded.chmod(0o600)  # a grant file as the cache keeps it
     facts = facts_from_cache(recorded)
     assert (facts.grant_id, facts.connection_ids, facts.streams) == ("grt_a", ("cin_n",), ("notes",))
     garbled = tmp_path / "b.json"
     garbled.write_text("not json")
+    garbled.chmod(0o600)
     assert facts_from_cache(garbled).streams == EVERY_STREAM
 
 

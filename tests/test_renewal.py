@@ -107,6 +107,7 @@ async def test_a_renewal_saves_what_the_authorization_server_issued_before_the_r
     cache = tmp_path / "other"
     (cache / "clients").mkdir(parents=True)
     (cache / "clients" / "127.0.0.1_9.json").write_text(json.dumps(payload))
+    (cache / "clients" / "127.0.0.1_9.json").chmod(0o600)  # as connect writes it
     before = payload["credential"]["refresh_token"]
     first = await asyncio.to_thread(run_cli, "connect", gone, "--refresh", "--cache-root", str(cache))
     assert first.returncode == 0, first.stderr

@@ -7,8 +7,10 @@ ones configured by a command. The entry starts the gateway by an absolute path (
 install's ``pdpp-gateway`` script, else its Python with ``-m pdpp_gateway``), so it works
 from a client's own working directory with a plain ``PATH``. It names ``--provider-url``
 (given, else every provider with a cached grant, one server each) and ``--cache-root``
-only when the grants are not in the per-user directory the gateway finds by itself.
-Exit 78 when no provider is given and none is cached. ``connect`` prints the same after
+only when the grants are not in the per-user directory the gateway finds by itself (a
+``.pdpp`` in the working directory is read only with ``--trust-cwd-cache``, and its entry
+names it by its absolute path). Exit 78 when no provider is given and none is cached, or
+when a cache file or folder is unsafe (``cache_files``). ``connect`` prints the same after
 connecting (``entries``, named as here among the providers cached beside it). Each
 provider's entry has its own name (``server_names``: host, port and path, so two
 sandboxes on one host never share one); one that gives no answer
@@ -40,6 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--provider-url", help="the provider to serve (default: every provider with a cached grant)"
     )
     parser.add_argument("--cache-root", help="credential cache root, if not the default one")
+    from pdpp_gateway.commands.local_credential import add_trust_cwd_argument
+
+    add_trust_cwd_argument(parser)
 
 
 def launcher() -> list[str]:
@@ -86,24 +91,27 @@ def entries(servers: dict[str, list[str]], client: str | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pdpp_gateway import cache_files
     from pdpp_gateway.cache_root import cache_root, cached_providers, reading_roots
     from pdpp_gateway.commands.local_credential import say
-    from pdpp_gateway.credentials import normalize_provider_url
+    from pdpp_gateway.credentials import cache_file_for, normalize_provider_url
     from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.refusals import ExitCode
 
-    if args.provider_url:
-        try:
+    try:
+        if args.provider_url:
             url = normalize_provider_url(args.provider_url)
-        except CredentialError as error:
-            say(error.message)
-            return error.exit_code
-        found = [(url, cache_root(args.cache_root, provider_url=url))]
-    else:
-        found = cached_providers(reading_roots(args.cache_root))
-        if not found:
-            say("no provider given and none has a cached grant; connect first: pdpp-gateway connect URL")
-            return ExitCode.NO_CREDENTIAL
+            root = cache_root(args.cache_root, provider_url=url, trust_cwd=args.trust_cwd_cache)
+            cache_files.read(cache_file_for(url, root))  # an unsafe cache is refused here, not at start
+            found = [(url, root)]
+        else:
+            found = cached_providers(reading_roots(args.cache_root, trust_cwd=args.trust_cwd_cache))
+    except CredentialError as error:
+        say(error.message)
+        return error.exit_code
+    if not found:
+        say("no provider given and none has a cached grant; connect first: pdpp-gateway connect URL")
+        return ExitCode.NO_CREDENTIAL
     servers = {
         name: server_args(url, root)
         for name, (url, root) in zip(server_names([url for url, _ in found]), found, strict=True)

@@ -25,13 +25,18 @@ Contract:
   reached leaves a renewed, usable cache and says so (exit 0 with a notice: the stdio
   door checks the token before its first read).
 - ``connect --list``: one line per cached grant (provider, connector, grant, connections,
-  streams, expiry, whether it can refresh), never a token. ``--forget URL`` deletes the
+  streams, expiry, whether it can refresh), never a token; a cache file or folder that is
+  not safe (``cache_files``: a link, a FIFO, another user's, not mode 600) is refused on
+  stderr with its fix and the exit is 78, its content never shown.
+- ``--list``, ``--forget`` and ``--refresh`` read a ``.pdpp`` in the working directory only
+  with ``--trust-cwd-cache`` (or ``PDPP_TRUST_CWD_CACHE=1``: ``cache_root``); a new grant is
+  never written there. ``--forget URL`` deletes the
   provider's grants and ``--refresh URL`` renews them; with ``--connector`` only that
   connector's, and either says how many.
 - Exit codes (README "Connect"): 0, 64 usage, 65 registration refused, 66 consent denied,
   67 timed out, 68 state mismatch, 69 provider or AS unreachable or unusable, 70 the AS
   refused the request or the token exchange, 77 owner credential refused, 78 nothing
-  cached (``--forget``, ``--refresh``). Every failure is one line on stderr.
+  cached (``--forget``, ``--refresh``) or a cache file or folder refused as unsafe. Every failure is one line on stderr.
 """
 
 from __future__ import annotations
@@ -55,8 +60,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-root",
         help="credential cache root (env PDPP_CACHE_ROOT; default ~/.local/share/pdpp-gateway, or "
-        "$XDG_DATA_HOME/pdpp-gateway; --list also shows a .pdpp here)",
+        "$XDG_DATA_HOME/pdpp-gateway)",
     )
+    from pdpp_gateway.commands.local_credential import add_trust_cwd_argument
+
+    add_trust_cwd_argument(parser)
     parser.add_argument(
         "--connector",
         action="append",
@@ -108,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from pdpp_gateway.refusals import ExitCode
 
     if args.list:
-        return _list(reading_roots(args.cache_root))
+        return _list(reading_roots(args.cache_root, trust_cwd=args.trust_cwd_cache))
     if not args.provider_url:
         say("missing PROVIDER_URL. Example: pdpp-gateway connect https://pdpp.example.com")
         return ExitCode.USAGE
@@ -125,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.forget or args.refresh:  # what is cached, found without asking the provider
             provider_url = normalize_provider_url(args.provider_url)
-            root = reading_root(args.cache_root, provider_url=provider_url)
+            root = reading_root(args.cache_root, provider_url=provider_url, trust_cwd=args.trust_cwd_cache)
             if args.forget:
                 return _forget(provider_url, root, connectors)
             return asyncio.run(_refresh(provider_url, root, connectors))
@@ -372,15 +380,30 @@ def _summary(provider_url: str, answer: dict[str, Any], path: Path, connector: s
 
 
 def _list(roots: list[Path]) -> int:
+    """One line per grant; an unsafe file or folder is refused on stderr (exit 78), the rest listed."""
+    from pdpp_gateway import cache_files
     from pdpp_gateway.grant_cache import label, read_payload, sections
+    from pdpp_gateway.local_verdict import CredentialError
 
-    files = [path for root in roots for path in sorted((root / "clients").glob("*.json"))]
-    if not files:
+    refused: CredentialError | None = None
+    files: list[Path] = []
+    for root in roots:
+        try:
+            files += cache_files.listed(root / "clients")
+        except CredentialError as error:
+            say(error.message)
+            refused = error
+    if not files and refused is None:
         where = " or ".join(str(root) for root in roots)
         print(f"No grants cached in {where}. Run `pdpp-gateway connect PROVIDER_URL`.")
         return 0
     for path in files:
-        payload = read_payload(path)
+        try:
+            payload = read_payload(path)
+        except CredentialError as error:
+            say(error.message)
+            refused = error
+            continue
         if payload is None:
             print(f"{path}: unreadable")
             continue
@@ -395,7 +418,7 @@ def _list(roots: list[Path]) -> int:
                 f"expires={credential.get('expires_at') or '-'}  "
                 f"refresh={'yes' if credential.get('refresh_token') else 'no'}"
             )
-    return 0
+    return refused.exit_code if refused is not None else 0
 
 
 def _forget(provider_url: str, cache_root: Path, connectors: list[str]) -> int:

@@ -11,7 +11,7 @@ CLI parity: every continuation in the text (``tool {json}`` calls, ``pdpp://`` r
 URIs) is printed as a shell command a person can run as-is: ``read_record_field`` as
 ``pdpp-gateway read-field ID FIELD --q ...``, the other tools as
 ``pdpp-gateway call TOOL '<json>'``, resources as ``pdpp-gateway resource URI``; each
-repeats the ``--provider-url`` (each, for a package), ``--package`` and ``--cache-root``
+repeats the ``--provider-url`` (each, for a package), ``--package``, ``--cache-root`` and ``--trust-cwd-cache``
 this command was given. ``fetch``
 prints its document as readable lines (id, title, url, metadata, then the text)
 instead of one JSON object, so the continuation inside a cut text is runnable too.
@@ -60,8 +60,12 @@ def credential_flags(args: argparse.Namespace) -> list[str]:
         ("provider_url", "--provider-url"),
         ("package", "--package"),
         ("cache_root", "--cache-root"),
+        ("trust_cwd_cache", "--trust-cwd-cache"),
     ):
         value = getattr(args, name, None)
+        if value is True:  # a switch
+            flags.append(flag)
+            continue
         for one in value if isinstance(value, list) else [value] if value else []:
             flags += [flag, str(one)]
     return flags

@@ -1,8 +1,9 @@
 """Shared by the local commands (stdio, search, call, read-field, resource): which cached grants, with which tokens.
 
 Contract: ``add_arguments`` declares ``--provider-url`` (env ``PDPP_PROVIDER_URL``),
-``--connector`` and ``--cache-root`` (env ``PDPP_CACHE_ROOT``, else ``cache_root``'s
-default: a ``.pdpp`` here holding the provider's grant, else the per-user directory); with
+``--connector``, ``--cache-root`` (env ``PDPP_CACHE_ROOT``, else ``cache_root``'s default:
+the per-user directory) and ``--trust-cwd-cache`` (``add_trust_cwd_argument``, env
+``PDPP_TRUST_CWD_CACHE=1``: a ``.pdpp`` here holding the provider's grant is read); with
 ``package=True`` ``--provider-url`` repeats and ``--package NAME`` names a package file
 (``local_package``). ``resolve_members`` returns one ``MemberStart`` per cached grant to
 serve, or an exit code after printing one actionable line to stderr:
@@ -39,8 +40,8 @@ if TYPE_CHECKING:
 
 
 CACHE_ROOT_HELP = (
-    "credential cache root (env PDPP_CACHE_ROOT; default: a .pdpp here that holds this provider's grant, "
-    "else ~/.local/share/pdpp-gateway, or $XDG_DATA_HOME/pdpp-gateway)"
+    "credential cache root (env PDPP_CACHE_ROOT; default ~/.local/share/pdpp-gateway, or "
+    "$XDG_DATA_HOME/pdpp-gateway)"
 )
 
 
@@ -69,6 +70,20 @@ def add_arguments(parser: argparse.ArgumentParser, *, package: bool = False) -> 
         help="serve only this connector's grant of the provider (repeatable; default: every cached grant).",
     )
     parser.add_argument("--cache-root", help=CACHE_ROOT_HELP)
+    add_trust_cwd_argument(parser)
+
+
+def add_trust_cwd_argument(parser: argparse.ArgumentParser) -> None:
+    """``--trust-cwd-cache``: the opt-in to a ``.pdpp`` credential cache in the working directory."""
+    from pdpp_gateway.cache_root import TRUST_CWD_ENV, TRUST_CWD_FLAG
+
+    parser.add_argument(
+        TRUST_CWD_FLAG,
+        dest="trust_cwd_cache",
+        action="store_true",
+        help=f"also read a .pdpp credential cache in the working directory (env {TRUST_CWD_ENV}=1); "
+        "without it one found there is ignored, since a project you cloned can ship one",
+    )
 
 
 def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> list[MemberStart] | int:
@@ -90,10 +105,12 @@ def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> 
         say(notice)
     from pdpp_gateway.cache_root import cache_root as resolve_root
 
-    cache_root = args.resolved_cache_root = resolve_root(
-        args.cache_root, provider_url=urls[0] if package is None and len(urls) == 1 else None
-    )
     try:
+        cache_root = args.resolved_cache_root = resolve_root(
+            args.cache_root,
+            provider_url=urls[0] if package is None and len(urls) == 1 else None,
+            trust_cwd=args.trust_cwd_cache,
+        )
         providers = package_providers(urls, package, cache_root)
         if connectors and len(providers) > 1:
             say("--connector narrows one provider's grants; name one --provider-url with it.")
@@ -124,9 +141,14 @@ def _only_cached_provider(args: argparse.Namespace, command: str) -> str | int:
     """The one provider with a cached grant (said on stderr), else the exit code after
     listing the choices as ready commands."""
     from pdpp_gateway.cache_root import cached_providers, reading_roots
+    from pdpp_gateway.local_verdict import CredentialError
 
-    roots = reading_roots(args.cache_root)
-    found = cached_providers(roots)
+    roots = reading_roots(args.cache_root, trust_cwd=args.trust_cwd_cache)
+    try:
+        found = cached_providers(roots)
+    except CredentialError as error:
+        say(error.message)
+        return error.exit_code
     if len(found) == 1:
         url, root = found[0]
         say(f"using the only provider with a cached grant, {url} ({root})")
@@ -157,7 +179,7 @@ def cache_root_of(args: argparse.Namespace) -> Path:
         return resolved
     from pdpp_gateway.cache_root import cache_root
 
-    return cache_root(args.cache_root)
+    return cache_root(args.cache_root, trust_cwd=args.trust_cwd_cache)
 
 
 def _renewed(credential: Credential, cache_root: Path) -> Credential | int:

@@ -15,12 +15,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from pdpp_gateway.cache_root import cache_root, user_cache_root
 from pdpp_gateway.sandbox.runner import start_sandbox
-from tests.conftest import run_cli
+from tests.conftest import as_person, run_cli
 from tests.grants import approve
-
-
-def _as_person(home: Path) -> dict[str, str]:
-    return {"HOME": str(home), "XDG_DATA_HOME": "", "PYTHONPATH": ""}
 
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
@@ -29,7 +25,7 @@ async def test_the_printed_desktop_entry_runs_from_anywhere(sandbox: Any, tmp_pa
     root = home / ".local" / "share" / "pdpp-gateway"  # where connect writes by default
     await approve(sandbox.url, root, "gmail")
     printed = await asyncio.to_thread(
-        run_cli, "client-config", "--client", "claude-desktop", env=_as_person(home), cwd=tmp_path
+        run_cli, "client-config", "--client", "claude-desktop", env=as_person(home), cwd=tmp_path
     )
     assert printed.returncode == 0, printed.stderr
     entry = json.loads(printed.stdout.split("\n", 1)[1])["mcpServers"]["pdpp"]
@@ -59,8 +55,12 @@ def test_the_per_user_root_and_a_local_pdpp(tmp_path: Path, monkeypatch: pytest.
     local = tmp_path / ".pdpp" / "clients"
     local.mkdir(parents=True)
     (local / "pdpp.example.com.json").write_text("{}")
-    assert cache_root(None, provider_url="https://pdpp.example.com", env=env) == tmp_path / ".pdpp"
-    assert cache_root(None, provider_url="https://other.example", env=env) == user_cache_root(env)
+    pdpp_com, other = "https://pdpp.example.com", "https://other.example"
+    assert cache_root(None, provider_url=pdpp_com, env=env) == user_cache_root(env)  # not opted in
+    assert cache_root(None, provider_url=pdpp_com, trust_cwd=True, env=env) == tmp_path / ".pdpp"
+    opted_by_env = {**env, "PDPP_TRUST_CWD_CACHE": "1"}
+    assert cache_root(None, provider_url=pdpp_com, env=opted_by_env) == tmp_path / ".pdpp"
+    assert cache_root(None, provider_url=other, trust_cwd=True, env=env) == user_cache_root(env)
     assert cache_root("elsewhere", provider_url="https://pdpp.example.com", env=env) == tmp_path / "elsewhere"
 
 
@@ -68,17 +68,17 @@ async def test_one_shot_commands_use_the_only_cached_provider(sandbox_factory: A
     sandbox, other = await sandbox_factory(), await sandbox_factory()
     home = tmp_path / "home"
     await approve(sandbox.url, home / ".local" / "share" / "pdpp-gateway", "gmail")
-    done = await asyncio.to_thread(run_cli, "search", "invoice", env=_as_person(home), cwd=tmp_path)
+    done = await asyncio.to_thread(run_cli, "search", "invoice", env=as_person(home), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"using the only provider with a cached grant, {sandbox.url}" in done.stderr
     await approve(other.url, home / ".local" / "share" / "pdpp-gateway", "github")
-    several = await asyncio.to_thread(run_cli, "search", "invoice", env=_as_person(home), cwd=tmp_path)
+    several = await asyncio.to_thread(run_cli, "search", "invoice", env=as_person(home), cwd=tmp_path)
     assert several.returncode == 64
     assert f"pdpp-gateway search ... --provider-url {sandbox.url}" in several.stderr
 
 
 def test_no_provider_and_nothing_cached_says_where_it_looked(tmp_path: Path) -> None:
-    done = run_cli("call", "schema", env=_as_person(tmp_path), cwd=tmp_path)
+    done = run_cli("call", "schema", env=as_person(tmp_path), cwd=tmp_path)
     assert done.returncode == 64
     assert "missing --provider-url" in done.stderr
     assert str(tmp_path / ".local" / "share" / "pdpp-gateway") in done.stderr  # absolute, not ".pdpp"
@@ -93,7 +93,7 @@ async def test_two_providers_on_one_host_get_an_entry_each_and_a_gone_one_is_nam
 
     async def printed() -> tuple[dict[str, Any], str]:
         done = await asyncio.to_thread(
-            run_cli, "client-config", "--client", "claude-desktop", env=_as_person(home), cwd=tmp_path
+            run_cli, "client-config", "--client", "claude-desktop", env=as_person(home), cwd=tmp_path
         )
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.split("\n", 1)[1])["mcpServers"], done.stderr
