@@ -57,8 +57,7 @@ from pdpp_gateway.context import (
     ambiguous_connection,
 )
 from pdpp_gateway.package_cursor import invalid_cursor, is_package_cursor
-from pdpp_gateway.package_search import is_continuation, merge_search, search_calls, source_tag
-from pdpp_gateway.render.errors import next_step
+from pdpp_gateway.package_search import is_continuation, member_step, merge_search, search_calls, source_tag
 from pdpp_gateway.tools.args import SchemaArgs, SearchArgs, reads_from
 
 MEMBER_SECONDS: Final = 6.0  # under the RS client's 20 s read bound: a stalled member is cut off
@@ -170,7 +169,7 @@ def merge(
         raise failed[0][1]
     if routes.get(call.name) is PackageRoute.SEARCH:
         return merge_search(call, members, sources, outcomes)
-    return _merge_schema(ok, failed, len(members), call.context.caller.kind)
+    return _merge_schema(ok, failed, len(members), call.context)
 
 
 def stream_not_granted(stream: str) -> ToolError:
@@ -280,12 +279,14 @@ def _ambiguous_schema_detail(candidates: Sequence[PackageMember], stream: str) -
 # --- merging -----------------------------------------------------------------------
 
 
-def _unavailable(failed: Sequence[tuple[PackageMember, ToolError]]) -> list[dict[str, Any]]:
+def _unavailable(
+    failed: Sequence[tuple[PackageMember, ToolError]], provider_url: str
+) -> list[dict[str, Any]]:
     return [
         {
             **source_tag(member),
             "error_code": error.code,
-            "next_step": next_step(error.envelope, error.extra.get("http_status"))
+            "next_step": member_step(member, error, provider_url)
             or "Choose another connection, or retry later.",
         }
         for member, error in failed
@@ -308,8 +309,9 @@ def _merge_schema(
     ok: Sequence[tuple[PackageMember, ToolResult]],
     failed: Sequence[tuple[PackageMember, ToolError]],
     member_count: int,
-    kind: TokenKind,
+    context: GatewayContext,
 ) -> ToolResult:
+    kind = context.caller.kind
     connectors: list[Any] = []
     extras: dict[str, Any] = {}
     for member, result in ok:
@@ -333,7 +335,7 @@ def _merge_schema(
         "package": {"member_count": member_count, "partial": bool(failed)},
     }
     if failed:
-        document["unavailable_connections"] = _unavailable(failed)
+        document["unavailable_connections"] = _unavailable(failed, context.provider_url)
         document["warnings"] = _warnings(failed)
     provider_url = ok[0][1].structured.get("provider_url") if ok else None
     return ToolResult(structured={"data": document, "provider_url": provider_url, "request_id": None})

@@ -46,12 +46,15 @@ from pdpp_gateway.package_cursor import (
     member_keys,
 )
 from pdpp_gateway.render.common import RETRIEVAL
+from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.tools.args import SearchArgs, args_of
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 DEFAULT_SEARCH_LIMIT: Final = 25
 ORDER: Final = "round_robin_by_child_rank"
 _CURSOR_FAILURES: Final = frozenset({"invalid_cursor", "cursor_expired"})
+_CONNECT: Final = "pdpp-gateway connect"
+_PLACEHOLDER: Final = f"{_CONNECT} <provider-url>"
 
 # A member's sub-call of ``call`` with the given arguments (parsed again: they differ).
 Route = Callable[[Call, PackageMember, Mapping[str, Any]], Call]
@@ -161,8 +164,13 @@ def merge_search(
     for key in ("next_cursor", "links"):
         base.pop(key, None)
     meta = _merged_meta([_data(o) for o in outcomes if isinstance(o, ToolResult)])
+    provider_url = call.context.provider_url
     meta["warnings"] = _warnings(
-        lanes, retried, hybrid=hybrid, cursor_dropped=bool(continuing) and next_cursor is None
+        lanes,
+        retried,
+        provider_url,
+        hybrid=hybrid,
+        cursor_dropped=bool(continuing) and next_cursor is None,
     )
     meta["package"] = {
         "member_count": len(members),
@@ -184,7 +192,7 @@ def merge_search(
             {
                 **source_tag(lane.member),
                 "error_code": lane.error.code,
-                "next_step": _next_step(lane, retried),
+                "next_step": _next_step(lane, retried, provider_url),
             }
             for lane in failed
             if lane.error is not None
@@ -331,7 +339,10 @@ def _next_turn(lanes: Sequence[_Lane], continuing: Sequence[_Lane], turn: int) -
     return 0
 
 
-def _next_step(lane: _Lane, retried: set[int]) -> str:
+def _next_step(lane: _Lane, retried: set[int], provider_url: str) -> str:
+    step = member_step(lane.member, lane.error, provider_url) if lane.error is not None else None
+    if step is not None and _CONNECT in step:
+        return step  # its grant must be renewed, with this command
     if id(lane) in retried:
         return "Follow next_cursor to retry it, or choose another connection."
     if lane.error is not None and lane.error.code in _CURSOR_FAILURES:
@@ -339,8 +350,20 @@ def _next_step(lane: _Lane, retried: set[int]) -> str:
     return "Retry this search, or pass its connection_id to search it alone."
 
 
+def member_step(member: PackageMember, error: ToolError, provider_url: str) -> str | None:
+    """The next step after a member's ``error``, its reconnect command naming that member's
+    provider and connector (the generic step leaves ``<provider-url>`` for the caller to fill)."""
+    step = next_step(error.envelope, error.extra.get("http_status"))
+    if step is None or _PLACEHOLDER not in step:
+        return step
+    command = f"{_CONNECT} {member.provider_url or provider_url}"
+    if member.connector_key:
+        command += f" --connector {member.connector_key}"
+    return step.replace(_PLACEHOLDER, command)
+
+
 def _warnings(
-    lanes: Sequence[_Lane], retried: set[int], *, hybrid: bool, cursor_dropped: bool
+    lanes: Sequence[_Lane], retried: set[int], provider_url: str, *, hybrid: bool, cursor_dropped: bool
 ) -> list[dict[str, Any]]:
     warnings: list[dict[str, Any]] = []
     for lane in lanes:
@@ -350,7 +373,7 @@ def _warnings(
                 {
                     "code": "source_unavailable",
                     "message": f"Source {name} failed with {lane.error.code}; its hits are missing from "
-                    f"this page. {_next_step(lane, retried)}",
+                    f"this page. {_next_step(lane, retried, provider_url)}",
                     "detail": source_tag(lane.member),
                 }
             )

@@ -84,7 +84,7 @@ def render_search(call: Call, result: ToolResult) -> str:
         lines.append(f"sources: {mix}")
     if isinstance(package, Mapping) and package.get("order"):
         lines.append(_package_order(package))
-    lines.extend(warning_lines(meta.get("warnings"), 240))
+    lines.extend(warning_lines(meta.get("warnings"), 400))  # room for a member's reconnect command
     footer = (
         [
             "Ids are self-contained (pass connection_id only where it is shown separately); fetch any "

@@ -71,3 +71,35 @@ def test_the_member_deadline_is_shorter_than_an_rs_read_and_configurable() -> No
     assert member_seconds({"PDPP_PACKAGE_MEMBER_SECONDS": "2.5"}) == 2.5
     assert member_seconds({"PDPP_PACKAGE_MEMBER_SECONDS": "nonsense"}) == MEMBER_SECONDS
     assert member_seconds({"PDPP_PACKAGE_MEMBER_SECONDS": "0"}) == MEMBER_SECONDS
+
+
+async def test_a_member_whose_grant_is_gone_is_named_with_its_own_reconnect_command(sandbox: Any) -> None:
+    tokens = sandbox.tokens
+    async with RsClient(sandbox.url) as rs:
+        members = [
+            PackageMember(
+                rs=rs.bind(tokens["client_work_mail"]),
+                grant_id="grt_work_mail",
+                connection_ids=("cin_mail_work",),
+                streams=("attachments", "message_bodies", "messages", "threads"),
+                connector_key="gmail",
+            ),
+            PackageMember(
+                rs=rs.bind(tokens["client_chat"]),
+                grant_id="grt_chat",
+                connection_ids=("cin_slack_acme",),
+                streams=("channels", "messages"),
+                connector_key="slack",
+            ),
+        ]
+        context = GatewayContext.for_package(members, sandbox.url, TokenKind.CLIENT)
+        sandbox.set_status("client_chat", "revoked")
+        schema = await build_pipeline()(ToolCall("schema", {}, context))
+        search = await build_pipeline()(ToolCall("search", {"query": "invoice"}, context))
+    command = f"pdpp-gateway connect {sandbox.url} --connector slack"  # no <provider-url> placeholder
+    assert (
+        f"not answering: cin_slack_acme (slack): grant_revoked. Ask the person to approve a new grant for this app: the app's sign-in, or `{command}`."
+        in schema.text
+    )
+    assert command in search.text
+    assert "<provider-url>" not in schema.text + search.text
