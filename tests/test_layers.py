@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         frozenset(
             {"", "caller", "refusals", "error_types", "ids", "schema_view", "documents", "logs", "tracing"}
             | {"ports", "private_files", "call_result", "instructions", "rpc_params", "rpc_codes", "expiring"}
-            | {"words", "passages"}
+            | {"words", "passages", "line_id"}
         ),
     ),
     ("reading the RS", frozenset({"rs", "context", "local_verdict"})),

@@ -79,6 +79,8 @@ from pdpp_gateway.hosted.metrics import tool_label
 from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.rpc_params import params_problem
 
+_ECHOABLE: Final = re.compile(r"[A-Za-z0-9.-]{1,16}")
+NOT_ECHOED: Final = "(not shown: not a version string)"
 VERSION_HEADER: Final = "MCP-Protocol-Version"
 _HANDSHAKE: Final = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
 _SUPPORTED: Final = frozenset(SUPPORTED_PROTOCOL_VERSIONS)
@@ -271,8 +273,11 @@ def _invalid(request_id: Any, message: str) -> web.Response:
 def _unsupported_version(version: str) -> web.Response:
     """400, as the SDK words it at the stdio door: ``data.supported``
     lists what ``server/discover`` lists (the 2026-era versions) and ``data.requested``
-    echoes the value as sent (a JSON string, whatever its shape). The message quotes it
-    only when it is shaped like a version (a date) and names the handshake era's versions."""
+    echoes the value as sent when it could be a version of any shape (at most 16 letters,
+    digits, dots and hyphens: ``v999.0.0``, ``latest``); anything else, which could be a
+    credential put in the wrong header, is never reflected: ``NOT_ECHOED``, still a string
+    as the schema wants. The message quotes it only when it is shaped like a version (a
+    date) and names the handshake era's versions."""
     supported = list(MODERN_PROTOCOL_VERSIONS)
     shaped = _VERSION_SHAPE.fullmatch(version) is not None
     shown = f" {version!r}" if shaped else " (not a YYYY-MM-DD version)"
@@ -284,7 +289,7 @@ def _unsupported_version(version: str) -> web.Response:
         "out before it.",
         rpc_code=UNSUPPORTED_PROTOCOL_VERSION,
         supported=supported,
-        requested=version,
+        requested=version if _ECHOABLE.fullmatch(version) else NOT_ECHOED,
     )
 
 

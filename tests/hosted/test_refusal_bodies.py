@@ -288,6 +288,17 @@ async def test_an_unsupported_version_of_any_shape_is_echoed_as_sent(
     headers = sent_headers(bearer, **{"MCP-Protocol-Version": version})
     got, _, body = await exchange("POST", gateway, headers, orjson.dumps(message))
     assert got == 400
-    assert body["id"] == "v"
+    assert body["id"] is None  # refused from the headers, before the body is read (after no bearer check)
     assert body["error"]["code"] == -32022
     assert body["error"]["data"]["requested"] == version
+
+
+async def test_a_header_that_could_be_a_credential_is_never_reflected(
+    gateway: str, shared_sandbox: Any
+) -> None:
+    bearer = shared_sandbox.tokens["client_narrow"]
+    headers = sent_headers(bearer, **{"MCP-Protocol-Version": bearer})  # a token in the wrong header
+    got, _, body = await exchange("POST", gateway, headers, b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+    assert got == 400
+    assert body["error"]["data"]["requested"] == "(not shown: not a version string)"
+    assert bearer not in orjson.dumps(body).decode()
