@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Final
 
+from pdpp_gateway.hosted.public_urls import metadata_url
 from pdpp_gateway.tools.specs import TOOLS
 
 ICON_SVG: Final = b"""<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" role="img" aria-label="PDPP gateway">
@@ -92,7 +93,7 @@ _CLOUD_NEEDS_PUBLIC = (
 )
 
 
-def _origin(mcp_url: str) -> str:
+def _base(mcp_url: str) -> str:
     return mcp_url.removesuffix("/mcp")
 
 
@@ -124,7 +125,7 @@ def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()
         remote = f'<p class="note">{escape(_CLOUD_NEEDS_PUBLIC)}</p>'
     else:
         remote = f"<p>Add a custom connector (a remote MCP server) with this URL:</p>\n{_block(mcp_url)}"
-    llms = escape(f"{_origin(mcp_url)}/llms.txt")
+    llms = escape(f"{_base(mcp_url)}/llms.txt")
     connect, stdio = _terminal(provider_url, facts)
     if facts.sign_in:
         sign_in = "<p>The app sends you to the provider to sign in and approve what it may read.</p>"
@@ -200,7 +201,7 @@ def llms_txt(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()) ->
 - MCP server URL: {mcp_url}
 - Transport: Streamable HTTP; POST one JSON-RPC message, get one JSON response (stateless, no sessions).
 - Auth: {auth}. Protected-resource metadata:
-  {_origin(mcp_url)}/.well-known/oauth-protected-resource/mcp{demo}
+  {metadata_url(_base(mcp_url))}{demo}
 
 ## Connect
 
