@@ -13,8 +13,11 @@ logs and temp files of its own under ``directory``, proxying
 - ``https://127.0.0.1:<port>/.well-known/oauth-protected-resource<prefix>/mcp``, the path
   RFC 9728 gives the metadata of ``<prefix>/mcp``, to the gateways unchanged.
 
-``Nginx.reload(ports)`` points the upstream at other gateways (SIGHUP, as ``nginx -s
-reload`` does) and returns once the new configuration serves. The block's end stops it.
+A port may name a gateway that is not (or no longer) running: nginx then sends its calls
+to another (a refused connection is retried on the next server and the server is left
+out for a second), as a platform's router does with an instance that comes or goes, and
+without a reload (which closes the proxy's idle client connections). The block's end
+stops it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from __future__ import annotations
 import getpass
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -70,7 +72,7 @@ class Nginx:
     def write_config(self, ports: list[int]) -> Path:
         for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (self.directory / name).mkdir(exist_ok=True)
-        servers = "\n".join(f"    server 127.0.0.1:{port};" for port in ports)
+        servers = "\n".join(f"    server 127.0.0.1:{port} max_fails=1 fail_timeout=1s;" for port in ports)
         forwarded_prefix = (
             f"proxy_set_header X-Forwarded-Prefix {self.prefix};" if self.forward_prefix else ""
         )
@@ -134,25 +136,6 @@ http {{
                 time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"nginx did not listen within {START_SECONDS:.0f} s: {self.error_log}")
-
-    def reload(self, ports: list[int]) -> None:
-        """Serve ``ports`` from now on: new workers with the new upstream, old ones finish."""
-        assert self.process is not None
-        before = self._worker_pids()
-        self.write_config(ports)
-        self.process.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:  # the old workers are gone once they end their requests
-            now = self._worker_pids()
-            if now and not now & before:
-                return
-            time.sleep(0.05)
-        raise RuntimeError(f"nginx did not reload within {START_SECONDS:.0f} s: {self.error_log}")
-
-    def _worker_pids(self) -> set[int]:
-        assert self.process is not None
-        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        return {int(pid) for pid in children.read_text().split()} if children.exists() else set()
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
