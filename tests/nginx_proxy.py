@@ -7,7 +7,8 @@ runs it in the foreground (``daemon off``) on a free loopback port with a config
 logs and temp files of its own under ``directory``, proxying
 
 - ``https://127.0.0.1:<port><prefix>/...`` to ``/...`` of the gateways on ``ports`` (one
-  upstream, round robin, kept-alive connections), with ``X-Forwarded-Proto``,
+  upstream, round robin, kept-alive connections, a call a replica dropped retried on
+  another, as the README's proxy settings say), with ``X-Forwarded-Proto``,
   ``X-Forwarded-Host`` (host and port, as the client sent them) and, unless
   ``forward_prefix=False``, ``X-Forwarded-Prefix``;
 - ``https://127.0.0.1:<port>/.well-known/oauth-protected-resource<prefix>/mcp``, the path
@@ -107,6 +108,8 @@ http {{
     proxy_set_header X-Forwarded-Proto $scheme;
     proxy_set_header X-Forwarded-Host $http_host;
     {forwarded_prefix}
+    # Every call is a read: one a replica dropped (it went away) is safe to send to another.
+    proxy_next_upstream error timeout non_idempotent;
     location {self.prefix}/ {{ proxy_pass http://pdpp_gateway/; }}
     location = /.well-known/oauth-protected-resource{self.prefix}/mcp {{ proxy_pass http://pdpp_gateway; }}
   }}
