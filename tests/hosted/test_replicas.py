@@ -8,6 +8,7 @@ by connecting (no reload), as a platform's router learns of instances coming and
   then the old one gets SIGTERM while the proxy still sends it calls. Not one call is lost.
 - ``kill -9`` of one replica: its calls in flight are retried on another by the proxy
   (every call is a read), so none is lost either.
+- A grant's rate limit holds across the replicas: one burst in all, not one per replica.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from tests.gateway_process import GatewayProcess, serve
 from tests.nginx_proxy import Nginx, free_port, nginx_proxy
 from tests.redis_server import redis_server
-from tests.replicas import GRANTS, SECRET, Load, replica_args
+from tests.replicas import GRANTS, SECRET, Load, replica_args, tool_call
 
 REPLICAS = 3
 GRACE = "6"  # seconds: a replica's shutdown grace (half of it the listener may stay open)
@@ -35,6 +38,7 @@ class Fleet:
     redis_url: str
     proxy_port: int
     ports: list[int]  # every port a replica will use: the upstream
+    extra: tuple[str, ...] = ()  # more serve arguments for every replica
     running: list[GatewayProcess] = field(default_factory=list)
     proxy: Nginx | None = None
 
@@ -44,7 +48,13 @@ class Fleet:
 
     async def start(self, port: int) -> GatewayProcess:
         args = replica_args(
-            self.provider_url, self.redis_url, self.public, port, "--shutdown-grace-seconds", GRACE
+            self.provider_url,
+            self.redis_url,
+            self.public,
+            port,
+            "--shutdown-grace-seconds",
+            GRACE,
+            *self.extra,
         )
         gateway = await self.stack.enter_async_context(
             serve(*args, env={"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET})
@@ -61,11 +71,13 @@ class Fleet:
 
 
 @asynccontextmanager
-async def fleet(sandbox: Any, directory: Path, ports: int) -> AsyncIterator[Fleet]:
+async def fleet(sandbox: Any, directory: Path, ports: int, *extra: str) -> AsyncIterator[Fleet]:
     """``REPLICAS`` replicas on the first of ``ports`` free ports, nginx in front of all of them."""
     with redis_server() as redis:
         async with AsyncExitStack() as stack:
-            replicas = Fleet(stack, sandbox.url, redis.url, free_port(), [free_port() for _ in range(ports)])
+            replicas = Fleet(
+                stack, sandbox.url, redis.url, free_port(), [free_port() for _ in range(ports)], extra
+            )
             for port in replicas.ports[:REPLICAS]:
                 await replicas.start(port)
             replicas.proxy = stack.enter_context(
@@ -112,3 +124,28 @@ async def test_kill_9_of_one_replica_loses_no_call(shared_sandbox: Any, tmp_path
     lost = load.lost()
     assert not lost, f"{len(lost)} of {len(load.outcomes)} calls lost: {lost[:5]}"
     assert after_kill >= 40, after_kill  # the other replicas went on answering
+
+
+async def test_a_grants_rate_limit_holds_across_replicas(shared_sandbox: Any, tmp_path: Path) -> None:
+    async with fleet(
+        shared_sandbox, tmp_path, REPLICAS, "--rate-limit", "0.001", "--rate-burst", "5"
+    ) as replicas:
+        assert replicas.proxy is not None
+        token = shared_sandbox.tokens["client_work_mail"]
+        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        connector = aiohttp.TCPConnector(ssl=replicas.proxy.tls.client_context(), force_close=True)
+        async with aiohttp.ClientSession(
+            connector=connector
+        ) as http:  # a new connection a call: every replica
+            statuses = []
+            for n in range(4 * REPLICAS):
+                async with http.post(
+                    f"{replicas.public}/mcp", json=tool_call(n), headers=headers
+                ) as response:
+                    statuses.append(response.status)
+        for gateway in replicas.running:
+            assert await gateway.stop() == 0
+        served = [g for g in replicas.running if any(line.get("path") == "/mcp" for line in g.lines)]
+    assert statuses.count(200) == 5, statuses  # one burst in all
+    assert statuses.count(429) == 4 * REPLICAS - 5
+    assert len(served) == REPLICAS  # the proxy spread the calls over every replica
