@@ -123,7 +123,7 @@ async def test_kill_9_of_one_replica_loses_no_call(shared_sandbox: Any, tmp_path
         await load.stop()
     lost = load.lost()
     assert not lost, f"{len(lost)} of {len(load.outcomes)} calls lost: {lost[:5]}"
-    assert after_kill >= 40, after_kill  # the other replicas went on answering
+    assert after_kill >= 10, after_kill  # the other replicas went on answering
 
 
 async def test_a_grants_rate_limit_holds_across_replicas(shared_sandbox: Any, tmp_path: Path) -> None:
