@@ -14,6 +14,8 @@ is true of this deployment), no I/O.
   command has a copy button; long lines wrap, so a phone never scrolls sideways. Every
   interpolated value is HTML-escaped.
 - ``llms_txt``: the same facts for an agent, plus one line per read tool.
+- Every URL either names is absolute and hangs off the public base (the MCP URL without
+  ``/mcp``, a proxy's path prefix included); the metadata URL is ``public_urls.metadata_url``.
 
 Neither ever asks for, explains or shows owner credentials: an MCP setup that pasted an
 owner bearer would hand an app the person's whole store, which is exactly what a
@@ -125,7 +127,7 @@ def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()
         remote = f'<p class="note">{escape(_CLOUD_NEEDS_PUBLIC)}</p>'
     else:
         remote = f"<p>Add a custom connector (a remote MCP server) with this URL:</p>\n{_block(mcp_url)}"
-    llms = escape(f"{_base(mcp_url)}/llms.txt")
+    llms, icon = (escape(f"{_base(mcp_url)}/{name}") for name in ("llms.txt", "icon.svg"))
     connect, stdio = _terminal(provider_url, facts)
     if facts.sign_in:
         sign_in = "<p>The app sends you to the provider to sign in and approve what it may read.</p>"
@@ -145,7 +147,7 @@ def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Connect an AI app</title><link rel="icon" href="/icon.svg" type="image/svg+xml">
+<title>Connect an AI app</title><link rel="icon" href="{icon}" type="image/svg+xml">
 <style>{_STYLE}</style></head>
 <body>
 <h1>Connect an AI app</h1>

@@ -101,6 +101,7 @@ def assert_named_with_prefix(proxy: Nginx, found: dict[str, Any]) -> None:
         assert f"{public}/mcp" in text, page
         assert f"{proxy.origin}/mcp" not in text, page  # never the origin without the prefix
     assert metadata_url in found["pages"]["llms.txt"]
+    assert f'<link rel="icon" href="{public}/icon.svg"' in found["pages"]["connect"]
 
 
 @pytest.mark.parametrize("source", ["public-url", "forwarded-prefix"])
