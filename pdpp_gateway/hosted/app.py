@@ -251,7 +251,7 @@ def create_app(
     router.add_post("/mcp", mcp_post)
     router.add_route("*", "/mcp", mcp_other)  # every other method: a JSON-RPC 405
     router.add_get(f"{METADATA_ROOT}/mcp", resource_metadata)
-    router.add_get(METADATA_ROOT + "/{prefix:.+}/mcp", resource_metadata)  # RFC 9728's path, prefixed
+    router.add_get(METADATA_ROOT + "/{prefix:.+}/mcp", resource_metadata)  # RFC 9728's, prefixed
     router.add_get("/icon.svg", icon)
     router.add_get("/connect", connect)
     router.add_get("/llms.txt", llms)

@@ -123,3 +123,5 @@ async def test_every_url_the_gateway_names_keeps_the_prefix(
     listening = next(line for line in gateway.lines if line.get("event") == "listening")
     assert advertised in listening["advertised"]
     assert advertised in listening["msg"]
+    paths = {line.get("path") for line in gateway.lines if line.get("logger") == "pdpp_gateway.access"}
+    assert "/.well-known/oauth-protected-resource/{prefix}/mcp" in paths  # its pattern, not "other"
