@@ -22,6 +22,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,7 @@ ENV_NAMES: Final[dict[str, str]] = {
     "public_url": "PDPP_PUBLIC_URL",
     "trusted_proxies": "PDPP_TRUSTED_PROXIES",
     "allowed_hosts": "PDPP_ALLOWED_HOSTS",
+    "allowed_prefixes": "PDPP_ALLOWED_PREFIXES",
     "allowed_origins": "PDPP_ALLOWED_ORIGINS",
     "introspection_url": "PDPP_INTROSPECTION_URL",
     "introspection_client_id": "PDPP_INTROSPECTION_CLIENT_ID",
@@ -69,7 +71,10 @@ ENV_NAMES: Final[dict[str, str]] = {
     "log_level": "PDPP_LOG_LEVEL",
     "server_name": "PDPP_MCP_SERVER_NAME",
 }
-_LISTS: Final = frozenset({"trusted_proxies", "allowed_hosts", "allowed_origins"})
+_LISTS: Final = frozenset({"trusted_proxies", "allowed_hosts", "allowed_prefixes", "allowed_origins"})
+# A path segment a public URL or a forwarded prefix may hold: RFC 3986 unreserved characters.
+_SEGMENT: Final = re.compile(r"[A-Za-z0-9._~-]+")
+MAX_PREFIX_CHARS: Final = 200
 
 
 class SettingsError(ValueError):
@@ -85,6 +90,7 @@ class HostedSettings:
     public_url: str | None = None
     trusted_proxies: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
+    allowed_prefixes: tuple[str, ...] = ()  # path prefixes a trusted proxy may forward (X-Forwarded-Prefix)
     allowed_origins: tuple[str, ...] = ()
     introspection_url: str | None = None
     introspection_client_id: str | None = None
@@ -270,6 +276,24 @@ def _validated(raw: dict[str, Any]) -> HostedSettings:
             values[name] = _number(name, values[name], float, minimum=0.001)
     cache = values.get("introspection_cache_seconds", MAX_INTROSPECTION_CACHE_SECONDS)
     values["introspection_cache_seconds"] = min(cache, MAX_INTROSPECTION_CACHE_SECONDS)
+    if values.get("public_url"):
+        path = urlsplit(values["public_url"]).path
+        if path and path_prefix(path) is None:
+            raise SettingsError(
+                f"public_url {values['public_url']!r}: its path must be segments of letters, digits and "
+                "'.', '_', '~', '-' (for example https://data.example.com/pdpp)"
+            )
+    prefixes = []
+    for entry in values.get("allowed_prefixes", ()):
+        prefix = path_prefix(entry)
+        if not prefix:
+            raise SettingsError(
+                f"allowed prefix {entry!r} is not a path prefix such as /pdpp (segments of letters, "
+                "digits and '.', '_', '~', '-')"
+            )
+        prefixes.append(prefix)
+    if prefixes:
+        values["allowed_prefixes"] = tuple(dict.fromkeys(prefixes))
     for proxy in values.get("trusted_proxies", ()):
         try:
             ipaddress.ip_network(proxy, strict=False)
@@ -295,6 +319,21 @@ def _validated(raw: dict[str, Any]) -> HostedSettings:
                 "a package file needs introspection (package tokens are only recognised by it)"
             )
     return HostedSettings(**values)
+
+
+def path_prefix(text: str) -> str | None:
+    """A URL path prefix in normal form: ``/a/b`` (no trailing slash; ``""`` for the root),
+    or ``None`` when it is not one (a relative path, an empty, ``.`` or ``..`` segment, a
+    character outside RFC 3986's unreserved set, a query, or more than ``MAX_PREFIX_CHARS``)."""
+    trimmed = text.strip().rstrip("/")
+    if not trimmed:
+        return ""
+    if not trimmed.startswith("/") or len(trimmed) > MAX_PREFIX_CHARS:
+        return None
+    segments = trimmed[1:].split("/")
+    if any(s in {".", ".."} or not _SEGMENT.fullmatch(s) for s in segments):
+        return None
+    return trimmed
 
 
 def _as_list(value: Any) -> tuple[str, ...]:

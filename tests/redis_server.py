@@ -40,6 +40,10 @@ class RedisServer:
         self.kill()
         raise RuntimeError("redis-server did not start within 10 s")
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
     def freeze(self) -> None:
         """SIGSTOP: the server keeps its port and answers nothing (a hung Redis)."""
         self._process.send_signal(signal.SIGSTOP)

@@ -75,6 +75,18 @@ def test_secret_is_not_in_repr(tmp_path: Path) -> None:
         ({"provider_url": "https://a.example"}, "rate_limit = 5\n", "rate_limit outside the"),
         ({"provider_url": "https://a.example"}, "[server]\nport = 1\n", "server outside the"),
         ({"provider_url": "https://a.example", "package_file": "/nonexistent.json"}, "", "does not exist"),
+        (
+            {"provider_url": "https://a.example", "public_url": "https://h.example/a b"},
+            "",
+            "its path must be",
+        ),
+        (
+            {"provider_url": "https://a.example", "public_url": "https://h.example/a/../b"},
+            "",
+            "its path must be",
+        ),
+        ({"provider_url": "https://a.example", "allowed_prefixes": ["pdpp"]}, "", "not a path prefix"),
+        ({"provider_url": "https://a.example", "allowed_prefixes": ["/"]}, "", "not a path prefix"),
     ],
 )
 def test_invalid_settings_fail_at_start_with_one_clear_line(
@@ -209,3 +221,10 @@ def test_the_file_read_is_recorded_and_its_package_file_is_relative_to_it(tmp_pa
         ).config_file
         is None
     )
+
+
+def test_a_public_url_keeps_its_path_prefix(tmp_path: Path) -> None:
+    env = {"PDPP_PUBLIC_URL": "https://Host.example/pdpp/", "PDPP_ALLOWED_PREFIXES": "/a, /b/c/"}
+    settings = load_settings({"provider_url": "https://a.example"}, env, write(tmp_path, ""))
+    assert settings.public_url == "https://host.example/pdpp"
+    assert settings.allowed_prefixes == ("/a", "/b/c")

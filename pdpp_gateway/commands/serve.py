@@ -36,7 +36,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--host", help="interface to bind (env PDPP_HOST; default 127.0.0.1, use 0.0.0.0 on a PaaS)")
     add("--port", type=int, help="port to bind (env PORT; default 8080)")
     add("--rs-internal-url", help="base URL for the gateway's own /v1 reads (env PDPP_RS_INTERNAL_URL)")
-    add("--public-url", help="the public origin clients reach, when it is fixed (env PDPP_PUBLIC_URL)")
+    add(
+        "--public-url",
+        help="the public URL clients reach, when it is fixed: an origin, with the path prefix a proxy "
+        "serves the gateway under (https://host/pdpp; env PDPP_PUBLIC_URL)",
+    )
     add(
         "--trusted-proxy",
         action="append",
@@ -48,6 +52,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="append",
         dest="allowed_hosts",
         help="extra Host name the gateway answers (repeatable; env PDPP_ALLOWED_HOSTS)",
+    )
+    add(
+        "--allowed-prefix",
+        action="append",
+        dest="allowed_prefixes",
+        help="path prefix a trusted proxy may forward in X-Forwarded-Prefix, such as /pdpp (repeatable; "
+        "env PDPP_ALLOWED_PREFIXES)",
     )
     add(
         "--allowed-origin",

@@ -10,7 +10,9 @@ Contract: ``create_app(settings)`` returns an application serving
   error object (``refusals``); every ``/mcp`` answer carries the icon ``Link`` header and
   is counted once with its outcome (``refused`` when it was answered before the endpoint);
 - ``/.well-known/oauth-protected-resource/mcp``, ``/icon.svg``, ``/connect``,
-  ``/llms.txt``;
+  ``/llms.txt``; behind a path prefix (``origin.OriginPolicy``) the metadata is also served
+  at ``/.well-known/oauth-protected-resource<prefix>/mcp``, the path RFC 9728 gives it
+  (``public_urls.metadata_url``), for the request's own prefix only (any other: 404);
 - ``/healthz``, ``/readyz``, ``/metrics``;
 
 behind two app-wide middlewares: ``observe`` (request id, access log, counts, in-flight
@@ -20,14 +22,14 @@ starts and close when it stops. The app's ``Drain`` is turned to draining by the
 loop (``serve``) on SIGTERM, so ``/readyz`` answers 503 while in-flight requests drain.
 
 Token audiences accepted by introspection are exactly ``OriginPolicy.audiences()``:
-the origins the gateway can advertise (so every ``resource`` its metadata names is
+the bases (origin and path prefix) the gateway can advertise (so every ``resource`` its metadata names is
 accepted) plus the provider's origin and its full URL (path included), each bare and
 as its ``/mcp`` URL. Without introspection the RS judges issuer and audience itself,
 and the gateway says so in one start-up log line.
 
-There is one MCP ``Server`` per public origin (so ``serverInfo.icons`` names the
-``/icon.svg`` of the origin the client actually reached). Origins come only from
-settings or from trusted proxies naming an operator-listed host, so the set is finite;
+There is one MCP ``Server`` per public base (so ``serverInfo.icons`` names the
+``/icon.svg`` of the base the client actually reached). Bases come only from
+settings or from trusted proxies naming an operator-listed host and prefix, so the set is finite;
 the cache is also bounded (``MAX_SERVERS``, least recently used first out). Every one
 of them runs the same tool pipeline, built once per process.
 """
@@ -62,6 +64,7 @@ from pdpp_gateway.hosted.metrics import Metrics
 from pdpp_gateway.hosted.ops import DRAIN, METRICS, Drain, healthz, metrics_route, observe, readyz
 from pdpp_gateway.hosted.origin import OriginPolicy, host_guard
 from pdpp_gateway.hosted.packages import FilePackageResolver, IntrospectionPackageResolver, PackageResolver
+from pdpp_gateway.hosted.public_urls import METADATA_ROOT, metadata_url, split_base
 from pdpp_gateway.hosted.readiness import ReadinessProbe
 from pdpp_gateway.hosted.refusals import icon_link
 from pdpp_gateway.hosted.shared_state import SharedRefusals, shared_store
@@ -106,12 +109,12 @@ class Gateway:
     def __post_init__(self) -> None:
         self.pipeline = build_pipeline(self.registry, ready=True)
 
-    def endpoint_for(self, origin: str) -> McpEndpoint:
-        endpoint = self.endpoints.get(origin)
+    def endpoint_for(self, base: str) -> McpEndpoint:
+        endpoint = self.endpoints.get(base)
         if endpoint is not None:
-            self.endpoints.move_to_end(origin)
+            self.endpoints.move_to_end(base)
             return endpoint
-        icon = types.Icon(src=f"{origin}/icon.svg", mime_type="image/svg+xml", sizes=["any"])
+        icon = types.Icon(src=f"{base}/icon.svg", mime_type="image/svg+xml", sizes=["any"])
         server: Server[Any] = build_server(
             _caller_context,
             name=self.settings.server_name,
@@ -120,7 +123,7 @@ class Gateway:
             pipeline=self.pipeline,
         )
         fast = FastToolCall(server, self.pipeline, _request_context, self.registry.names)
-        endpoint = self.endpoints[origin] = McpEndpoint(server, {}, fast)
+        endpoint = self.endpoints[base] = McpEndpoint(server, {}, fast)
         while len(self.endpoints) > MAX_SERVERS:
             self.endpoints.popitem(last=False)
         self.metrics.servers.set(len(self.endpoints))
@@ -183,7 +186,7 @@ def create_app(
         assert gateway.endpoint_chain is not None
         started = time.perf_counter()
         response = await gateway.endpoint_chain(request)
-        response.headers.setdefault("Link", icon_link(policy.origin_of(request)))
+        response.headers.setdefault("Link", icon_link(policy.base_of(request)))
         method, tool = request.get(MCP_LABELS, ("unparsed", ""))
         outcome = request.get(MCP_OUTCOME) or _unserved_outcome(response.status)
         metrics.observe_request(method, tool, outcome, time.perf_counter() - started)
@@ -191,10 +194,10 @@ def create_app(
 
     async def mcp_other(request: web.Request) -> web.StreamResponse:
         response = await method_not_allowed(request)
-        response.headers["Link"] = icon_link(policy.origin_of(request))
+        response.headers["Link"] = icon_link(policy.base_of(request))
         return response
 
-    # origin -> (the discovery answers it was built from, the encoded document); the
+    # base -> (the discovery answers it was built from, the encoded document); the
     # discovery keeps the same objects while they are fresh, so identity says "unchanged".
     metadata_cache: dict[str, tuple[list[str] | None, dict[str, Any] | None, bytes]] = {}
 
@@ -202,13 +205,16 @@ def create_app(
         assert gateway.discovery is not None
         servers = await gateway.discovery.authorization_servers()
         as_metadata = await gateway.discovery.authorization_server_metadata(servers[0]) if servers else None
-        origin = policy.origin_of(request)
-        cached = metadata_cache.get(origin)
+        base = policy.base_of(request)
+        prefix = request.match_info.get("prefix")
+        if prefix is not None and f"/{prefix}" != split_base(base)[1]:
+            raise web.HTTPNotFound(text=f"The metadata of this gateway is at {metadata_url(base)}.")
+        cached = metadata_cache.get(base)
         if cached is None or cached[0] is not servers or cached[1] is not as_metadata:
             document = mcp_resource_metadata(
-                origin, settings.provider_url, servers, packages=resolver is not None, as_metadata=as_metadata
+                base, settings.provider_url, servers, packages=resolver is not None, as_metadata=as_metadata
             )
-            cached = metadata_cache[origin] = (servers, as_metadata, orjson.dumps(document))
+            cached = metadata_cache[base] = (servers, as_metadata, orjson.dumps(document))
         return web.Response(
             body=cached[2], content_type="application/json", headers={"Cache-Control": "public, max-age=300"}
         )
@@ -229,12 +235,12 @@ def create_app(
         return replace(demo or pages.PageFacts(), sign_in=sign_in)
 
     async def connect(request: web.Request) -> web.Response:
-        endpoint = f"{policy.origin_of(request)}/mcp"
+        endpoint = f"{policy.base_of(request)}/mcp"
         text = pages.connect_page(endpoint, settings.provider_url, await page_facts(endpoint))
         return web.Response(text=text, content_type="text/html")
 
     async def llms(request: web.Request) -> web.Response:
-        endpoint = f"{policy.origin_of(request)}/mcp"
+        endpoint = f"{policy.base_of(request)}/mcp"
         text = pages.llms_txt(endpoint, settings.provider_url, await page_facts(endpoint))
         return web.Response(text=text, content_type="text/plain")
 
@@ -245,7 +251,8 @@ def create_app(
     router = app.router
     router.add_post("/mcp", mcp_post)
     router.add_route("*", "/mcp", mcp_other)  # every other method: a JSON-RPC 405
-    router.add_get("/.well-known/oauth-protected-resource/mcp", resource_metadata)
+    router.add_get(f"{METADATA_ROOT}/mcp", resource_metadata)
+    router.add_get(METADATA_ROOT + "/{prefix:.+}/mcp", resource_metadata)  # RFC 9728's, prefixed
     router.add_get("/icon.svg", icon)
     router.add_get("/connect", connect)
     router.add_get("/llms.txt", llms)
@@ -294,14 +301,14 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
             bearer = BearerCheck(validator, gateway.packages, rs, settings.provider_url, gateway.policy)
 
             async def dispatch(request: web.Request) -> web.StreamResponse:
-                return await gateway.endpoint_for(gateway.policy.origin_of(request)).post(request)
+                return await gateway.endpoint_for(gateway.policy.base_of(request)).post(request)
 
             gateway.endpoint_chain = compose(
                 [
                     header_checks(settings.max_body_bytes),
                     bearer.middleware(),
                     body_checks(settings.max_body_bytes, settings.body_timeout_seconds),
-                    *limits.stages(gateway.policy.origin_of, reads_the_rs),
+                    *limits.stages(gateway.policy.base_of, reads_the_rs),
                 ],
                 dispatch,
             )

@@ -154,7 +154,7 @@ class BearerCheck:
         return Admission(context, caller_key(facts, token))
 
     def refuse(self, request: web.Request, rejection: Rejection) -> web.Response:
-        return rejected(rejection, self.policy.origin_of(request))
+        return rejected(rejection, self.policy.base_of(request))
 
     async def _members(self, facts: BearerFacts) -> tuple[PackageMember, ...] | None:
         """An active package bearer's usable members, or ``None`` when unknown here."""

@@ -2,8 +2,8 @@
 
 Contract:
 
-- ``mcp_resource_metadata(origin, ...)``: the RFC 9728 document served at
-  ``/.well-known/oauth-protected-resource/mcp``: ``resource`` is the public ``/mcp`` URL,
+- ``mcp_resource_metadata(base, ...)``: the RFC 9728 document of the public ``<base>/mcp``
+  (served where ``public_urls.metadata_url`` says): ``resource`` is that URL, path prefix included,
   the token kinds are the client-bearer kinds only (``client``, plus ``mcp_package``
   when this gateway can resolve packages; never ``owner``), the RS's own authorization
   servers, the PDPP core query base left pointing at the RS's ``/v1``, and the hosted
@@ -161,21 +161,21 @@ def mcp_authorization(resource: str, metadata: dict[str, Any] | None) -> dict[st
 
 
 def mcp_resource_metadata(
-    origin: str,
+    base: str,
     provider_url: str,
     authorization_servers: list[str] | None,
     *,
     packages: bool,
     as_metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    endpoint = f"{origin}/mcp"
+    endpoint = f"{base}/mcp"
     mcp: dict[str, Any] = {
         "endpoint": endpoint,
         "transport": "streamable_http",
         "no_owner_token": True,
         "setup_intent": "grant_scoped_read",
-        "connect_page": f"{origin}/connect",
-        "llms_txt": f"{origin}/llms.txt",
+        "connect_page": f"{base}/connect",
+        "llms_txt": f"{base}/llms.txt",
     }
     authorization = mcp_authorization(endpoint, as_metadata)
     if authorization:

@@ -59,7 +59,7 @@ class RateLimits:
         return self.limiter.degraded if isinstance(self.limiter, FailoverLimiter) else None
 
     def stages(
-        self, origin_of: Callable[[web.Request], str], counted: Callable[[web.Request], bool]
+        self, base_of: Callable[[web.Request], str], counted: Callable[[web.Request], bool]
     ) -> list[Stage]:
         """The aiohttp stage for the ``/mcp`` chain, or none when no limit is configured;
         ``counted(request)`` says whether a request spends from its caller's bucket."""
@@ -73,7 +73,7 @@ class RateLimits:
                 "rate_limited",
                 f"Too many calls from this grant: wait {wait} s before the next call, then pace the calls "
                 "(prefer aggregate over paging and counting, and narrower searches).",
-                origin_of(request),
+                base_of(request),
                 headers={"Retry-After": str(wait)},
                 retry_after_seconds=wait,
                 request_id=request_id_of(request),

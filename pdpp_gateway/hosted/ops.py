@@ -7,7 +7,9 @@ Contract:
   process's random prefix and its request count, unique without a system call), echoes it as
   ``Request-Id``, binds it to ``logs.REQUEST_ID`` for every log line of the request,
   counts the response by route and status, and writes one JSON access line (method,
-  path without query, status, milliseconds, the serving process's pid). It never logs headers or bodies.
+  path without query, status, milliseconds, the serving process's pid). A path is named
+  only when it is one of the gateway's routes (the metadata under a proxy's prefix by its
+  pattern), else ``other``. It never logs headers or bodies.
 - ``/healthz``: 200 while the process serves. ``/readyz``: 200 when the RS's ``/v1`` API
   answers (``readiness.ReadinessProbe``, cached for a few seconds), else 503 with the
   reason in ``reason``; 503 too from the moment shutdown begins (``DRAIN``; the serve
@@ -40,10 +42,12 @@ from pdpp_gateway.logs import REQUEST_ID
 
 _access = logging.getLogger("pdpp_gateway.access")
 _SANE_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+PREFIXED_METADATA_ROUTE: Final = "/.well-known/oauth-protected-resource/{prefix}/mcp"
 _ROUTES: Final = frozenset(
     {
         "/mcp",
         "/.well-known/oauth-protected-resource/mcp",
+        PREFIXED_METADATA_ROUTE,
         "/connect",
         "/llms.txt",
         "/icon.svg",
@@ -134,7 +138,7 @@ def observe(metrics: Metrics) -> Middleware:
         finally:
             if drain is not None:
                 drain.leave()
-            route = request.path if request.path in _ROUTES else "other"
+            route = request.path if request.path in _ROUTES else _pattern(request)
             metrics.count_response(route, status)
             if _access.isEnabledFor(logging.INFO):  # the line's fields are built only when written
                 _access.info(
@@ -177,6 +181,12 @@ def readyz(probe: Callable[[], ReadinessProbe], degraded: Callable[[], dict[str,
         return web.json_response({"status": "ready", **({"detail": detail} if detail else {})})
 
     return handler
+
+
+def _pattern(request: web.Request) -> str:
+    """The matched route's pattern when it is one of ours (never the raw path), else ``other``."""
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None and resource.canonical in _ROUTES else "other"
 
 
 def metrics_route(metrics: Metrics) -> Handler:

@@ -1,4 +1,4 @@
-"""The gateway's public origin, the audiences it accepts, and the Host / Origin checks.
+"""The gateway's public base URL, the audiences it accepts, and the Host / Origin checks.
 
 Contract:
 
@@ -6,15 +6,22 @@ Contract:
   no default port (``:80`` for http, ``:443`` for https), IPv6 literals in brackets.
   A host allow-list entry without a port matches only that host on its default port:
   ``data.example.org`` does not admit ``data.example.org:9999``.
-- ``public_origin(request)``: the configured ``public_url`` when set; else, only when
-  the TCP peer is a configured trusted proxy (IPv4-mapped IPv6 peers such as
-  ``::ffff:10.0.0.5`` are unwrapped first), ``X-Forwarded-Proto`` + ``X-Forwarded-Host``
-  (first value of each), and only when that host is one the operator named (the
-  provider's or public URL's host, or an ``allowed_hosts`` entry; the ``*`` wildcard
-  admits requests but never makes a host advertisable); else the provider URL's origin.
-  So the set of origins the gateway can ever advertise is finite and known at start-up:
-  ``advertisable_origins()``.
-- ``audiences()``: those origins, the provider URL's origin and the full provider URL
+- The gateway names itself by a *base*: a public origin plus the path prefix a reverse
+  proxy serves it under (``https://host/pdpp``; no prefix: the bare origin). Every URL it
+  advertises hangs off that base (``<base>/mcp``, ``<base>/connect``, ...), except the
+  RFC 9728 metadata document, which sits at ``<origin>/.well-known/oauth-protected-resource
+  <prefix>/mcp`` (``public_urls.metadata_url``).
+- ``public_base(request)``: the configured ``public_url`` (its path kept as the prefix)
+  when set; else, only when the TCP peer is a configured trusted proxy (IPv4-mapped IPv6
+  peers such as ``::ffff:10.0.0.5`` are unwrapped first), ``X-Forwarded-Proto`` +
+  ``X-Forwarded-Host`` (first value of each), and only when that host is one the operator
+  named (the provider's or public URL's host, or an ``allowed_hosts`` entry; the ``*``
+  wildcard admits requests but never makes a host advertisable), plus the
+  ``X-Forwarded-Prefix`` when it is one of ``allowed_prefixes`` (any other prefix is left
+  out and named in a warning, once per prefix); else the provider URL's origin.
+  So the set of bases the gateway can ever advertise is finite and known at start-up:
+  ``advertisable_bases()``, and ``advertised()`` says it in words for the start-up log.
+- ``audiences()``: those bases, the provider URL's origin and the full provider URL
   (normalised, path included: ``https://rs.example/pdpp``), each bare and as its
   ``/mcp`` URL. A token is accepted only for an audience the gateway could have
   advertised to the client that got it, or for the RS resource it fronts
@@ -30,6 +37,7 @@ Contract:
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,21 +48,25 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from pdpp_gateway.hosted.refusals import refusal
-from pdpp_gateway.settings import HostedSettings
+from pdpp_gateway.settings import HostedSettings, path_prefix
 
 EXEMPT_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-PUBLIC_ORIGIN: Final = web.RequestKey("public_origin", str)  # ``origin_of``'s per-request memo
+PUBLIC_BASE: Final = web.RequestKey("public_base", str)  # ``base_of``'s per-request memo
+MAX_WARNED_PREFIXES: Final = 16  # refused forwarded prefixes named in a warning, once each
+_log = logging.getLogger("pdpp_gateway.hosted")
+_warned_prefixes: set[str] = set()
 
 
 @dataclass(frozen=True, slots=True)
 class OriginPolicy:
-    configured_origin: str | None
+    configured_base: str | None  # the public URL: origin + path prefix
     fallback_origin: str
     trusted: tuple[Network, ...]
     hosts: frozenset[str]  # normal-form host[:port] entries, or "*"
     forwardable: frozenset[str]  # hosts a trusted proxy may make the advertised origin
+    prefixes: frozenset[str]  # path prefixes a trusted proxy may add to it
     origins: frozenset[str]
     provider_resource: str | None = None  # the provider URL in ``normal_resource`` form
 
@@ -67,16 +79,17 @@ class OriginPolicy:
         hosts = {host for entry in settings.host_allow_list() if (host := normal_host(entry))}
         if "*" in settings.allowed_hosts:
             hosts.add("*")
-        configured = normal_origin(settings.public_url) if settings.public_url else None
+        configured = normal_resource(settings.public_url) if settings.public_url else None
         fallback = normal_origin(settings.provider_url)
         if fallback is None:
             raise ValueError(f"provider URL {settings.provider_url!r} has no origin")
         return cls(
-            configured_origin=configured,
+            configured_base=configured,
             fallback_origin=fallback,
             trusted=tuple(ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies),
             hosts=frozenset(hosts),
             forwardable=frozenset(forwardable),
+            prefixes=frozenset(settings.allowed_prefixes),
             origins=frozenset(o for entry in settings.origin_allow_list() if (o := normal_origin(entry))),
             provider_resource=normal_resource(settings.provider_url),
         )
@@ -95,8 +108,9 @@ class OriginPolicy:
             address = address.ipv4_mapped
         return any(address in network for network in self.trusted)
 
-    def forwarded_origin(self, request: web.Request) -> str | None:
-        """The trusted proxy's public origin, when it names a host the operator listed."""
+    def forwarded_base(self, request: web.Request) -> str | None:
+        """The trusted proxy's public origin, when it names a host the operator listed,
+        with its forwarded prefix when the operator listed that too."""
         if not self.from_trusted_proxy(request):
             return None
         proto = (_first(request.headers.get("X-Forwarded-Proto")) or "").lower()
@@ -106,39 +120,75 @@ class OriginPolicy:
         host = normal_host(raw, proto)
         if host is None or host not in self.forwardable:
             return None
-        return f"{proto}://{host}"
+        return f"{proto}://{host}{self._forwarded_prefix(request)}"
 
-    def public_origin(self, request: web.Request) -> str:
-        if self.configured_origin:
-            return self.configured_origin
-        return self.forwarded_origin(request) or self.fallback_origin
+    def _forwarded_prefix(self, request: web.Request) -> str:
+        raw = _first(request.headers.get("X-Forwarded-Prefix"))
+        if raw is None:
+            return ""
+        prefix = path_prefix(raw)
+        if prefix is not None and (not prefix or prefix in self.prefixes):
+            return prefix
+        if len(_warned_prefixes) < MAX_WARNED_PREFIXES and raw not in _warned_prefixes:
+            _warned_prefixes.add(raw)
+            _log.warning(
+                "a trusted proxy forwarded the prefix %r, which is not an allowed prefix: the gateway "
+                "advertises its URLs without it; list it in --allowed-prefix (PDPP_ALLOWED_PREFIXES) "
+                "or set --public-url",
+                raw[:100],
+                extra={"fields": {"event": "forwarded_prefix_ignored", "prefix": raw[:100]}},
+            )
+        return ""
 
-    def origin_of(self, request: web.Request) -> str:
-        """``public_origin(request)``, computed once per request and kept on it (without a
+    def public_base(self, request: web.Request) -> str:
+        if self.configured_base:
+            return self.configured_base
+        return self.forwarded_base(request) or self.fallback_origin
+
+    def base_of(self, request: web.Request) -> str:
+        """``public_base(request)``, computed once per request and kept on it (without a
         trusted proxy it is the same for every request)."""
-        if self.configured_origin:
-            return self.configured_origin
+        if self.configured_base:
+            return self.configured_base
         if not self.trusted:
             return self.fallback_origin
-        origin = request.get(PUBLIC_ORIGIN)
-        if origin is None:
-            origin = request[PUBLIC_ORIGIN] = self.public_origin(request)
-        return origin
+        base = request.get(PUBLIC_BASE)
+        if base is None:
+            base = request[PUBLIC_BASE] = self.public_base(request)
+        return base
 
-    def advertisable_origins(self) -> frozenset[str]:
-        """Every origin ``public_origin`` can return."""
-        if self.configured_origin:
-            return frozenset({self.configured_origin})
+    def advertisable_bases(self) -> frozenset[str]:
+        """Every base ``public_base`` can return."""
+        if self.configured_base:
+            return frozenset({self.configured_base})
         found = {self.fallback_origin}
         if self.trusted:
-            found |= {f"{scheme}://{host}" for scheme in DEFAULT_PORTS for host in self.forwardable}
+            found |= {
+                f"{scheme}://{host}{prefix}"
+                for scheme in DEFAULT_PORTS
+                for host in self.forwardable
+                for prefix in ("", *self.prefixes)
+            }
         return frozenset(found)
+
+    def advertised(self) -> str:
+        """What the gateway advertises as its MCP URL, in words (the start-up log line)."""
+        if self.configured_base:
+            return f"{self.configured_base}/mcp (the public URL)"
+        if not self.trusted:
+            return f"{self.fallback_origin}/mcp (the provider's origin; no public URL or trusted proxy set)"
+        hosts = ", ".join(sorted(self.forwardable))
+        prefixes = ", ".join(sorted(self.prefixes)) or "none"
+        return (
+            f"{self.fallback_origin}/mcp, or the origin a trusted proxy forwards for {hosts} "
+            f"under an allowed forwarded prefix (allowed: {prefixes})"
+        )
 
     def audiences(self) -> frozenset[str]:
         """The ``aud`` values a token may carry, in ``normal_resource`` form: the
-        advertisable origins and the provider's origin, plus the full provider URL (the
+        advertisable bases and the provider's origin, plus the full provider URL (the
         RS resource this gateway fronts, path included), each bare and as its ``/mcp`` URL."""
-        bases = self.advertisable_origins() | {self.fallback_origin}
+        bases = self.advertisable_bases() | {self.fallback_origin}
         if self.provider_resource:
             bases |= {self.provider_resource}
         return frozenset(url for base in bases for url in (base, f"{base}/mcp"))
@@ -187,7 +237,7 @@ def host_guard(policy: OriginPolicy) -> Middleware:
                 421,
                 "misdirected_request",
                 "This gateway does not serve that host name. Use the provider's public MCP URL "
-                f"({policy.configured_origin or policy.fallback_origin}/mcp).",
+                f"({policy.configured_base or policy.fallback_origin}/mcp).",
                 policy.fallback_origin,
                 # The RS types its own 421 api_error; here the request itself is at fault
                 # (a Host this door does not serve), as its JSON-RPC code -32600 says.
@@ -199,7 +249,7 @@ def host_guard(policy: OriginPolicy) -> Middleware:
                 403,
                 "origin_not_allowed",
                 "Browser requests from this origin are not allowed. Call the gateway from an MCP client.",
-                policy.origin_of(request),
+                policy.base_of(request),
             )
         return await handler(request)
 

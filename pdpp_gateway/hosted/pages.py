@@ -14,6 +14,8 @@ is true of this deployment), no I/O.
   command has a copy button; long lines wrap, so a phone never scrolls sideways. Every
   interpolated value is HTML-escaped.
 - ``llms_txt``: the same facts for an agent, plus one line per read tool.
+- Every URL either names is absolute and hangs off the public base (the MCP URL without
+  ``/mcp``, a proxy's path prefix included); the metadata URL is ``public_urls.metadata_url``.
 
 Neither ever asks for, explains or shows owner credentials: an MCP setup that pasted an
 owner bearer would hand an app the person's whole store, which is exactly what a
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Final
 
+from pdpp_gateway.hosted.public_urls import metadata_url
 from pdpp_gateway.tools.specs import TOOLS
 
 ICON_SVG: Final = b"""<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" role="img" aria-label="PDPP gateway">
@@ -92,7 +95,7 @@ _CLOUD_NEEDS_PUBLIC = (
 )
 
 
-def _origin(mcp_url: str) -> str:
+def _base(mcp_url: str) -> str:
     return mcp_url.removesuffix("/mcp")
 
 
@@ -124,7 +127,7 @@ def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()
         remote = f'<p class="note">{escape(_CLOUD_NEEDS_PUBLIC)}</p>'
     else:
         remote = f"<p>Add a custom connector (a remote MCP server) with this URL:</p>\n{_block(mcp_url)}"
-    llms = escape(f"{_origin(mcp_url)}/llms.txt")
+    llms, icon = (escape(f"{_base(mcp_url)}/{name}") for name in ("llms.txt", "icon.svg"))
     connect, stdio = _terminal(provider_url, facts)
     if facts.sign_in:
         sign_in = "<p>The app sends you to the provider to sign in and approve what it may read.</p>"
@@ -144,7 +147,7 @@ def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Connect an AI app</title><link rel="icon" href="/icon.svg" type="image/svg+xml">
+<title>Connect an AI app</title><link rel="icon" href="{icon}" type="image/svg+xml">
 <style>{_STYLE}</style></head>
 <body>
 <h1>Connect an AI app</h1>
@@ -200,7 +203,7 @@ def llms_txt(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()) ->
 - MCP server URL: {mcp_url}
 - Transport: Streamable HTTP; POST one JSON-RPC message, get one JSON response (stateless, no sessions).
 - Auth: {auth}. Protected-resource metadata:
-  {_origin(mcp_url)}/.well-known/oauth-protected-resource/mcp{demo}
+  {metadata_url(_base(mcp_url))}{demo}
 
 ## Connect
 

@@ -18,7 +18,8 @@ body is one JSON-RPC 2.0 error object that MCP clients can read::
   ``error_type``: the Host check types its 421 ``invalid_request_error``), ``code`` (a string such as ``permission_error`` or ``context.active_false``),
   the HTTP ``request_id``, and on a 401 ``resource_metadata`` and ``next_step``.
 - A 401 is a challenge: ``WWW-Authenticate: Bearer resource_metadata="<origin>/.well-known/
-  oauth-protected-resource/mcp"``. Every refusal names the public ``/icon.svg`` in ``Link``.
+  oauth-protected-resource<prefix>/mcp"`` (``public_urls.metadata_url`` of the public base). Every
+  refusal names the public ``/icon.svg`` in ``Link``.
 - No refusal ever echoes the bearer it refused, a header or the request line.
 
 Integer codes: by HTTP status from the one table (``rpc_codes.for_status``, a caller's
@@ -48,50 +49,45 @@ next step all come from there; only the way to a grant (``grant_route``) is this
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import orjson
 from aiohttp import web
 
 from pdpp_gateway.caller import Rejection
 from pdpp_gateway.error_types import error_type_for
+from pdpp_gateway.hosted.public_urls import metadata_url
 from pdpp_gateway.logs import REQUEST_ID
 from pdpp_gateway.refusals import REFUSALS, explain
 from pdpp_gateway.rpc_codes import INVALID_REQUEST, for_status
 
-MCP_METADATA_PATH: Final = "/.well-known/oauth-protected-resource/mcp"
 
-
-def grant_route(origin: str) -> str:
+def grant_route(base: str) -> str:
     """How a hosted caller gets a grant: the ``{connect}`` of the refusal table's text."""
     return (
-        f"fetch {metadata_url(origin)} and complete the authorization flow it names "
+        f"fetch {metadata_url(base)} and complete the authorization flow it names "
         "(or run `pdpp-gateway connect <provider-url>`)"
     )
 
 
-def rejected(rejection: Rejection, origin: str) -> web.Response:
+def rejected(rejection: Rejection, base: str) -> web.Response:
     """A refused credential's answer, all of it from the refusal table."""
     entry = REFUSALS[rejection.code]
-    message, step = explain(rejection, grant_route(origin))
+    message, step = explain(rejection, grant_route(base))
     headers = {"Retry-After": str(entry.retry_after)} if entry.retry_after is not None else None
     return refusal(
         entry.http_status,
         rejection.code,
         f"{message} {step}",
-        origin,
+        base,
         rpc_code=entry.rpc_code,
         headers=headers,
         next_step=step,
     )
 
 
-def icon_link(origin: str) -> str:
-    return f'<{origin}/icon.svg>; rel="icon"; type="image/svg+xml"'
-
-
-def metadata_url(origin: str) -> str:
-    return origin + MCP_METADATA_PATH
+def icon_link(base: str) -> str:
+    return f'<{base}/icon.svg>; rel="icon"; type="image/svg+xml"'
 
 
 def rpc_error_body(
@@ -121,7 +117,7 @@ def refusal(
     status: int,
     code: str,
     message: str,
-    origin: str | None = None,
+    base: str | None = None,
     *,
     rpc_code: int | None = None,
     request_id: Any = None,
@@ -129,12 +125,12 @@ def refusal(
     error_type: str | None = None,
     **data: Any,
 ) -> web.Response:
-    """A refusal response. ``origin`` (the public origin) adds the ``Link`` header and, on
+    """A refusal response. ``base`` (the public base URL) adds the ``Link`` header and, on
     a 401, the challenge naming the metadata URL (header and ``data``)."""
-    sent = {"Link": icon_link(origin)} if origin else {}
+    sent = {"Link": icon_link(base)} if base else {}
     sent.update(headers or {})
-    if origin and status == 401:
-        url = metadata_url(origin)
+    if base and status == 401:
+        url = metadata_url(base)
         sent["WWW-Authenticate"] = f'Bearer resource_metadata="{url}"'
         data["resource_metadata"] = url
     body = rpc_error_body(

@@ -22,8 +22,10 @@ Contract:
   clients close, the last spans are exported in what is left of the grace (a collector
   that does not answer costs those spans, never the deadline: ``tracing.stop_tracing``),
   and the process exits within the grace. Each worker logs
-  one ``listening`` line with the bound URL, its pid, its event loop and the settings
-  file read (``config_file``, null when none). With no settings file read, a
+  one ``listening`` line with the bound URL, what it advertises as its public MCP URL
+  (``OriginPolicy.advertised``: the public URL with its path prefix, or what trusted
+  proxies may forward), its pid, its event loop and the settings file read
+  (``config_file``, null when none). With no settings file read, a
   ``config/gateway.toml`` in the working directory is named in one warning: it is not
   read unless passed with ``--config`` (or ``PDPP_GATEWAY_CONFIG``).
 - Connections are served by ``http_server.GatewayRunner`` (malformed HTTP answered and
@@ -99,6 +101,7 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     from pdpp_gateway.hosted.connections import ConnectionLimits
     from pdpp_gateway.hosted.http_server import GatewayRunner
     from pdpp_gateway.hosted.ops import DRAIN
+    from pdpp_gateway.hosted.origin import OriginPolicy
     from pdpp_gateway.tracing import start_tracing, stop_tracing
 
     settings = replace(settings, port=sock.getsockname()[1])
@@ -116,15 +119,18 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
         loop.add_signal_handler(signum, stop.set)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     url = f"http://{host}:{settings.port}/mcp"
+    advertised = OriginPolicy.from_settings(settings).advertised()
     _log.info(
-        "listening on %s (provider %s, settings file %s)",
+        "listening on %s, advertising %s (provider %s, settings file %s)",
         url,
+        advertised,
         settings.provider_url,
         settings.config_file or "none",
         extra={
             "fields": {
                 "event": "listening",
                 "url": url,
+                "advertised": advertised,
                 "pid": os.getpid(),
                 "loop": _loop_name(loop),
                 "config_file": settings.config_file,

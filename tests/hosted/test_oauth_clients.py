@@ -66,7 +66,7 @@ class Person:
         )
 
 
-def _provider(url: str, person: Person, storage: MemoryStorage) -> OAuthClientProvider:
+def sdk_oauth_provider(url: str, person: Person, storage: MemoryStorage) -> OAuthClientProvider:
     metadata = OAuthClientMetadata(
         client_name="SDK OAuth client", redirect_uris=[REDIRECT], token_endpoint_auth_method="none"
     )
@@ -78,7 +78,7 @@ async def test_sdk_oauth_client_signs_in_to_hosted_mcp_and_lists_tools(sandbox: 
     async with start_gateway(sandbox_settings(sandbox.url), public_self=True) as url:
         sandbox.allow_resource(url)
         async with (
-            httpx2.AsyncClient(auth=_provider(url, person, storage), timeout=30) as http,
+            httpx2.AsyncClient(auth=sdk_oauth_provider(url, person, storage), timeout=30) as http,
             Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None) as client,
         ):
             tools = await client.list_tools()
@@ -96,7 +96,7 @@ async def test_sdk_oauth_client_is_refused_when_the_person_denies(sandbox: Any) 
         sandbox.allow_resource(url)
         with pytest.raises(BaseException) as caught:  # noqa: PT011 - the SDK wraps it in task groups
             async with (
-                httpx2.AsyncClient(auth=_provider(url, person, storage), timeout=30) as http,
+                httpx2.AsyncClient(auth=sdk_oauth_provider(url, person, storage), timeout=30) as http,
                 Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None) as client,
             ):
                 await client.list_tools()

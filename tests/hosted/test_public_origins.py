@@ -187,3 +187,56 @@ async def test_a_provider_url_with_a_path_is_an_accepted_audience() -> None:
     for aud in accepted:
         assert validator._judge({"active": True, "aud": aud}).active, aud
     assert validator._judge({"active": True, "aud": "https://rs.example/other"}).reason == "audience_mismatch"
+
+
+async def test_a_public_url_with_a_path_names_every_url_under_it(shared_sandbox: Any) -> None:
+    """The gateway behind ``https://data.example.org/pdpp``: the metadata sits where RFC 9728
+    puts it for ``/pdpp/mcp`` (and at the prefix-less path a stripping proxy forwards), the
+    challenge points there, and a token for that resource is an accepted audience."""
+    public = "https://data.example.org/pdpp"
+    async with upstream_proxy(shared_sandbox.url, audience=f"{public}/mcp") as proxy:
+        settings = proxied_settings(shared_sandbox.url, proxy, introspection=True, public_url=public)
+        async with start_gateway(settings) as url:
+            origin = url.removesuffix("/mcp")
+            async with aiohttp.ClientSession() as http:
+                for path in ("/.well-known/oauth-protected-resource/pdpp/mcp", METADATA):
+                    async with http.get(origin + path) as response:
+                        assert response.status == 200, path
+                        assert (await response.json())["resource"] == f"{public}/mcp"
+                async with http.get(f"{origin}/.well-known/oauth-protected-resource/other/mcp") as response:
+                    assert response.status == 404
+                    assert "https://data.example.org/.well-known/oauth-protected-resource/pdpp/mcp" in (
+                        await response.text()
+                    )
+            status, body = await call(url, None)
+            assert status == 401
+            assert body["error"]["data"]["resource_metadata"] == (
+                "https://data.example.org/.well-known/oauth-protected-resource/pdpp/mcp"
+            )
+            status, body = await call(url, shared_sandbox.tokens["client_broad"])
+            assert status == 200, body
+
+
+async def test_a_forwarded_prefix_is_advertised_only_when_allowed(
+    shared_sandbox: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = sandbox_settings(
+        shared_sandbox.url,
+        trusted_proxies=("127.0.0.1",),
+        allowed_hosts=("data.example.org",),
+        allowed_prefixes=("/pdpp",),
+    )
+    async with start_gateway(settings) as url:
+        headers = forwarded("data.example.org")
+        status, document = await metadata(url, {**headers, "X-Forwarded-Prefix": "/pdpp/"})
+        assert (status, document["resource"]) == (200, "https://data.example.org/pdpp/mcp")
+        for prefix in ("/other", "/pdpp/../admin", "/x", "/x"):
+            status, document = await metadata(url, {**headers, "X-Forwarded-Prefix": prefix})
+            assert (status, document["resource"]) == (200, "https://data.example.org/mcp"), prefix
+    warned = [r.getMessage() for r in caplog.records if "not an allowed prefix" in r.getMessage()]
+    assert len(warned) == 3  # once per prefix
+    assert "--allowed-prefix" in warned[0]
+    assert OriginPolicy.from_settings(settings).audiences() >= {
+        "https://data.example.org/pdpp/mcp",
+        "https://data.example.org/mcp",
+    }

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import signal
 import socket
 import sys
@@ -21,77 +19,11 @@ from aiohttp import web
 
 from pdpp_gateway.hosted.embedded import mcp_http
 from tests.conftest import gateway_env, run_cli_async
+from tests.gateway_process import serve
 from tests.upstreams import serve_app
 
 SECRET = "sandbox-introspection-secret"
 REPOSITORY = Path(__file__).resolve().parents[2]
-
-
-class GatewayProcess:
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self.lines: list[dict[str, Any]] = []
-        self.raw: list[str] = []
-
-    async def wait_listening(self, count: int = 1) -> str:
-        urls: list[str] = []
-        assert self.process.stderr is not None
-        while len(urls) < count:
-            line = await asyncio.wait_for(self.process.stderr.readline(), timeout=60)
-            assert line, f"the gateway exited early: {''.join(self.raw)}"
-            self._keep(line)
-            if self.lines and self.lines[-1].get("event") == "listening":
-                urls.append(self.lines[-1]["url"])
-        return urls[0]
-
-    def _keep(self, line: bytes) -> None:
-        text = line.decode()
-        self.raw.append(text)
-        try:
-            self.lines.append(json.loads(text))
-        except json.JSONDecodeError:
-            self.lines.append({"unparsed": text})
-
-    async def stop(self, *, already_signalled: bool = False) -> int:
-        """SIGTERM (unless the test sent it already: a second one could land after the
-        event loop closed, when the default action kills the process) and wait for exit."""
-        if not already_signalled:
-            self.process.send_signal(signal.SIGTERM)
-        assert self.process.stderr is not None
-        rest = await asyncio.wait_for(self.process.stderr.read(), timeout=60)
-        for line in rest.splitlines(keepends=True):
-            self._keep(line)
-        return await asyncio.wait_for(self.process.wait(), timeout=60)
-
-
-@asynccontextmanager
-async def serve(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> AsyncIterator[GatewayProcess]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "pdpp_gateway",
-        "serve",
-        "--port",
-        "0",
-        *args,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        env=gateway_env(env),
-        cwd=cwd,
-        start_new_session=True,  # its own process group: workers included in the kill below
-    )
-    gateway = GatewayProcess(process)
-    try:
-        yield gateway
-    finally:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-        assert process.stderr is not None
-        await process.stderr.read()  # to end of file, so the pipe transport closes
-        await process.wait()
 
 
 def introspection_args(sandbox: Any) -> list[str]:

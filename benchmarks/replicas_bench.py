@@ -1,0 +1,135 @@
+"""Replicas behind one nginx: calls per second through the proxy for 1, 2 and 3 replicas.
+
+Run: ``.venv/bin/python benchmarks/replicas_bench.py [--seconds 10] [--clients 16] [--rounds 2]``
+(needs ``nginx``, ``redis-server`` and ``openssl``, which ``scripts/test`` installs).
+
+Processes on this machine: the sandbox RS, ``redis-server``, three gateway replicas
+(``pdpp-gateway serve``, one worker each, introspection on, limits and verdicts shared
+through Redis, the rate limit high enough that nothing is refused, the proxy trusted and
+the public URL under its prefix), nginx as ``tests/nginx_proxy.py`` runs it (TLS at the
+proxy, the gateway under ``/pdpp``, kept-alive upstream connections) and this load client:
+``--clients`` closed-loop clients spread over four grants, each on its own kept-alive
+HTTPS connection sending ``search`` calls back to back (``tests/replicas.py``). For k =
+1, 2, 3, nginx's upstream is the first k replicas; after a warm-up, the calls completed
+in ``--seconds``. Each round measures k = 1, 2, 3 once; the baseline is one replica in
+the same round, so the ratio is what a replica adds on this machine at this moment (on a
+machine with fewer cores than processes, the ratio is the point, not the figure).
+Prints, per round and k: calls/s, calls lost (anything but a tool result), x 1 replica,
+and the CPU time spent per call by the replicas and by every process of the run (replicas,
+nginx, the RS, Redis, this client): when the second stays flat as k grows, the machine's
+cores, not the replicas, are what the calls wait for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from gateway_bench import free_port, process, sandbox_process, serve_args, wait_up
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from pdpp_gateway.sandbox.config import TOKENS
+from tests.nginx_proxy import nginx_proxy
+from tests.redis_server import RedisServer
+from tests.replicas import GRANTS, Load, calls_per_second
+
+REPLICAS = 3
+WARM_UP_SECONDS = 2.0
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of ``pids`` so far (``/proc/<pid>/stat``)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+async def measure(
+    directory: Path, port: int, upstreams: list[int], clients: int, seconds: float, pids: dict[str, list[int]]
+) -> tuple[float, int, float, float]:
+    """Through nginx on ``port`` in front of ``upstreams``: calls/s, calls lost, and the
+    replicas' and all processes' CPU ms per call."""
+    with nginx_proxy(directory, upstreams, port=port) as proxy:
+        assert proxy.process is not None
+        replicas = pids["replicas"][: len(upstreams)]
+        everything = [*pids["replicas"], *pids["others"], proxy.process.pid, *children(proxy.process.pid)]
+        tokens = {grant: TOKENS[grant] for grant in GRANTS}
+        load = Load(f"{proxy.base}/mcp", tokens, proxy.tls.client_context(), pause=0)
+        load.start(clients_per_grant=max(1, clients // len(GRANTS)))
+        try:
+            await asyncio.sleep(WARM_UP_SECONDS)
+            lost_before, calls_before = len(load.lost()), len(load.outcomes)
+            cpu_before = cpu_seconds(replicas), cpu_seconds(everything)
+            rate = await calls_per_second(load, seconds)
+            cpu_after = cpu_seconds(replicas), cpu_seconds(everything)
+            calls = len(load.outcomes) - calls_before
+            lost = len(load.lost()) - lost_before
+        finally:
+            await load.stop()
+    replicas_ms, all_ms = (
+        1000 * (after - before) / max(1, calls) for before, after in zip(cpu_before, cpu_after, strict=True)
+    )
+    return rate, lost, replicas_ms, all_ms
+
+
+async def main(seconds: float, clients: int, rounds: int) -> None:
+    missing = [name for name in ("nginx", "redis-server", "openssl") if shutil.which(name) is None]
+    if missing:
+        sys.exit(f"replicas_bench needs {', '.join(missing)} on PATH (scripts/test installs them with apt)")
+    redis = RedisServer(str(shutil.which("redis-server")))
+    port = free_port()
+    public = f"https://127.0.0.1:{port}/pdpp"
+    try:
+        async with sandbox_process() as (rs_url, sandbox), AsyncExitStack() as stack:
+            ports = [free_port() for _ in range(REPLICAS)]
+            pids: dict[str, list[int]] = {"replicas": [], "others": [sandbox.pid, redis.pid, os.getpid()]}
+            for replica_port in ports:
+                extra = ["--redis-url", redis.url, "--trusted-proxy", "127.0.0.1", "--public-url", public]
+                extra += ["--rate-limit", "1000000", "--rate-burst", "1000000"]
+                replica = await stack.enter_async_context(process(*serve_args(rs_url, replica_port, *extra)))
+                pids["replicas"].append(replica.pid)
+                await wait_up(f"http://127.0.0.1:{replica_port}/healthz")
+            print(
+                f"{clients} clients over {len(GRANTS)} grants, search calls back to back, {seconds:.0f} s per "
+                f"measurement, through nginx (TLS, /pdpp) to k replicas sharing Redis"
+            )
+            print(
+                f"round | replicas | calls/s | lost | x 1 replica | CPU ms/call: replicas, all (this machine: "
+                f"{os.cpu_count()} cores)"
+            )
+            with tempfile.TemporaryDirectory(prefix="replicas-bench-") as scratch:
+                for round_number in range(1, rounds + 1):
+                    baseline = 0.0
+                    for k in range(1, REPLICAS + 1):
+                        directory = Path(scratch) / f"r{round_number}k{k}"
+                        rate, lost, mine, total = await measure(
+                            directory, port, ports[:k], clients, seconds, pids
+                        )
+                        baseline = baseline or rate
+                        print(
+                            f"{round_number:>5} | {k:>8} | {rate:>7.0f} | {lost:>4} | {f'x{rate / baseline:.2f}':>11} |"
+                            f" {mine:.2f}, {total:.2f}"
+                        )
+    finally:
+        redis.kill()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=2)
+    options = parser.parse_args()
+    asyncio.run(main(options.seconds, options.clients, options.rounds))
