@@ -9,6 +9,11 @@ Contract: ``RenewingRs`` is an ``RsReader`` reading with the cached grant's acce
 - After the fact: when the RS refuses the access token itself (``local_package.token_lapsed``:
   401 with a token code, or the reference RS's 403 ``grant_expired``; never a stream or
   connection outside the grant) it renews once and repeats that read with the new token.
+- When the RS refuses even the renewed token (the grant is gone at the RS while the
+  authorization server still renews it), later refusals are not renewed for
+  ``FIRST_HOLD_SECONDS``, doubling at each such refusal up to ``MAX_HOLD_SECONDS``: the
+  refusal is answered at once instead of costing a renewal per call. A read that passes
+  ends the spacing.
 - Renewals go through ``renewal.renew``: one per grant at a time in this reader (concurrent
   reads wait for the same one), and across processes the provider file's lock, where a
   reader that finds a newer token in the cache uses it instead of refreshing.
@@ -25,9 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from pdpp_gateway.credentials import Credential, load_credential
 from pdpp_gateway.local_package import token_lapsed
@@ -38,6 +44,8 @@ from pdpp_gateway.rs.errors import RsStatusError, RsUnavailableError
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
+FIRST_HOLD_SECONDS: Final = 30.0
+MAX_HOLD_SECONDS: Final = 600.0
 
 
 class RenewingRs:
@@ -48,6 +56,8 @@ class RenewingRs:
         self._reader = rs.bind(credential.access_token)
         self._lock = asyncio.Lock()
         self._refused: RenewalError | None = None
+        self._hold = 0.0  # how long renewals wait after the RS refused a renewed token
+        self._held_until = 0.0  # (monotonic) no renewal on a refusal before this
 
     @property
     def credential(self) -> Credential:
@@ -72,13 +82,25 @@ class RenewingRs:
         try:
             return await call(self._reader)
         except RsStatusError as error:
-            if not token_lapsed(error.status, error.code):
-                raise
+            if not token_lapsed(error.status, error.code) or time.monotonic() < self._held_until:
+                raise  # not the token's fault, or renewing has just not helped: no renewal now
             try:
                 await self._renew(used)
             except RenewalError as failure:
                 raise _failed(error, failure) from None
-        return await call(self._reader)
+        try:
+            answer = await call(self._reader)
+        except RsStatusError as error:
+            if token_lapsed(error.status, error.code):  # the RS refuses even a renewed token
+                self._hold = min(max(2 * self._hold, FIRST_HOLD_SECONDS), MAX_HOLD_SECONDS)
+                self._held_until = time.monotonic() + self._hold
+                _log.warning(
+                    "the resource server refused a renewed access token; not renewing again for %.0f s",
+                    self._hold,
+                )
+            raise
+        self._hold = 0.0
+        return answer
 
     async def _renew(self, stale: str) -> None:
         """Make the reader's token newer than ``stale`` (or raise ``RenewalError``)."""

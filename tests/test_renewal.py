@@ -23,6 +23,7 @@ from pdpp_gateway.rs.errors import RsStatusError
 from pdpp_gateway.sandbox.oauth_store import OAUTH, token_key
 from tests.conftest import run_cli, run_cli_async, stdio_params
 from tests.grants import approve, lapse_now, refreshes
+from tests.upstreams import Fault, upstream_proxy
 
 ERAS = ["legacy", "2026-07-28"]
 
@@ -93,6 +94,27 @@ async def test_a_refused_renewal_names_the_command_that_approves_the_grant_again
     reconnect = failed.value.envelope["reconnect"]
     assert reconnect == f"pdpp-gateway connect {sandbox.url} --connector gmail --cache-root {tmp_path}"
     assert failed.value.envelope["code"] in {"grant_expired", "context.active_false"}
+
+
+async def test_an_rs_that_refuses_even_a_renewed_token_is_not_renewed_for_on_every_call(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    """The authorization server still renews the grant, the RS refuses every token: the first
+    refusal renews once, the calls after it are answered at once without asking the AS."""
+    sandbox = await sandbox_factory()
+    await approve(sandbox.url, tmp_path, "gmail")
+    credential = load_credential(sandbox.url, tmp_path, connector="gmail")
+    async with (
+        upstream_proxy(sandbox.url, fault=Fault("token_refused")) as refusing,
+        RsClient(refusing.url) as rs,
+    ):
+        reader = RenewingRs(rs, credential, tmp_path)
+        for _ in range(5):
+            with pytest.raises(RsStatusError) as refused:
+                await reader.get_json("/v1/streams/messages/records")
+            assert refused.value.code == "context.active_false"
+        assert refreshes(sandbox) == 1  # one renewal, then none while the RS keeps refusing
+        assert len(refusing.data_reads()) == 6  # the first read, its repeat with the new token, four more
 
 
 async def test_a_renewal_saves_what_the_authorization_server_issued_before_the_rs_is_asked(

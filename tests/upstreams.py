@@ -12,7 +12,8 @@
   each request's W3C ``traceparent`` header too (``traceparents``).
   ``upstream_proxy(upstream, **options)`` serves one for the block.
   A ``Fault`` set on it is injected into every ``/v1`` read but the schema probe: a delay
-  before answering, a status, a connection reset, malformed JSON, an HTML page, an
+  before answering, a status, every access token refused (401 ``context.active_false``), a
+  connection reset, malformed JSON, an HTML page, an
   oversized body, or a body cut short of its declared length.
 - ``proxied_settings``: a hosted gateway whose every upstream call goes through a proxy.
 - ``raw_http``: send raw bytes on one TCP connection and read the answer;
@@ -67,7 +68,7 @@ class Seen(NamedTuple):
 class Fault:
     """One way an upstream can fail, injected by ``Switchboard`` into ``/v1`` reads but the schema probe."""
 
-    kind: str  # delay | status | reset | malformed | html | oversized | truncated
+    kind: str  # delay | status | token_refused | reset | malformed | html | oversized | truncated
     value: float = 0  # seconds for delay, status code for status, bytes for oversized
 
     async def answer(self, request: web.Request) -> web.StreamResponse | None:
@@ -78,6 +79,9 @@ class Fault:
         if self.kind == "status":
             envelope = {"type": "api_error", "code": "injected", "message": "injected fault"}
             return web.json_response({"error": envelope}, status=int(self.value))
+        if self.kind == "token_refused":  # the RS refusing every access token as inactive
+            envelope = {"type": "authentication_error", "code": "context.active_false", "message": "inactive"}
+            return web.json_response({"error": envelope}, status=401)
         if self.kind == "reset":
             assert request.transport is not None
             request.transport.abort()
