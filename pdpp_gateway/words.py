@@ -35,7 +35,7 @@ STOP_WORDS: Final = frozenset(
     nothing now of off on once only or other our ours out over own please s same she should so some
     somebody someone something such t than that the their theirs them then there these they this
     those through to too under until up us very was we were what whats when where which while who
-    whom whose why will with would you your yours need needs want wants tell know
+    whom whose why will with would you your yours need needs want wants tell know much many
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _SUFFIXES: Final = (

@@ -44,6 +44,7 @@ _FIELD_FLAGS = (
     ("offset_chars", "--offset"),
     ("limit_chars", "--limit-chars"),
     ("q", "--q"),
+    ("near", "--near"),
     ("before_chars", "--before"),
     ("after_chars", "--after"),
 )

@@ -1,7 +1,8 @@
 """``pdpp-gateway read-field``: read a bounded window of one record field from a terminal.
 
 The twin of the ``read_record_field`` tool: ``pdpp-gateway read-field ID FIELD`` with
-``--offset``/``--limit-chars`` to page, or ``--q`` with ``--before``/``--after`` to read
+``--offset``/``--limit-chars`` to page, ``--near`` for the best passage of some words, or
+``--q`` with ``--before``/``--after`` to read
 around the first match; ``--connection-id`` picks the source when the id does not embed
 it (as an ``ambiguous_connection`` error asks). The output names the next and previous
 windows as runnable commands.
@@ -27,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--limit-chars", type=int, help="characters in the window (default: the resource server's)"
     )
     parser.add_argument("--q", help="literal text to find (first match)")
+    parser.add_argument("--near", help="words to find together: the window of their best passage")
     parser.add_argument(
         "--before", type=int, dest="before_chars", help="with --q: characters shown before the match"
     )
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(members, int):
         return members
     arguments: dict[str, Any] = {"id": args.id, "field": args.field}
-    for name in ("connection_id", "offset_chars", "limit_chars", "q", "before_chars", "after_chars"):
+    for name in ("connection_id", "offset_chars", "limit_chars", "q", "near", "before_chars", "after_chars"):
         if getattr(args, name) is not None:
             arguments[name] = getattr(args, name)
     return local_call.call_members(
