@@ -15,8 +15,9 @@ from datetime import timedelta
 from typing import Final, NamedTuple
 
 from pdpp_gateway.sandbox.dataset import Dataset, Row
-from pdpp_gateway.sandbox.manifests import MAIL_WORK, SLACK
+from pdpp_gateway.sandbox.manifests import SLACK
 from pdpp_gateway.sandbox.sample_content import START, iso, prose, random_moment, with_decoys
+from pdpp_gateway.sandbox.sample_mail import add_long_message
 
 
 class Buried(NamedTuple):
@@ -116,49 +117,12 @@ ISSUE_FACTS: Final = (
 
 def add_facts(dataset: Dataset) -> None:
     rng = random.Random(31)  # noqa: S311 - deterministic sample data, not secrets
-    work = MAIL_WORK.connection_id
     for item in MAIL_FACTS:
         moment = random_moment(rng)
         first = with_decoys(prose(rng, item.size // 2), item.decoys)
         text = first + "\n\n" + item.fact + "\n\n" + prose(rng, item.size // 2)
-        message_id, body_id = f"msg_long_{item.key}", f"body_{item.key}"
-        name, email = item.sender
-        dataset.rows.append(
-            Row(
-                "gmail",
-                work,
-                "messages",
-                message_id,
-                {
-                    "id": message_id,
-                    "thread_id": f"thr_long_{item.key}",
-                    "subject": item.subject,
-                    "from_name": name,
-                    "from_email": email,
-                    "to": ["me@example.com"],
-                    "labels": ["INBOX"],
-                    "snippet": text[:90],
-                    "received_at": iso(moment),
-                    "size_bytes": len(text) + 900,
-                    "is_seen": True,
-                    "has_attachments": False,
-                },
-            )
-        )
-        dataset.rows.append(
-            Row(
-                "gmail",
-                work,
-                "message_bodies",
-                body_id,
-                {
-                    "id": body_id,
-                    "message_id": message_id,
-                    "body_text": text,
-                    "body_text_bytes": len(text.encode()),
-                    "message_received_at": iso(moment),
-                },
-            )
+        add_long_message(
+            dataset, item.key, (item.subject, *item.sender), text, moment, labels=["INBOX"], seen=True
         )
     for n, fact in enumerate(CHAT_FACTS):
         record_id = f"M9{n:04d}"

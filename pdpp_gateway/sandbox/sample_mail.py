@@ -140,43 +140,15 @@ def add_mail(dataset: Dataset, rng: random.Random) -> None:
         moment = random_moment(rng)
         first = with_decoys(prose(rng, size // 2), DECOYS[record_id])
         text = first + "\n\n" + BURIED_FACTS[record_id] + "\n\n" + prose(rng, size // 2)
-        message_id = f"msg_long_{record_id[5:]}"
-        dataset.rows.append(
-            Row(
-                "gmail",
-                work,
-                "messages",
-                message_id,
-                {
-                    "id": message_id,
-                    "thread_id": f"thr_long_{record_id[5:]}",
-                    "subject": subject,
-                    "from_name": sender,
-                    "from_email": email,
-                    "to": ["me@example.com"],
-                    "labels": ["INBOX", "IMPORTANT"],
-                    "snippet": text[:90],
-                    "received_at": iso(moment),
-                    "size_bytes": len(text) + 900,
-                    "is_seen": False,
-                    "has_attachments": record_id == "body_lisbon_lease",
-                },
-            )
-        )
-        dataset.rows.append(
-            Row(
-                "gmail",
-                work,
-                "message_bodies",
-                record_id,
-                {
-                    "id": record_id,
-                    "message_id": message_id,
-                    "body_text": text,
-                    "body_text_bytes": len(text.encode()),
-                    "message_received_at": iso(moment),
-                },
-            )
+        add_long_message(
+            dataset,
+            record_id[5:],
+            (subject, sender, email),
+            text,
+            moment,
+            labels=["INBOX", "IMPORTANT"],
+            seen=False,
+            attached=record_id == "body_lisbon_lease",
         )
     for n, (blob, name, message_id) in enumerate(
         ((receipt, "receipt.png", "msg_work_0003"), (lease, "lease-2026.pdf", "msg_long_lisbon_lease"))
@@ -210,6 +182,47 @@ def add_mail(dataset: Dataset, rng: random.Random) -> None:
                 deleted_at=iso(START + timedelta(days=400 + n)),
             )
         )
+
+
+def add_long_message(
+    dataset: Dataset,
+    key: str,
+    header: tuple[str, str, str],
+    text: str,
+    moment: datetime,
+    *,
+    labels: list[str],
+    seen: bool,
+    attached: bool = False,
+) -> None:
+    """A Work mail message ``msg_long_<key>`` (``header``: subject, sender name, sender email)
+    and its body ``body_<key>`` holding ``text``, in a thread of its own."""
+    work = MAIL_WORK.connection_id
+    subject, sender, email = header
+    message_id = f"msg_long_{key}"
+    message = {
+        "id": message_id,
+        "thread_id": f"thr_long_{key}",
+        "subject": subject,
+        "from_name": sender,
+        "from_email": email,
+        "to": ["me@example.com"],
+        "labels": labels,
+        "snippet": text[:90],
+        "received_at": iso(moment),
+        "size_bytes": len(text) + 900,
+        "is_seen": seen,
+        "has_attachments": attached,
+    }
+    body = {
+        "id": f"body_{key}",
+        "message_id": message_id,
+        "body_text": text,
+        "body_text_bytes": len(text.encode()),
+        "message_received_at": iso(moment),
+    }
+    dataset.rows.append(Row("gmail", work, "messages", message_id, message))
+    dataset.rows.append(Row("gmail", work, "message_bodies", f"body_{key}", body))
 
 
 def _add_message(

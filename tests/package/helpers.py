@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from middleware import ToolCall, ToolResult
+from pdpp_gateway.caller import TokenKind
 from pdpp_gateway.context import GatewayContext, PackageMember
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.fake_rs import FakeCall, FakeRs, hit
@@ -74,3 +75,25 @@ async def page_through(
         cursor = pages[-1].structured["data"]["next_cursor"]
         pages.append(await call(context, "search", {**arguments, "cursor": cursor}))
     return pages
+
+
+def mail_and_chat(mail: Any, chat: Any, tokens: dict[str, str], provider_url: str) -> GatewayContext:
+    """The sandbox's package of the Work mail and Acme Slack client grants as a local package,
+    each member reading through its own ``RsClient`` (``mail``, ``chat``: the same RS, or a proxy)."""
+    members = [
+        PackageMember(
+            rs=mail.bind(tokens["client_work_mail"]),
+            grant_id="grt_work_mail",
+            connection_ids=("cin_mail_work",),
+            streams=("attachments", "message_bodies", "messages", "threads"),
+            connector_key="gmail",
+        ),
+        PackageMember(
+            rs=chat.bind(tokens["client_chat"]),
+            grant_id="grt_chat",
+            connection_ids=("cin_slack_acme",),
+            streams=("channels", "messages"),
+            connector_key="slack",
+        ),
+    ]
+    return GatewayContext.for_package(members, provider_url, TokenKind.CLIENT)

@@ -1,7 +1,8 @@
 """A package member that stalls is cut off at the member deadline: the merged search answers with
 what the others found and names the member that did not answer, instead of waiting out the RS
-client's 20-second read bound; ``schema()`` names it too, with its error and next step. Both members are real grants on a real sandbox; the stalled one
-reads through a proxy that holds every ``/v1`` read for a minute.
+client's 20-second read bound; ``schema()`` names it too, with its error and next step, and a
+member whose grant is gone is named with its own reconnect command. Both members are real grants
+on a real sandbox; the stalled one reads through a proxy that holds every ``/v1`` read for a minute.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from typing import Any
 import pytest
 
 from middleware import ToolCall
-from pdpp_gateway.caller import TokenKind
-from pdpp_gateway.context import GatewayContext, PackageMember
 from pdpp_gateway.package import MEMBER_SECONDS, member_seconds
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.package.helpers import mail_and_chat
 from tests.upstreams import Fault, upstream_proxy
 
 
@@ -30,25 +30,7 @@ async def test_a_stalled_member_is_cut_off_and_named(
         RsClient(shared_sandbox.url) as mail_rs,
         RsClient(stalled.url) as chat_rs,
     ):
-        members = [
-            PackageMember(
-                rs=mail_rs.bind(tokens["client_work_mail"]),
-                grant_id="grt_work_mail",
-                connection_ids=("cin_mail_work",),
-                streams=("attachments", "message_bodies", "messages", "threads"),
-                connector_key="gmail",
-                display_name="Work",
-            ),
-            PackageMember(
-                rs=chat_rs.bind(tokens["client_chat"]),
-                grant_id="grt_chat",
-                connection_ids=("cin_slack_acme",),
-                streams=("channels", "messages"),
-                connector_key="slack",
-                display_name="Acme Slack",
-            ),
-        ]
-        context = GatewayContext.for_package(members, shared_sandbox.url, TokenKind.CLIENT)
+        context = mail_and_chat(mail_rs, chat_rs, tokens, shared_sandbox.url)
         async with asyncio.timeout(30):  # the proxy holds the stalled member's read for 60 s
             result = await build_pipeline()(ToolCall("search", {"query": "invoice"}, context))
         stalled.down = True  # now every read of that member answers 503, its schema's too
@@ -76,23 +58,7 @@ def test_the_member_deadline_is_shorter_than_an_rs_read_and_configurable() -> No
 async def test_a_member_whose_grant_is_gone_is_named_with_its_own_reconnect_command(sandbox: Any) -> None:
     tokens = sandbox.tokens
     async with RsClient(sandbox.url) as rs:
-        members = [
-            PackageMember(
-                rs=rs.bind(tokens["client_work_mail"]),
-                grant_id="grt_work_mail",
-                connection_ids=("cin_mail_work",),
-                streams=("attachments", "message_bodies", "messages", "threads"),
-                connector_key="gmail",
-            ),
-            PackageMember(
-                rs=rs.bind(tokens["client_chat"]),
-                grant_id="grt_chat",
-                connection_ids=("cin_slack_acme",),
-                streams=("channels", "messages"),
-                connector_key="slack",
-            ),
-        ]
-        context = GatewayContext.for_package(members, sandbox.url, TokenKind.CLIENT)
+        context = mail_and_chat(rs, rs, tokens, sandbox.url)
         sandbox.set_status("client_chat", "revoked")
         schema = await build_pipeline()(ToolCall("schema", {}, context))
         search = await build_pipeline()(ToolCall("search", {"query": "invoice"}, context))

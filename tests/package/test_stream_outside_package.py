@@ -10,36 +10,17 @@ from typing import Any
 
 from middleware import ToolCall, ToolError
 from pdpp_gateway import resource_answers
-from pdpp_gateway.caller import TokenKind
-from pdpp_gateway.context import GatewayContext, PackageMember
+from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.package.helpers import mail_and_chat
 
 NOT_SHARED = 'Stream "top_artists" is not in this grant: the person did not share it with this app'
 
 
-def _package(rs: RsClient, sandbox: Any) -> GatewayContext:
-    tokens = sandbox.tokens
-    mail = PackageMember(
-        rs=rs.bind(tokens["client_work_mail"]),
-        grant_id="grt_work_mail",
-        connection_ids=("cin_mail_work",),
-        streams=("attachments", "message_bodies", "messages", "threads"),
-        connector_key="gmail",
-    )
-    chat = PackageMember(
-        rs=rs.bind(tokens["client_chat"]),
-        grant_id="grt_chat",
-        connection_ids=("cin_slack_acme",),
-        streams=("channels", "messages"),
-        connector_key="slack",
-    )
-    return GatewayContext.for_package([mail, chat], sandbox.url, TokenKind.CLIENT)
-
-
 async def test_a_stream_no_member_grants_is_refused_as_one_grant_refuses_it(shared_sandbox: Any) -> None:
     async with RsClient(shared_sandbox.url) as rs:
-        context = _package(rs, shared_sandbox)
+        context = mail_and_chat(rs, rs, shared_sandbox.tokens, shared_sandbox.url)
         shared_sandbox.reset_calls()
         records = await build_pipeline()(ToolCall("query_records", {"stream": "top_artists"}, context))
         counted = await build_pipeline()(
