@@ -14,21 +14,20 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    (longest) ones. The lists are fused by reciprocal rank fusion (``RRF_K``): a record both
    found rises, each record once, ties to the lexical hit (it carries evidence), at most
    ``limit`` hits (``FUSED_LIMIT`` when the caller set none: approximate hits past the first
-   ten cost a model more to read than they are worth). Either read failing leaves the other's hits; both failing is the meaning
-   read's error. A fused page has no cursor (its lists page differently): the text offers the
-   lexical search that pages.
+   ten cost a model more to read than they are worth). Either read failing leaves the other's
+   hits; both failing is the meaning read's error. A fused page has no cursor (its lists page
+   differently): the text offers the lexical search that pages.
 3. Evidence for hits that have none: the best-ranked hit whose matched text field is longer
    than the RS showed (its snippet cut), when no better-ranked hit shows evidence (a title
    match counts, unless the question asks for a figure and the title holds none), has that
-   field read
-   (``passage_reads.scan_field``, at most ``SCAN_CHARS``) and its best passage shown
-   (``provenance: "passage"``; a question asking for a figure, ``words.asks_for_figure``,
-   prefers a passage holding one) with the call that reads around it. Only that one: a model
-   reads the top hits first, and a top hit with evidence needs no more reads. A hit
-   whose snippet is the whole short field shows it with the question's words marked
-   (``provenance: "meaning_match"``); every other cut hit carries ``read_near``, the
-   ``read_record_field`` call aimed at the question (``near``). A failed scan only leaves its
-   hit without evidence.
+   field read (``passage_reads.scan_field``, at most ``SCAN_CHARS``) and its best passage
+   shown (``provenance: "passage"``; a question asking for a figure,
+   ``words.asks_for_figure``, prefers a passage holding one) with the call that reads around
+   it. Only that one: a model reads the top hits first, and a top hit with evidence needs no
+   more reads. A hit whose snippet is the whole short field shows it with the question's
+   words marked (``provenance: "meaning_match"``); every other cut hit carries ``read_near``,
+   the ``read_record_field`` call aimed at the question (``near``). A failed scan only leaves
+   its hit without evidence.
 
 Structured output says how the answer was found under ``retrieval``: ``{mode: "lexical",
 searched}`` when words were dropped from a lexical page with hits, else ``{mode: "fused",
@@ -166,7 +165,7 @@ async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], arg
     short snippets, and the aimed call for every other hit whose field was cut."""
     words = args.words or (args.text,)
     figure = asks_for_figure(args.text)
-    scan = None
+    scan: tuple[dict[str, Any], dict[str, str], str] | None = None  # (hit, naming, field)
     shown = False  # whether a better-ranked hit already shows evidence
     for hit in hits:
         if hit.get("evidence") or not hit.get("matched_fields"):
@@ -179,7 +178,7 @@ async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], arg
             _mark_snippet(hit, field, snippet, words)
             shown = shown or bool(hit.get("evidence")) or _answers_in_title(hit, field, figure)
         elif scan is None and not shown:
-            scan = _scan(context, hit, naming, field, words, figure=figure)
+            scan = (hit, naming, field)
             shown = True
         else:
             hit["read_near"] = {
@@ -187,7 +186,7 @@ async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], arg
                 "arguments": {**naming, "field": field, "near": args.text},
             }
     if scan is not None:
-        await scan
+        await _scan(context, *scan, words, figure=figure)
 
 
 async def _scan(
