@@ -130,34 +130,29 @@ async def _fused(context: GatewayContext, args: SearchArgs) -> ToolResult | None
 
 def _rrf(lists: Sequence[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
     """One list from ranked lists: each record once, by the sum of ``1 / (RRF_K + rank)``,
-    its first list's entry kept (evidence from a lexical list), ties to the earlier list."""
+    its first list's entry kept with the first evidence any list has for it (a lexical
+    list's), ties to the earlier list."""
     scores: dict[str, float] = {}
     first: dict[str, tuple[int, int, dict[str, Any]]] = {}
+    evidence: dict[str, Any] = {}
     found_by: dict[str, list[str]] = {}
     for index, hits in enumerate(lists):
         for rank, hit in enumerate(hits):
             key = str(hit.get("id"))
             scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + rank + 1)
             first.setdefault(key, (index, rank, hit))
+            if hit.get("evidence"):
+                evidence.setdefault(key, hit["evidence"])
             found_by.setdefault(key, []).append(str(hit.get("retrieval_mode") or "lexical"))
     order = sorted(scores, key=lambda key: (-scores[key], first[key][0], first[key][1]))
     fused = []
     for key in order[:limit]:
         hit = dict(first[key][2])
-        if not hit.get("evidence"):
-            hit.update(_first_evidence(lists, key))
+        if key in evidence:
+            hit["evidence"] = evidence[key]
         hit["found_by"] = found_by[key]
         fused.append(hit)
     return fused
-
-
-def _first_evidence(lists: Sequence[list[dict[str, Any]]], key: str) -> dict[str, Any]:
-    """The evidence another list has for the same record, if any."""
-    for hits in lists:
-        for hit in hits:
-            if hit.get("id") == key and hit.get("evidence"):
-                return {"evidence": hit["evidence"]}
-    return {}
 
 
 async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], args: SearchArgs) -> None:
