@@ -17,12 +17,13 @@ Contract:
   ``listed``: a folder's ``*.json`` files (hidden ones left out), ``[]`` when it is missing.
 - Writes never follow or create through a link: a missing root or folder is made 0700 and
   any existing one is set to 0700 through its descriptor (never by path); a file is written
-  to a new ``O_EXCL`` temporary in the checked folder and renamed over the name (a link
-  there is replaced, its target untouched); ``.gitignore`` is created only when nothing has
-  that name (``O_EXCL``, so a dangling link's target is never created); ``open_lock``
-  opens the lock file with ``O_NOFOLLOW`` (a link is refused, not created through).
-- Standard library only (and ``local_verdict``, which is): a local door reads the cache
-  before the SDK has loaded. Nothing here reads or writes a token's value in a message.
+  by ``private_files.replace_in`` in the checked folder (a new ``O_EXCL`` temporary renamed
+  over the name: a link there is replaced, its target untouched); ``.gitignore`` is created
+  only when nothing has that name (``O_EXCL``, so a dangling link's target is never
+  created); ``open_lock`` opens the lock file with ``O_NOFOLLOW`` (a link is refused, not
+  created through).
+- Standard library only (and ``local_verdict`` and ``private_files``, which are): a local
+  door reads the cache before the SDK has loaded. Nothing here reads or writes a token's value in a message.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Final
 
 from pdpp_gateway.local_verdict import CredentialError
+from pdpp_gateway.private_files import replace_in
 
 MAX_FILE_BYTES: Final = 1 << 20  # a grant file is a few KB; a package file less
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -86,21 +88,7 @@ def write(path: Path, data: bytes) -> None:
         assert fds is not None
         root_fd, folder_fd = fds
         _create_gitignore(root_fd)
-        temp = f".tmp-{os.urandom(8).hex()}.json"  # not secrets: its import costs a start ~7 ms
-        fd = os.open(
-            temp,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            _FILE_MODE,
-            dir_fd=folder_fd,
-        )
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(temp, path.name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp, dir_fd=folder_fd)
-            raise
+        replace_in(folder_fd, path.name, data)
 
 
 def remove(path: Path) -> None:
