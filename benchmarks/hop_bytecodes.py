@@ -82,11 +82,13 @@ def serve_counted(out: Path, target: list[str]) -> None:
 
 def part_of(file: str) -> str:
     """Where the code in ``file`` lives (see the module docstring)."""
-    for package in ("pdpp_gateway", "middleware"):
+    for package in ("pdpp_gateway", "mcp_gateway_middleware"):
         marker = f"/{package}/"
         if marker in file:
             rest = file.rsplit(marker, 1)[1].split("/")
-            return package if package == "middleware" or len(rest) == 1 else f"{package}/{rest[0]}"
+            return (
+                package if package == "mcp_gateway_middleware" or len(rest) == 1 else f"{package}/{rest[0]}"
+            )
     if "site-packages/" in file:
         return file.split("site-packages/", 1)[1].split("/", 1)[0]
     if "/benchmarks/" in file:

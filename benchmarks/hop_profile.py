@@ -64,8 +64,8 @@ PARTS: list[tuple[str, Callable[[str], bool]]] = [
     ("RS read: aiohttp's client", lambda f: "aiohttp/client" in f or "aiohttp/connector.py" in f),
     ("RS read: aiohttp-retry's wrapper", lambda f: "aiohttp_retry/" in f),
     ("RS read: the gateway's client (rs/)", lambda f: "pdpp_gateway/rs/" in f),
-    ("tool pipeline (middleware/ stages, tools/)", lambda f: ("middleware/" in f and "middleware/http.py" not in f) or "pdpp_gateway/tools/" in f),
-    ("hosted door (hosted/, middleware/http.py)", lambda f: ("pdpp_gateway/" in f and "hosted/http_server.py" not in f) or "middleware/http.py" in f),
+    ("tool pipeline (middleware/ stages, tools/)", lambda f: ("mcp_gateway_middleware/" in f and "mcp_gateway_middleware/http.py" not in f) or "pdpp_gateway/tools/" in f),
+    ("hosted door (hosted/, middleware/http.py)", lambda f: ("pdpp_gateway/" in f and "hosted/http_server.py" not in f) or "mcp_gateway_middleware/http.py" in f),
     ("the bare hop's handler", lambda f: "bare_hop.py" in f),
     ("aiohttp's server (request in, answer out)", lambda f: "aiohttp/" in f or "hosted/http_server.py" in f),
 ]  # fmt: skip

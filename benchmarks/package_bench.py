@@ -31,7 +31,8 @@ from typing import Any
 from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from middleware import ToolCall
+from mcp_gateway_middleware import ToolCall
+
 from pdpp_gateway.context import GatewayContext, PackageMember, RsReader
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsStatusError

@@ -84,7 +84,8 @@ def next_call(
 async def serve_arm(tree: Path, rs_url: str) -> None:
     """Answer questions read from stdin, one JSON line each, with this tree's gateway."""
     sys.path.insert(0, str(tree))
-    from middleware import ToolCall
+    from mcp_gateway_middleware import ToolCall
+
     from pdpp_gateway.caller import TokenKind
     from pdpp_gateway.context import GatewayContext, PackageMember
     from pdpp_gateway.rs.client import RsClient

@@ -34,7 +34,8 @@ import orjson
 if __name__ == "__main__" and "PDPP_RENDER_BENCH_TREE" not in os.environ:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from middleware import ToolCall, ToolResult
+from mcp_gateway_middleware import ToolCall, ToolResult
+
 from pdpp_gateway.context import Call, GatewayContext
 from pdpp_gateway.render.records import render_records
 from pdpp_gateway.sandbox.config import TOKENS, SandboxConfig

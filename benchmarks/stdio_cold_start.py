@@ -208,7 +208,7 @@ def main(spawns: int, compare_with: Path | None, package: bool = False) -> None:
     python = sys.executable
     with sandbox() as url, tempfile.TemporaryDirectory() as scratch:
         sys.path.insert(0, str(ROOT))
-        from pdpp_gateway.credentials import write_credential
+        from pdpp_gateway.local.credentials import write_credential
 
         cache = Path(scratch) / ".pdpp"
         write_credential(cache, url, TOKEN)

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pdpp_gateway.credentials import write_credential  # noqa: E402
+from pdpp_gateway.local.credentials import write_credential  # noqa: E402
 from pdpp_gateway.sandbox.runner import start_sandbox  # noqa: E402
 
 OPEN = (

@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from middleware import Middleware, Next, ToolCall, ToolError
+from mcp_gateway_middleware import Middleware, Next, ToolCall, ToolError
+
 from pdpp_gateway.caller import Caller, TokenKind
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 

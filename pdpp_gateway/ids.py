@@ -30,8 +30,7 @@ from typing import Final
 from urllib.parse import quote, unquote
 
 import orjson
-
-from middleware import ToolError, echo, gateway_error
+from mcp_gateway_middleware import ToolError, echo, gateway_error
 
 RECORD_URI_PREFIX = "pdpp://record/"
 MAX_SEGMENT_CHARS = 512

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
-from pdpp_gateway import rpc_codes
 from pdpp_gateway.caller import Rejection
+from pdpp_gateway.wire import codes as rpc_codes
 
 
 class ExitCode(IntEnum):

@@ -20,16 +20,17 @@ from collections.abc import Callable
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_gateway_middleware import ToolCall, ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from middleware import ToolCall, ToolResult
-from pdpp_gateway import __version__, resources
-from pdpp_gateway.call_result import RETRY_AFTER_META, retry_after
+from pdpp_gateway import __version__
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.instructions import INSTRUCTIONS
+from pdpp_gateway.resources import handlers as resources
 from pdpp_gateway.tools.pipeline import build_pipeline
 from pdpp_gateway.tools.registry import REGISTRY, Registry
 from pdpp_gateway.tools.specs import ANNOTATIONS
+from pdpp_gateway.wire.call_result import RETRY_AFTER_META, retry_after
 
 ContextFactory = Callable[[ServerRequestContext], GatewayContext]
 DEFAULT_SERVER_NAME = "pdpp-gateway"

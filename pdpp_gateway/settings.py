@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from pdpp_gateway.credentials import normalize_provider_url
+from pdpp_gateway.local.credentials import normalize_provider_url
 from pdpp_gateway.local_verdict import CredentialError
 
 CONFIG_ENV: Final = "PDPP_GATEWAY_CONFIG"

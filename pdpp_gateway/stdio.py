@@ -61,12 +61,12 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from pdpp_gateway import line_id
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.fast_start.answers import SDK_PARSE_DEPTH
 from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
-from pdpp_gateway.rpc_params import params_problem
 from pdpp_gateway.server import build_server
+from pdpp_gateway.wire import line_id
+from pdpp_gateway.wire.params import params_problem
 
 DRAIN_SECONDS: Final = 60.0
 _log = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ import pytest
 import pytest_asyncio
 from mcp import Client, StdioServerParameters
 
-from pdpp_gateway.credentials import write_credential
+from pdpp_gateway.local.credentials import write_credential
 from pdpp_gateway.sandbox.config import TOKENS
 from pdpp_gateway.sandbox.runner import start_sandbox
 from tests import strict_client

@@ -15,8 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 
-from pdpp_gateway import oauth_flow as flow
 from pdpp_gateway.commands.connect import _cache
+from pdpp_gateway.local import oauth_flow as flow
 from pdpp_gateway.sandbox.oauth_store import OAUTH
 from tests.oauth_browser import ConsentBrowser
 

@@ -6,7 +6,7 @@ import pytest
 
 from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate, read_bearer
 from pdpp_gateway.refusals import REFUSALS, ExitCode, explain, local_connect
-from pdpp_gateway.rpc_codes import CREDENTIAL_REFUSED, INVALID_REQUEST, UNAVAILABLE
+from pdpp_gateway.wire.codes import CREDENTIAL_REFUSED, INVALID_REQUEST, UNAVAILABLE
 
 
 @pytest.mark.parametrize(

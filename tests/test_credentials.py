@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pdpp_gateway.credentials import (
+from pdpp_gateway.local.credentials import (
     cache_file_for,
     load_credential,
     normalize_provider_url,

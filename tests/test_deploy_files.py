@@ -39,7 +39,11 @@ def test_the_runtime_the_buildpack_installs_is_one_the_project_supports() -> Non
     assert tuple(int(part) for part in version.split(".")[:2]) >= (int(wanted[1]), int(wanted[2]))
     assert f"`.python-version` ({version};" in deploy_section()
     lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    assert [line for line in lines if not line.startswith("#")] == ["."]  # this project, as pyproject says
+    # the middleware library from this repository, then this project, as their pyproject files say
+    assert [line for line in lines if not line.startswith("#")] == ["./middleware", "."]
+    library = tomllib.loads((ROOT / "middleware" / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (pin,) = [d for d in PYPROJECT["dependencies"] if d.startswith(library["name"])]
+    assert pin.endswith(f"=={library['version'].rsplit('.', 1)[0]}.*")
 
 
 def test_the_procfile_web_process_reads_the_committed_settings_and_port() -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from mcp_gateway_middleware import ToolCall
 
-from middleware import ToolCall
 from pdpp_gateway.context import GatewayContext, RsReader
 from pdpp_gateway.rs.errors import RsStatusError, RsUnavailableError
 from pdpp_gateway.tools.pipeline import build_pipeline

@@ -6,8 +6,8 @@ import base64
 
 import orjson
 import pytest
+from mcp_gateway_middleware import ToolError
 
-from middleware import ToolError
 from pdpp_gateway.ids import (
     MAX_SEGMENT_CHARS,
     RecordRef,

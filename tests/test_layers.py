@@ -1,6 +1,6 @@
 """The packages import downward only: a lower layer never reaches up into a higher one.
 
-Every ``import`` in ``pdpp_gateway`` and ``middleware`` (top-level and deferred ones alike) is
+Every ``import`` in ``pdpp_gateway`` and ``mcp_gateway_middleware`` (``middleware/src``) (top-level and deferred ones alike) is
 read with ``ast`` and checked against the layer order below, lowest first. A module may
 import from its own layer and the layers under it; the doors never import one another.
 """
@@ -12,30 +12,30 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Lowest first. A name is a top-level module or subpackage of pdpp_gateway ("" is the
-# package itself, for __version__), or "middleware".
+# package itself, for __version__), or the reusable middleware library. Each folder of
+# pdpp_gateway is one family and sits in one layer.
 LAYERS: list[tuple[str, frozenset[str]]] = [
-    ("reusable middleware", frozenset({"middleware"})),
+    ("reusable middleware", frozenset({"mcp_gateway_middleware"})),
     (
         "foundation",
-        frozenset(
-            {"", "caller", "refusals", "error_types", "ids", "schema_view", "documents", "logs", "tracing"}
-            | {"ports", "private_files", "call_result", "instructions", "rpc_params", "rpc_codes", "expiring"}
-            | {"words", "passages", "line_id"}
+        frozenset({"", "wire", "observe", "files", "question"})
+        | frozenset(
+            {
+                "caller",
+                "refusals",
+                "error_types",
+                "ids",
+                "schema_view",
+                "documents",
+                "instructions",
+                "expiring",
+            }
         ),
     ),
     ("reading the RS", frozenset({"rs", "context", "local_verdict"})),
-    (
-        "tools",
-        frozenset({"tools", "render", "package", "package_cursor", "package_search", "resource_reads"}),
-    ),
-    ("protocol", frozenset({"server", "resources", "resource_answers"})),
-    (
-        "local grants",
-        frozenset(
-            {"cache_files", "grant_cache", "credentials", "cache_root", "settings", "oauth_flow", "loopback"}
-            | {"renewal", "renewing_rs", "local_package", "local_readers", "provider_probe"}
-        ),
-    ),
+    ("tools", frozenset({"tools", "render", "package"})),
+    ("protocol", frozenset({"server", "resources"})),
+    ("local grants", frozenset({"local", "settings"})),
     ("doors", frozenset({"fast_start", "stdio", "hosted", "sandbox"})),
     ("command line", frozenset({"commands", "cli", "__main__"})),
 ]
@@ -49,8 +49,8 @@ DOORS: list[frozenset[str]] = [
 def unit(module: str) -> str | None:
     """The layer unit a dotted module name belongs to, or None outside the project."""
     parts = module.split(".")
-    if parts[0] == "middleware":
-        return "middleware"
+    if parts[0] == "mcp_gateway_middleware":
+        return "mcp_gateway_middleware"
     if parts[0] != "pdpp_gateway":
         return None
     return parts[1] if len(parts) > 1 else ""
@@ -84,13 +84,18 @@ def imports(path: Path) -> list[str]:
 
 def test_every_import_points_down_the_layers() -> None:
     wrong: list[str] = []
-    for path in sorted([*ROOT.glob("pdpp_gateway/**/*.py"), *ROOT.glob("middleware/**/*.py")]):
+    for path in sorted([*ROOT.glob("pdpp_gateway/**/*.py"), *ROOT.glob("middleware/src/**/*.py")]):
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        module = module.removeprefix("middleware.src.")
         source = unit(module)
         assert source is not None
         for target in imports(path):
             goal = unit(target)
-            if goal is None or goal == source or (target == "pdpp_gateway" and source != "middleware"):
+            if (
+                goal is None
+                or goal == source
+                or (target == "pdpp_gateway" and source != "mcp_gateway_middleware")
+            ):
                 continue
             if layer_of(goal) > layer_of(source):
                 wrong.append(

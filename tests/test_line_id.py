@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pdpp_gateway.line_id import request_id
+from pdpp_gateway.wire.line_id import request_id
 
 LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 VALUES = st.recursive(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pdpp_gateway.local_package import (
+from pdpp_gateway.local.package import (
     EVERY_STREAM,
     PackageError,
     facts_from_cache,

@@ -14,8 +14,8 @@ from typing import Any
 from mcp import Client
 
 from pdpp_gateway.caller import Rejection
-from pdpp_gateway.credentials import write_credential
 from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.local.credentials import write_credential
 from pdpp_gateway.refusals import REFUSALS, explain, local_connect
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.conftest import run_cli, stdio_params

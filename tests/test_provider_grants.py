@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from pdpp_gateway.credentials import load_credential, load_credentials
+from pdpp_gateway.local.credentials import load_credential, load_credentials
 from tests.conftest import run_cli, stdio_params
 from tests.grants import approve
 

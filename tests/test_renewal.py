@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from pdpp_gateway.credentials import load_credential, load_credentials
-from pdpp_gateway.renewal import RenewalError, renew
-from pdpp_gateway.renewing_rs import RenewingRs
+from pdpp_gateway.local.credentials import load_credential, load_credentials
+from pdpp_gateway.local.renewal import RenewalError, renew
+from pdpp_gateway.local.renewing_rs import RenewingRs
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsStatusError
 from pdpp_gateway.sandbox.oauth_store import OAUTH, token_key
@@ -234,7 +234,7 @@ async def test_a_renewed_token_the_rs_names_an_owner_token_leaves_the_cache(
     sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pdpp_gateway.commands import connect
-    from pdpp_gateway.credentials import load_credentials
+    from pdpp_gateway.local.credentials import load_credentials
     from pdpp_gateway.local_verdict import CredentialError
 
     await approve(sandbox.url, tmp_path, "gmail")

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
+from mcp_gateway_middleware import ToolError
 
-from middleware import ToolError
-from pdpp_gateway import resource_reads
-from pdpp_gateway.credentials import load_credentials, write_credential
-from pdpp_gateway.local_package import MemberStart
-from pdpp_gateway.local_readers import caller_context
-from pdpp_gateway.resource_answers import error_object
-from pdpp_gateway.resources import read
+from pdpp_gateway.local.credentials import load_credentials, write_credential
+from pdpp_gateway.local.package import MemberStart
+from pdpp_gateway.local.readers import caller_context
+from pdpp_gateway.resources import reads as resource_reads
+from pdpp_gateway.resources.answers import error_object
+from pdpp_gateway.resources.handlers import read
 
 BLOB = "pdpp://blob/cin_mail_work/blob_receipt_png"
 

@@ -13,8 +13,9 @@ import pytest
 
 from pdpp_gateway.hosted.refusals import rpc_error_body
 from pdpp_gateway.render.upstream import tool_error
-from pdpp_gateway.resources import protocol_error
-from pdpp_gateway.rpc_codes import (
+from pdpp_gateway.resources.handlers import protocol_error
+from pdpp_gateway.rs.errors import RsStatusError, RsTimeoutError, RsUnavailableError, TimeoutPhase
+from pdpp_gateway.wire.codes import (
     CREDENTIAL_REFUSED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -24,7 +25,6 @@ from pdpp_gateway.rpc_codes import (
     UNAVAILABLE,
     for_status,
 )
-from pdpp_gateway.rs.errors import RsStatusError, RsTimeoutError, RsUnavailableError, TimeoutPhase
 
 
 @pytest.mark.parametrize(

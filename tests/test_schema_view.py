@@ -7,8 +7,8 @@ import re
 
 import orjson
 import pytest
+from mcp_gateway_middleware import ToolCall, ToolResult
 
-from middleware import ToolCall, ToolResult
 from pdpp_gateway.render.schema import INDEX_TEXT_BUDGET, render_schema
 from pdpp_gateway.schema_view import INDEX_ANNOTATION, INDEX_STRUCTURED_BUDGET, bound_index, index_view
 from tests.upstreams import broad_schema, broad_stream_names

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pdpp_gateway.credentials import write_credential
+from pdpp_gateway.local.credentials import write_credential
 from tests.conftest import run_cli
 from tests.frames import INITIALIZED, initialize
 

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from pdpp_gateway.credentials import write_credential
+from pdpp_gateway.local.credentials import write_credential
 from tests.conftest import gateway_env, run_cli, stdio_params
 from tests.frames import INITIALIZED, initialize
 from tests.strict_client import error_of

@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import pytest
 
-from pdpp_gateway.credentials import write_credential
 from pdpp_gateway.fast_start.build import envelope
+from pdpp_gateway.local.credentials import write_credential
 from pdpp_gateway.local_verdict import CredentialError
 from pdpp_gateway.rs.bearer_report import KindUnknown
 from pdpp_gateway.rs.start_probe import check_at_start

@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pdpp_gateway.credentials import write_credential
 from pdpp_gateway.fast_start.build import envelope
+from pdpp_gateway.local.credentials import write_credential
 from pdpp_gateway.tools.specs import TOOL_NAMES
 from tests.conftest import gateway_env
 from tests.frames import INITIALIZED, initialize

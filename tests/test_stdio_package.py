@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from pdpp_gateway.credentials import write_credential
+from pdpp_gateway.local.credentials import write_credential
 from tests.conftest import run_cli, stdio_params
 
 MAIL, CHAT = "cin_mail_work", "cin_slack_acme"

@@ -27,9 +27,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from pdpp_gateway import tracing
-from pdpp_gateway.credentials import write_credential
 from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.local.credentials import write_credential
+from pdpp_gateway.observe import tracing
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.conftest import run_cli
 from tests.frames import INITIALIZED, initialize

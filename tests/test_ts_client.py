@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from pdpp_gateway.credentials import write_credential
 from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.local.credentials import write_credential
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.tools.specs import TOOL_NAMES
 from tests.conftest import gateway_env

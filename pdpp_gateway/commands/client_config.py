@@ -57,7 +57,7 @@ def launcher() -> list[str]:
 
 def server_args(provider_url: str, cache_root: Path | None) -> list[str]:
     """The stdio server's arguments (``--cache-root`` only off the per-user default)."""
-    from pdpp_gateway.cache_root import user_cache_root
+    from pdpp_gateway.local.cache_root import user_cache_root
 
     args = ["stdio", "--provider-url", provider_url]
     if cache_root is not None and cache_root != user_cache_root():
@@ -91,10 +91,10 @@ def entries(servers: dict[str, list[str]], client: str | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pdpp_gateway import cache_files
-    from pdpp_gateway.cache_root import cache_root, cached_providers, reading_roots
     from pdpp_gateway.commands.local_credential import say
-    from pdpp_gateway.credentials import cache_file_for, normalize_provider_url
+    from pdpp_gateway.local import cache_files
+    from pdpp_gateway.local.cache_root import cache_root, cached_providers, reading_roots
+    from pdpp_gateway.local.credentials import cache_file_for, normalize_provider_url
     from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.refusals import ExitCode
 
@@ -149,7 +149,7 @@ def _say_which_are_gone(named: dict[str, str]) -> None:
     import asyncio
 
     from pdpp_gateway.commands.local_credential import say
-    from pdpp_gateway.provider_probe import PROBE_SECONDS, not_answering
+    from pdpp_gateway.local.provider_probe import PROBE_SECONDS, not_answering
 
     for url, why in asyncio.run(not_answering(list(named), PROBE_SECONDS)).items():
         say(

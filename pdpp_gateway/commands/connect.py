@@ -108,11 +108,11 @@ def say(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from pdpp_gateway.cache_root import cache_root as reading_root
-    from pdpp_gateway.cache_root import cached_providers, reading_roots, writing_root
-    from pdpp_gateway.credentials import normalize_provider_url
+    from pdpp_gateway.local.cache_root import cache_root as reading_root
+    from pdpp_gateway.local.cache_root import cached_providers, reading_roots, writing_root
+    from pdpp_gateway.local.credentials import normalize_provider_url
+    from pdpp_gateway.local.oauth_flow import ConnectError
     from pdpp_gateway.local_verdict import CredentialError
-    from pdpp_gateway.oauth_flow import ConnectError
     from pdpp_gateway.refusals import ExitCode
 
     if args.list:
@@ -165,8 +165,8 @@ async def _locate(url: str) -> str:
     ``url`` itself (a gateway's MCP endpoint, on whatever origin and path)."""
     import aiohttp
 
-    from pdpp_gateway import oauth_flow as flow
-    from pdpp_gateway.credentials import normalize_url
+    from pdpp_gateway.local import oauth_flow as flow
+    from pdpp_gateway.local.credentials import normalize_url
 
     async with aiohttp.ClientSession() as session:
         located = await flow.locate(session, url)
@@ -186,8 +186,8 @@ async def _connect(
 
     import aiohttp
 
-    from pdpp_gateway import oauth_flow as flow
-    from pdpp_gateway.loopback import LoopbackReceiver
+    from pdpp_gateway.local import oauth_flow as flow
+    from pdpp_gateway.local.loopback import LoopbackReceiver
 
     async with aiohttp.ClientSession() as session:
         provider = await flow.discover(session, provider_url)
@@ -222,7 +222,7 @@ async def _wait(receiver: Any, seconds: float) -> str:
     import asyncio
     import time
 
-    from pdpp_gateway.oauth_flow import ConnectError
+    from pdpp_gateway.local.oauth_flow import ConnectError
     from pdpp_gateway.refusals import ExitCode
 
     deadline = time.monotonic() + seconds
@@ -259,8 +259,8 @@ async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> str | None
     answer. Returns why the RS could not be asked (the token is then checked before its
     first read), else ``None``."""
     from pdpp_gateway.caller import BearerFacts, Rejection
+    from pdpp_gateway.local.oauth_flow import ConnectError
     from pdpp_gateway.local_verdict import REFUSED_KINDS, CredentialRejected, judge, refused
-    from pdpp_gateway.oauth_flow import ConnectError
     from pdpp_gateway.refusals import ExitCode
     from pdpp_gateway.rs.client import RsClient
     from pdpp_gateway.rs.token_kind import KindUnknown, verify_at_start
@@ -288,8 +288,8 @@ async def _refuse_owner(provider_url: str, answer: dict[str, Any]) -> str | None
 def _cache(
     cache_root: Path, provider: Any, client: dict[str, Any], answer: dict[str, Any], connector: str | None
 ) -> Path:
-    from pdpp_gateway.credentials import write_credential
-    from pdpp_gateway.renewal import expiry_of
+    from pdpp_gateway.local.credentials import write_credential
+    from pdpp_gateway.local.renewal import expiry_of
 
     now = datetime.now(UTC)
     extra: dict[str, Any] = {
@@ -316,10 +316,10 @@ def _cache(
 async def _refresh(provider_url: str, cache_root: Path, connectors: list[str]) -> int:
     """Renew the provider's grants (or ``connectors``'), each written as soon as the AS
     answers; then each new token is checked with the RS. Says how many were renewed."""
-    from pdpp_gateway.credentials import load_credentials
+    from pdpp_gateway.local.credentials import load_credentials
+    from pdpp_gateway.local.oauth_flow import ConnectError
+    from pdpp_gateway.local.renewal import RenewalError, discard, renew
     from pdpp_gateway.local_verdict import CredentialError
-    from pdpp_gateway.oauth_flow import ConnectError
-    from pdpp_gateway.renewal import RenewalError, discard, renew
 
     grants = load_credentials(provider_url, cache_root, connectors=connectors)
     failed: RenewalError | None = None
@@ -361,7 +361,7 @@ def _grant_lines(details: object) -> tuple[list[str], list[str]]:
 
 
 def _summary(provider_url: str, answer: dict[str, Any], path: Path, connector: str | None) -> str:
-    from pdpp_gateway.renewal import expiry_of
+    from pdpp_gateway.local.renewal import expiry_of
 
     streams, connections = _grant_lines(answer.get("authorization_details"))
     expiry = expiry_of(answer, datetime.now(UTC))
@@ -381,8 +381,8 @@ def _summary(provider_url: str, answer: dict[str, Any], path: Path, connector: s
 
 def _list(roots: list[Path]) -> int:
     """One line per grant; an unsafe file or folder is refused on stderr (exit 78), the rest listed."""
-    from pdpp_gateway import cache_files
-    from pdpp_gateway.grant_cache import label, read_payload, sections
+    from pdpp_gateway.local import cache_files
+    from pdpp_gateway.local.grant_cache import label, read_payload, sections
     from pdpp_gateway.local_verdict import CredentialError
 
     refused: CredentialError | None = None
@@ -422,8 +422,8 @@ def _list(roots: list[Path]) -> int:
 
 
 def _forget(provider_url: str, cache_root: Path, connectors: list[str]) -> int:
-    from pdpp_gateway.credentials import cache_file_for
-    from pdpp_gateway.grant_cache import (
+    from pdpp_gateway.local.credentials import cache_file_for
+    from pdpp_gateway.local.grant_cache import (
         is_for,
         label,
         locked,

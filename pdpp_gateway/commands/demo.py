@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from pdpp_gateway.commands.serve import RATE_BURST_HELP, RATE_LIMIT_HELP
-from pdpp_gateway.ports import LastPorts
+from pdpp_gateway.files.ports import LastPorts
 from pdpp_gateway.refusals import ExitCode
 from pdpp_gateway.sandbox.command import Lasting, add_state_options, describe, last_ports, lasting, state_root
 
@@ -65,8 +65,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from pdpp_gateway.files.ports import port_or_free
     from pdpp_gateway.hosted.serve import BindError
-    from pdpp_gateway.ports import port_or_free
     from pdpp_gateway.sandbox.oauth_state import StateError
 
     root = state_root(args)
@@ -109,10 +109,10 @@ async def _demo(
     import shutil
     from urllib.parse import urlsplit
 
-    from pdpp_gateway.credentials import write_credential
     from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
     from pdpp_gateway.hosted.pages import PageFacts
-    from pdpp_gateway.logs import configure_logging
+    from pdpp_gateway.local.credentials import write_credential
+    from pdpp_gateway.observe.logs import configure_logging
     from pdpp_gateway.sandbox.config import SandboxConfig
     from pdpp_gateway.sandbox.fronting import sandbox_settings
     from pdpp_gateway.sandbox.runner import start_sandbox

@@ -32,8 +32,9 @@ import orjson
 from pdpp_gateway.tools.specs import TOOL_NAMES
 
 if TYPE_CHECKING:
-    from middleware import ToolResult
-    from pdpp_gateway.local_package import MemberStart
+    from mcp_gateway_middleware import ToolResult
+
+    from pdpp_gateway.local.package import MemberStart
 
 PROG = "pdpp-gateway"
 TOOLS = TOOL_NAMES
@@ -88,7 +89,7 @@ def call_members(
 
     if len(members) > 1:
         from pdpp_gateway.commands.local_credential import say
-        from pdpp_gateway.local_package import check_members
+        from pdpp_gateway.local.package import check_members
         from pdpp_gateway.rs.start_probe import check_and_describe
 
         stop = check_members(members, check_and_describe, say, None)
@@ -108,8 +109,9 @@ async def _call(
 ) -> int:
     from contextlib import AsyncExitStack
 
-    from middleware import ToolCall
-    from pdpp_gateway.local_readers import caller_context
+    from mcp_gateway_middleware import ToolCall
+
+    from pdpp_gateway.local.readers import caller_context
     from pdpp_gateway.tools.pipeline import build_pipeline
 
     async with AsyncExitStack() as stack:

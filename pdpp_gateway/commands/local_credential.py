@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 from pdpp_gateway.refusals import ExitCode
 
 if TYPE_CHECKING:
-    from pdpp_gateway.credentials import Credential
-    from pdpp_gateway.local_package import MemberStart
+    from pdpp_gateway.local.credentials import Credential
+    from pdpp_gateway.local.package import MemberStart
 
 
 CACHE_ROOT_HELP = (
@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, package: bool = False) -> 
 
 def add_trust_cwd_argument(parser: argparse.ArgumentParser) -> None:
     """``--trust-cwd-cache``: the opt-in to a ``.pdpp`` credential cache in the working directory."""
-    from pdpp_gateway.cache_root import TRUST_CWD_ENV, TRUST_CWD_FLAG
+    from pdpp_gateway.local.cache_root import TRUST_CWD_ENV, TRUST_CWD_FLAG
 
     parser.add_argument(
         TRUST_CWD_FLAG,
@@ -88,8 +88,8 @@ def add_trust_cwd_argument(parser: argparse.ArgumentParser) -> None:
 
 def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> list[MemberStart] | int:
     """One ``MemberStart`` per cached grant to serve, or the exit code (after saying why)."""
-    from pdpp_gateway.credentials import load_credentials, owner_env_warning
-    from pdpp_gateway.local_package import MemberStart, package_providers
+    from pdpp_gateway.local.credentials import load_credentials, owner_env_warning
+    from pdpp_gateway.local.package import MemberStart, package_providers
     from pdpp_gateway.local_verdict import CredentialError
 
     urls: list[str] = _as_list(args.provider_url)
@@ -103,7 +103,7 @@ def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> 
     notice = owner_env_warning(os.environ)
     if notice:
         say(notice)
-    from pdpp_gateway.cache_root import cache_root as resolve_root
+    from pdpp_gateway.local.cache_root import cache_root as resolve_root
 
     try:
         cache_root = args.resolved_cache_root = resolve_root(
@@ -140,7 +140,7 @@ def resolve_members(args: argparse.Namespace, command: str, *, verify: bool) -> 
 def _only_cached_provider(args: argparse.Namespace, command: str) -> str | int:
     """The one provider with a cached grant (said on stderr), else the exit code after
     listing the choices as ready commands."""
-    from pdpp_gateway.cache_root import cached_providers, reading_roots
+    from pdpp_gateway.local.cache_root import cached_providers, reading_roots
     from pdpp_gateway.local_verdict import CredentialError
 
     roots = reading_roots(args.cache_root, trust_cwd=args.trust_cwd_cache)
@@ -177,7 +177,7 @@ def cache_root_of(args: argparse.Namespace) -> Path:
     resolved = getattr(args, "resolved_cache_root", None)
     if isinstance(resolved, Path):
         return resolved
-    from pdpp_gateway.cache_root import cache_root
+    from pdpp_gateway.local.cache_root import cache_root
 
     return cache_root(args.cache_root, trust_cwd=args.trust_cwd_cache)
 
@@ -186,7 +186,7 @@ def _renewed(credential: Credential, cache_root: Path) -> Credential | int:
     """The lapsed grant renewed with its refresh token, or the exit code (after saying why)."""
     import asyncio
 
-    from pdpp_gateway.renewal import RenewalError, reconnect_command, renew
+    from pdpp_gateway.local.renewal import RenewalError, reconnect_command, renew
 
     if not credential.refreshable:
         again = reconnect_command(credential.provider_url, credential.connector, cache_root)

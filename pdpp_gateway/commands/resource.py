@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pdpp_gateway.commands import local_credential
 
 if TYPE_CHECKING:
-    from pdpp_gateway.local_package import MemberStart
+    from pdpp_gateway.local.package import MemberStart
 
 HELP = "Read one pdpp:// resource (record, stream, or blob with --output FILE)."
 
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     if len(members) > 1:
-        from pdpp_gateway.local_package import check_members
+        from pdpp_gateway.local.package import check_members
         from pdpp_gateway.rs.start_probe import check_and_describe
 
         stop = check_members(members, check_and_describe, local_credential.say, None)
@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
 async def _read(members: Sequence[MemberStart], uri: str, output: str | None, cache_root: Path) -> int:
     from mcp.shared.exceptions import MCPError
 
-    from pdpp_gateway.local_readers import caller_context
-    from pdpp_gateway.resources import read
+    from pdpp_gateway.local.readers import caller_context
+    from pdpp_gateway.resources.handlers import read
 
     async with AsyncExitStack() as stack:
         # a package routes to the member the URI names, as at the other doors

@@ -48,8 +48,8 @@ import sys
 import threading
 from typing import Final
 
-from pdpp_gateway import tracing
 from pdpp_gateway.commands import local_credential
+from pdpp_gateway.observe import tracing
 
 HELP = (
     "Serve the read tools over stdio for one provider (or several cached grants as one package), "
@@ -116,7 +116,7 @@ class _Loader(threading.Thread):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pdpp_gateway.logs import configure_logging
+    from pdpp_gateway.observe.logs import configure_logging
 
     configure_logging(args.log_level)
     tracing.start_tracing()  # when OTEL_EXPORTER_OTLP_ENDPOINT asks for it
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pdpp_gateway.fast_start.answers import EarlyResponder, Table
     from pdpp_gateway.fast_start.wire import StdinPump, Wire, claim_stdio
-    from pdpp_gateway.local_package import check_members
+    from pdpp_gateway.local.package import check_members
     from pdpp_gateway.local_verdict import CredentialError
     from pdpp_gateway.rs.start_probe import check_and_describe, warn_unverified
 

@@ -53,7 +53,7 @@ from pdpp_gateway.tools.specs import TOOL_NAMES
 ANSWERS_PATH: Final = Path(__file__).with_name("answers.json")
 PACKAGE_DIR: Final = Path(__file__).resolve().parents[1]
 # The sources the answers are made from (with the SDK): editing one makes the table stale.
-SOURCES: Final = ("tools/specs.py", "instructions.py", "server.py", "resources.py")
+SOURCES: Final = ("tools/specs.py", "instructions.py", "server.py", "resources/handlers.py")
 NAME_PLACEHOLDER: Final = "@@pdpp-gateway-server-name@@"
 HANDSHAKE_METHODS: Final = ("initialize", "tools/list", "resources/templates/list", "ping")
 MODERN_METHODS: Final = ("server/discover", "tools/list", "resources/templates/list")

@@ -35,14 +35,14 @@ import threading
 from typing import Any
 
 import orjson
+from mcp_gateway_middleware import ToolCall, ToolError
 
-from middleware import ToolCall, ToolError
-from pdpp_gateway import resource_answers
-from pdpp_gateway.call_result import encode, result_wire
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.fast_start.answers import READ_METHOD, EarlyCall, EarlyCancel
 from pdpp_gateway.fast_start.wire import Wire
-from pdpp_gateway.rpc_codes import INTERNAL_ERROR
+from pdpp_gateway.resources import answers as resource_answers
+from pdpp_gateway.wire.call_result import encode, result_wire
+from pdpp_gateway.wire.codes import INTERNAL_ERROR
 
 _log = logging.getLogger("pdpp_gateway.stdio")
 

@@ -33,8 +33,8 @@ from typing import Final, Protocol
 from pdpp_gateway.context import RsReader
 from pdpp_gateway.fast_start.calls import EarlyCalls
 from pdpp_gateway.fast_start.wire import StdinPump, Wire
-from pdpp_gateway.local_package import MemberStart
-from pdpp_gateway.local_readers import caller_context
+from pdpp_gateway.local.package import MemberStart
+from pdpp_gateway.local.readers import caller_context
 from pdpp_gateway.rs.start_probe import warn_unverified
 from pdpp_gateway.rs.token_kind import START_PROBE_SECONDS, KindUnknown, verify_at_start
 from pdpp_gateway.tools.pipeline import build_pipeline

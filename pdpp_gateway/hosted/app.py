@@ -50,9 +50,8 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from mcp.server import Server, ServerRequestContext
+from mcp_gateway_middleware import compose
 
-from middleware import compose
-from pdpp_gateway import tracing
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.hosted import pages
 from pdpp_gateway.hosted.bearer import GATEWAY_CONTEXT, BearerCheck
@@ -75,6 +74,7 @@ from pdpp_gateway.hosted.tokens import (
     SchemaProbeValidator,
 )
 from pdpp_gateway.hosted.transport import MCP_OUTCOME, McpEndpoint, method_not_allowed
+from pdpp_gateway.observe import tracing
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.resilience import Breakers
 from pdpp_gateway.server import build_server

@@ -1,7 +1,7 @@
 """The bearer check of ``/mcp``: who the caller is, decided before any read.
 
 Contract (an aiohttp middleware over the ``/mcp`` handler: the generic
-``middleware.http.bearer_check`` given this gateway's ``authenticate`` and ``refuse``).
+``mcp_gateway_middleware.http.bearer_check`` given this gateway's ``authenticate`` and ``refuse``).
 ``authenticate`` gathers facts and lets the one ladder decide (``caller.read_bearer``,
 then ``caller.authenticate``); ``refuse`` renders every refusal from the one table
 (``refusals.rejected``):
@@ -40,8 +40,8 @@ from typing import Final, NamedTuple
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
+from mcp_gateway_middleware.http import bearer_check
 
-from middleware.http import bearer_check
 from pdpp_gateway.caller import BearerFacts, Rejection, TokenKind, authenticate, read_bearer
 from pdpp_gateway.context import GatewayContext, PackageMember
 from pdpp_gateway.expiring import Expiring
@@ -79,7 +79,7 @@ MAX_ADMITTED: Final = CACHE_ENTRIES  # as many as the verdict cache holds; least
 
 @dataclass(frozen=True, slots=True)
 class BearerCheck:
-    """The ``/mcp`` bearer stage: ``middleware.http.bearer_check`` given this gateway's
+    """The ``/mcp`` bearer stage: ``mcp_gateway_middleware.http.bearer_check`` given this gateway's
     ``authenticate`` and ``refuse``, then the admitted caller seated on the request.
 
     A single-grant caller's admission (its context, its reader bound to its token, its

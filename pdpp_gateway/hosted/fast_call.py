@@ -46,6 +46,7 @@ import orjson
 from aiohttp import web
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
+from mcp_gateway_middleware import ToolCall, ToolResult
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
@@ -57,11 +58,10 @@ from mcp_types import methods as sdk_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from middleware import ToolCall, ToolResult
-from pdpp_gateway.call_result import encode, result_wire
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.server import call_tool_result
 from pdpp_gateway.tools.specs import TOOL_NAMES
+from pdpp_gateway.wire.call_result import encode, result_wire
 
 _log = logging.getLogger(__name__)
 METHOD: Final = "tools/call"

@@ -43,7 +43,7 @@ from aiohttp.web_request import BaseRequest
 from pdpp_gateway.hosted.connections import ConnectionGuard, ConnectionLimits, busy_answer
 from pdpp_gateway.hosted.ops import METRICS
 from pdpp_gateway.hosted.refusals import rpc_error_body
-from pdpp_gateway.rpc_codes import INVALID_REQUEST
+from pdpp_gateway.wire.codes import INVALID_REQUEST
 
 END_CONNECTION: Final = web.ResponseKey("end_connection", bool)
 REDACTED: Final = "[redacted]"

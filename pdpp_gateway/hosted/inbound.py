@@ -4,7 +4,7 @@ Contract:
 
 - ``header_checks`` runs BEFORE the bearer check and decides everything visible in the
   headers, so such a malformed request never costs an upstream call (no RS probe, no
-  token introspection), in this order (the generic ``middleware.http.shape_checks`` in
+  token introspection), in this order (the generic ``mcp_gateway_middleware.http.shape_checks`` in
   this door's words, after the protocol version):
 
   1. an ``MCP-Protocol-Version`` this server does not speak → 400 ``-32022`` with
@@ -58,6 +58,7 @@ from mcp.shared.inbound import (
     classify_inbound_request,
     find_duplicated_routing_header,
 )
+from mcp_gateway_middleware.http import shape_checks
 from mcp_types import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -73,11 +74,10 @@ from mcp_types.version import (
 )
 from pydantic import ValidationError
 
-from middleware.http import shape_checks
 from pdpp_gateway.hosted.http_server import END_CONNECTION
 from pdpp_gateway.hosted.metrics import tool_label
 from pdpp_gateway.hosted.refusals import refusal
-from pdpp_gateway.rpc_params import params_problem
+from pdpp_gateway.wire.params import params_problem
 
 _ECHOABLE: Final = re.compile(r"[A-Za-z0-9.-]{1,16}")
 NOT_ECHOED: Final = "(not shown: not a version string)"

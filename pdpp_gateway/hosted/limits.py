@@ -12,7 +12,7 @@ Contract:
 - Each caller has a token bucket (``--rate-limit`` per second, ``--rate-burst``), all
   callers together a global one (``--global-rate-limit``); ``0`` turns either off.
 - Without ``--redis-url`` the buckets live in each process. With it they live in Redis
-  (``middleware.ratelimit_redis``), shared by every worker and replica; if Redis fails,
+  (``mcp_gateway_middleware.ratelimit_redis``), shared by every worker and replica; if Redis fails,
   or is slow, each process limits on its own at once, logs it once and says so in
   ``/readyz``'s detail (``degraded``), and goes back to Redis when it answers steadily
   again (``shared_state.shared_store``).
@@ -29,8 +29,16 @@ from dataclasses import dataclass
 from typing import Final
 
 from aiohttp import web
+from mcp_gateway_middleware.ratelimit import (
+    Decision,
+    FailoverLimiter,
+    Limiter,
+    LocalLimiter,
+    Rate,
+    Stage,
+    rate_limit,
+)
 
-from middleware.ratelimit import Decision, FailoverLimiter, Limiter, LocalLimiter, Rate, Stage, rate_limit
 from pdpp_gateway.caller import BearerFacts, TokenKind
 from pdpp_gateway.hosted.inbound import request_id_of
 from pdpp_gateway.hosted.refusals import refusal
@@ -93,6 +101,6 @@ def rate_limits(settings: HostedSettings, store: SharedStore | None) -> RateLimi
     local = LocalLimiter(per_caller, ceiling)
     if store is None:
         return RateLimits(local)
-    from middleware.ratelimit_redis import RedisLimiter
+    from mcp_gateway_middleware.ratelimit_redis import RedisLimiter
 
     return RateLimits(FailoverLimiter(RedisLimiter(store.client, per_caller, ceiling), local, store.guard))

@@ -5,7 +5,7 @@ Contract:
 - ``observe`` (outermost aiohttp middleware): gives every request an id (a sane inbound
   ``Request-Id``/``X-Request-Id`` is kept, else ``req_`` and 16 hex digits: the serving
   process's random prefix and its request count, unique without a system call), echoes it as
-  ``Request-Id``, binds it to ``logs.REQUEST_ID`` for every log line of the request,
+  ``Request-Id``, binds it to ``request_id.REQUEST_ID`` for every log line of the request,
   counts the response by route and status, and writes one JSON access line (method,
   path without query, status, milliseconds, the serving process's pid). A path is named
   only when it is one of the gateway's routes (the metadata under a proxy's prefix by its
@@ -38,7 +38,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from pdpp_gateway.hosted.metrics import CONTENT_TYPE, Metrics
 from pdpp_gateway.hosted.readiness import ReadinessProbe
-from pdpp_gateway.logs import REQUEST_ID
+from pdpp_gateway.observe.request_id import REQUEST_ID
 
 _access = logging.getLogger("pdpp_gateway.access")
 _SANE_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")

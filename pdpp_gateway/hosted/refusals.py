@@ -57,9 +57,9 @@ from aiohttp import web
 from pdpp_gateway.caller import Rejection
 from pdpp_gateway.error_types import error_type_for
 from pdpp_gateway.hosted.public_urls import metadata_url
-from pdpp_gateway.logs import REQUEST_ID
+from pdpp_gateway.observe.request_id import REQUEST_ID
 from pdpp_gateway.refusals import REFUSALS, explain
-from pdpp_gateway.rpc_codes import INVALID_REQUEST, for_status
+from pdpp_gateway.wire.codes import INVALID_REQUEST, for_status
 
 
 def grant_route(base: str) -> str:

@@ -102,7 +102,7 @@ async def serve(settings: HostedSettings, sock: socket.socket) -> None:
     from pdpp_gateway.hosted.http_server import GatewayRunner
     from pdpp_gateway.hosted.ops import DRAIN
     from pdpp_gateway.hosted.origin import OriginPolicy
-    from pdpp_gateway.tracing import start_tracing, stop_tracing
+    from pdpp_gateway.observe.tracing import start_tracing, stop_tracing
 
     settings = replace(settings, port=sock.getsockname()[1])
     start_tracing()  # per worker process: the exporter's thread does not cross a fork or spawn
@@ -176,7 +176,7 @@ def freeze_start_up_objects() -> None:
 def configure_serve_logging(level: str) -> None:
     """JSON lines on stderr, each record passed through ``RedactBearers`` first."""
     from pdpp_gateway.hosted.http_server import RedactBearers
-    from pdpp_gateway.logs import configure_logging
+    from pdpp_gateway.observe.logs import configure_logging
 
     configure_logging(level, json_lines=True)
     for handler in logging.getLogger().handlers:

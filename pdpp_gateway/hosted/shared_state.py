@@ -3,7 +3,7 @@
 Contract:
 
 - ``shared_store(settings)``: one asyncio Redis client for the app's life with the
-  ``Guard`` every use of it goes through (``middleware.outage``): a call gets
+  ``Guard`` every use of it goes through (``mcp_gateway_middleware.outage``): a call gets
   ``REDIS_DEADLINE`` seconds; after the first miss (refused, failing or hung: a frozen
   Redis answers nothing) every call skips Redis at once and serves from this process's
   own state, while one background probe (``PING``) waits for it to answer steadily. One
@@ -28,7 +28,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
-from middleware.outage import DependencyDown, Guard, Outage
+from mcp_gateway_middleware.outage import DependencyDown, Guard, Outage
+
 from pdpp_gateway.settings import HostedSettings
 
 _log = logging.getLogger(__name__)

@@ -55,12 +55,12 @@ from mcp_types import (
     ErrorData,
 )
 
-from pdpp_gateway.call_result import RETRY_AFTER_META
 from pdpp_gateway.hosted.fast_call import FastToolCall, PlainCall
 from pdpp_gateway.hosted.inbound import INBOUND, VERSION_HEADER, Inbound, Request
 from pdpp_gateway.hosted.ops import DRAIN
 from pdpp_gateway.hosted.refusals import refusal
-from pdpp_gateway.rpc_codes import SERVER_RESTARTING
+from pdpp_gateway.wire.call_result import RETRY_AFTER_META
+from pdpp_gateway.wire.codes import SERVER_RESTARTING
 
 _log = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from middleware import ToolResult
+from mcp_gateway_middleware import ToolResult
+
 from pdpp_gateway.context import Call
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, kv, merged_note
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from middleware import ToolError, ToolResult
+from mcp_gateway_middleware import ToolError, ToolResult
+
 from pdpp_gateway.context import Call
 from pdpp_gateway.ids import parse_handle
 from pdpp_gateway.refusals import REFUSALS

@@ -6,7 +6,8 @@ text with an explicit marker), so the mirror is both exact and bounded.
 
 from __future__ import annotations
 
-from middleware import ToolResult
+from mcp_gateway_middleware import ToolResult
+
 from pdpp_gateway.context import Call
 from pdpp_gateway.render.common import dumps
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from middleware import ToolResult
+from mcp_gateway_middleware import ToolResult
+
 from pdpp_gateway.context import Call
 from pdpp_gateway.ids import handle_arguments
 from pdpp_gateway.render.common import as_mapping, call_text, warning_lines

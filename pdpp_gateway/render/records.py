@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 import orjson
+from mcp_gateway_middleware import ToolResult
 
-from middleware import ToolResult
 from pdpp_gateway.context import Call
 from pdpp_gateway.documents import authored_time, record_title
 from pdpp_gateway.ids import handle_arguments

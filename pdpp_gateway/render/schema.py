@@ -22,7 +22,8 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from middleware import ToolResult
+from mcp_gateway_middleware import ToolResult
+
 from pdpp_gateway.context import Call
 from pdpp_gateway.render.common import clip
 from pdpp_gateway.schema_view import INDEX_ANNOTATION, INDEX_STRUCTURED_BUDGET, field_flags

@@ -24,12 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from middleware import ToolResult
+from mcp_gateway_middleware import ToolResult
+
 from pdpp_gateway.context import Call
 from pdpp_gateway.documents import TITLE_FIELDS, parse_marks, preview_around_mark
+from pdpp_gateway.question.words import content_words, most_distinctive
 from pdpp_gateway.render.common import RETRIEVAL, as_mapping, call_text, clip, dumps, fit_rows, warning_lines
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
-from pdpp_gateway.words import content_words, most_distinctive
 
 BUDGET: Final = 5_000
 MAX_HITS: Final = 8

@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from middleware import ToolError
+from mcp_gateway_middleware import ToolError
+
 from pdpp_gateway.rs.errors import (
     RsError,
     RsProtocolError,

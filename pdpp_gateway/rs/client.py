@@ -56,9 +56,10 @@ import aiohttp
 import orjson
 from aiohttp import hdrs
 from aiohttp_retry import RetryClient
+from mcp_gateway_middleware import gateway_error
 
-from middleware import gateway_error
-from pdpp_gateway import __version__, tracing
+from pdpp_gateway import __version__
+from pdpp_gateway.observe import tracing
 from pdpp_gateway.rs.errors import (
     RsProtocolError,
     RsStatusError,

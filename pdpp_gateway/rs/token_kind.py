@@ -35,7 +35,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from middleware import ToolError
+from mcp_gateway_middleware import ToolError
+
 from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate
 from pdpp_gateway.local_verdict import judge
 from pdpp_gateway.refusals import REFUSALS, explain, local_connect

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from pdpp_gateway.ports import LastPorts
+from pdpp_gateway.files.ports import LastPorts
 from pdpp_gateway.refusals import ExitCode
 
 HELP = "Run the sandbox PDPP resource server (sample data) and print its tokens."
@@ -116,7 +116,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from pdpp_gateway.ports import port_or_free
+    from pdpp_gateway.files.ports import port_or_free
     from pdpp_gateway.sandbox.config import DESCRIPTIONS, SandboxConfig
     from pdpp_gateway.sandbox.oauth_state import StateError
     from pdpp_gateway.sandbox.runner import start_sandbox

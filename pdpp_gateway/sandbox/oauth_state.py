@@ -34,8 +34,8 @@ from typing import Final, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from pdpp_gateway.cache_root import user_cache_root
-from pdpp_gateway.private_files import write_private
+from pdpp_gateway.files.private import write_private
+from pdpp_gateway.local.cache_root import user_cache_root
 from pdpp_gateway.sandbox.config import Principal
 from pdpp_gateway.sandbox.oauth_store import Client, IssuedCode, OAuthStore, RefreshEntry
 

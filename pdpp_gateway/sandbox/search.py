@@ -42,6 +42,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from pdpp_gateway.question.words import content_words
 from pdpp_gateway.sandbox.access import Access, Source
 from pdpp_gateway.sandbox.envelope import RsHttpError, finalise, json_response, next_link
 from pdpp_gateway.sandbox.params import (
@@ -54,7 +55,6 @@ from pdpp_gateway.sandbox.params import (
 )
 from pdpp_gateway.sandbox.record_query import connection_param
 from pdpp_gateway.sandbox.store import Condition, SearchScope, Store, StoredRecord
-from pdpp_gateway.words import content_words
 
 CANDIDATE_WINDOW: Final = 2000
 SEMANTIC_WINDOW: Final = 5000  # passages ranked per meaning-based search

@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple, TypeVar
 
-from middleware import ToolCall
+from mcp_gateway_middleware import ToolCall
+
 from pdpp_gateway.ids import RecordRef, parse_handle, resolve_connection
-from pdpp_gateway.package_cursor import PackageCursor, decode, fingerprint, is_package_cursor
+from pdpp_gateway.package.cursor import PackageCursor, decode, fingerprint, is_package_cursor
+from pdpp_gateway.question.words import asks_for_figure, content_words
 from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward
-from pdpp_gateway.words import asks_for_figure, content_words
 
 RECORDS_PARAMS: Final = (
     "limit",

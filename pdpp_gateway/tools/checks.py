@@ -13,7 +13,7 @@ caps, so no later check (nor its message) ever handles a megabyte argument, and 
 refusal names the argument, its size and the limit without echoing the value.
 
 ``<TOOL>_CHECKS`` is each tool's ladder, named in its ``Tool`` record (``tools/registry``);
-``middleware.ValidateArguments`` runs it.
+``mcp_gateway_middleware.ValidateArguments`` runs it.
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from middleware import Check, ToolError, echo, gateway_error
+from mcp_gateway_middleware import Check, ToolError, echo, gateway_error
+
 from pdpp_gateway.ids import segment_problem
+from pdpp_gateway.question.words import content_words
 from pdpp_gateway.tools.specs import (
     MAX_FILTER_VALUE_CHARS,
     MAX_NAME_CHARS,
     JSONObject,
 )
-from pdpp_gateway.words import content_words
 
 RANGE_OPERATORS: Final = ("gte", "gt", "lte", "lt")
 _FILTER_EXAMPLE = 'filter: {"field": "value"} or filter: {"created_at": {"gte": "2026-01-01T00:00:00Z"}}'

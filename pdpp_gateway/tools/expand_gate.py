@@ -16,7 +16,8 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from middleware import ToolError, gateway_error
+from mcp_gateway_middleware import ToolError, gateway_error
+
 from pdpp_gateway.context import RsReader
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.memo import memoised_read

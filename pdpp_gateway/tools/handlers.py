@@ -38,11 +38,12 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from middleware import ToolResult, gateway_error
+from mcp_gateway_middleware import ToolResult, gateway_error
+
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import Call, GatewayContext
 from pdpp_gateway.ids import RecordRef
-from pdpp_gateway.passages import best_passage
+from pdpp_gateway.question.passages import best_passage
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError

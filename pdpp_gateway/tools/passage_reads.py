@@ -29,7 +29,7 @@ from typing import Any, Final
 from pdpp_gateway.context import RsReader
 from pdpp_gateway.documents import CONTEXT_CHARS
 from pdpp_gateway.ids import RecordRef
-from pdpp_gateway.passages import Passage, best_passage
+from pdpp_gateway.question.passages import Passage, best_passage
 from pdpp_gateway.render.common import as_mapping
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.rs.errors import RsProtocolError

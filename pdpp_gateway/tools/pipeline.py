@@ -27,16 +27,17 @@ Whether the caller may read at all is not a stage: a context exists only for a c
 
 from __future__ import annotations
 
-from middleware import (
+from mcp_gateway_middleware import (
     PreserveErrors,
     RenderContent,
     ToolResult,
     ValidateArguments,
     compose,
 )
-from pdpp_gateway import tracing
+
 from pdpp_gateway.context import Call, CallNext, Stage
-from pdpp_gateway.package import fan_out_stage
+from pdpp_gateway.observe import tracing
+from pdpp_gateway.package.fan_out import fan_out_stage
 from pdpp_gateway.render import render_error
 from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.rs.errors import RsError

@@ -13,7 +13,7 @@ Contract:
   ``shape`` (a success's wire shape, applied above the fan-out).
 - ``Registry(tools)`` derives every table a door or stage needs from the records: the
   names in order, the specs, the input schemas, check ladders and parsers
-  (``middleware.ValidateArguments``), the renderers (``RenderContent``), the routes
+  (``mcp_gateway_middleware.ValidateArguments``), the renderers (``RenderContent``), the routes
   with the parsers (``package.fan_out_stage``) and ``dispatch`` (the pipeline's terminal). The pipeline
   (``build_pipeline``), the MCP server (``build_server``) and the hosted door take a
   registry; ``REGISTRY`` is the gateway's six tools.
@@ -31,9 +31,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from middleware import Check, Parser, Renderer, ToolResult
+from mcp_gateway_middleware import Check, Parser, Renderer, ToolResult
+
 from pdpp_gateway.context import Call, GatewayContext
-from pdpp_gateway.package import PackageRoute
+from pdpp_gateway.package.fan_out import PackageRoute
 from pdpp_gateway.render import (
     render_aggregate,
     render_fetch,

@@ -40,18 +40,19 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from middleware import ToolResult
+from mcp_gateway_middleware import ToolResult
+
 from pdpp_gateway import documents
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef, handle_arguments
-from pdpp_gateway.passages import best_passage
+from pdpp_gateway.question.passages import best_passage
+from pdpp_gateway.question.words import asks_for_figure, most_distinctive
 from pdpp_gateway.render.common import RETRIEVAL, as_mapping
 from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.args import SearchArgs
 from pdpp_gateway.tools.passage_reads import holds_every_word, passage_evidence, scan_field
-from pdpp_gateway.words import asks_for_figure, most_distinctive
 
 SEARCH_PATHS: Final = {
     "lexical": "/v1/search",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pdpp_gateway.credentials import cache_file_for, write_credential
+from pdpp_gateway.local.credentials import cache_file_for, write_credential
 from tests.conftest import as_person, run_cli
 
 URL = "http://127.0.0.1:9"  # never asked: every refusal comes before the RS

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from pdpp_gateway.cache_root import cache_root, user_cache_root
+from pdpp_gateway.local.cache_root import cache_root, user_cache_root
 from pdpp_gateway.sandbox.runner import start_sandbox
 from tests.conftest import as_person, run_cli
 from tests.grants import approve

@@ -21,9 +21,9 @@ import pytest
 from mcp import Client
 
 from pdpp_gateway.commands.connect import _refuse_owner
-from pdpp_gateway.credentials import load_credential
+from pdpp_gateway.local.credentials import load_credential
+from pdpp_gateway.local.oauth_flow import ConnectError
 from pdpp_gateway.local_verdict import CredentialError
-from pdpp_gateway.oauth_flow import ConnectError
 from pdpp_gateway.sandbox.oauth_store import OAUTH, token_key
 from tests.conftest import gateway_env, run_cli, stdio_params
 from tests.oauth_browser import ConsentBrowser

@@ -13,8 +13,8 @@ from typing import Any
 
 from mcp import Client
 
-from pdpp_gateway.credentials import load_credential
 from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.local.credentials import load_credential
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.commands.test_connect import _connect, _finish, _follow
 from tests.conftest import run_cli, stdio_params

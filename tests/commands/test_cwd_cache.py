@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from pdpp_gateway.credentials import write_credential
+from pdpp_gateway.local.credentials import write_credential
 from tests.conftest import as_person, gateway_env, run_cli
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pdpp_gateway.credentials import write_credential
+from pdpp_gateway.local.credentials import write_credential
 from tests.conftest import run_cli
 
 
@@ -213,7 +213,7 @@ def test_terminal_commands_use_a_package_and_every_printed_command_runs(
 def test_the_demo_steps_aside_from_busy_default_ports(tmp_path: Path) -> None:
     import socket
 
-    from pdpp_gateway.ports import port_or_free
+    from pdpp_gateway.files.ports import port_or_free
 
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))

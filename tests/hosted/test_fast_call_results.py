@@ -17,9 +17,9 @@ import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
+from mcp_gateway_middleware import ToolCall, ToolResult
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
 
-from middleware import ToolCall, ToolResult
 from pdpp_gateway.hosted.fast_call import FastToolCall
 from pdpp_gateway.hosted.inbound import INBOUND, Inbound, parse_inbound
 from pdpp_gateway.hosted.transport import MCP_OUTCOME, McpEndpoint

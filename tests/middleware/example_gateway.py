@@ -11,7 +11,7 @@ typed error) or broken (a defect).
 ``{"text", "structured", "is_error"}``. A refusal before any tool runs is
 ``{"error": {"code", "message"}}`` with its HTTP status.
 
-The HTTP stages, outermost first (``middleware.http``, ``middleware.ratelimit``):
+The HTTP stages, outermost first (``mcp_gateway_middleware.http``, ``mcp_gateway_middleware.ratelimit``):
 ``shape_checks`` (Accept, Content-Type, Content-Encoding, declared size) →
 ``bearer_check`` (the key to an ``Account``) → ``refuse_token_kinds`` (``admin``) →
 ``rate_limit`` (per account). The tool stages (``middleware``): ``RenderContent`` →
@@ -27,8 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, NamedTuple
 
 from aiohttp import web
-
-from middleware import (
+from mcp_gateway_middleware import (
     FanOut,
     Middleware,
     Next,
@@ -44,8 +43,8 @@ from middleware import (
     echo,
     gateway_error,
 )
-from middleware.http import bearer_check, refuse_token_kinds, shape_checks
-from middleware.ratelimit import Decision, LocalLimiter, Rate, rate_limit
+from mcp_gateway_middleware.http import bearer_check, refuse_token_kinds, shape_checks
+from mcp_gateway_middleware.ratelimit import Decision, LocalLimiter, Rate, rate_limit
 
 UNLIMITED: Final = Rate(0, 0)
 WRITES: Final = frozenset({"add_note"})

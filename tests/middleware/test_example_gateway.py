@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_gateway_middleware.ratelimit import Rate
 
-from middleware.ratelimit import Rate
 from tests.middleware.example_gateway import Account, Shelf, build_app
 
 KEY = "key-alice-7f3a"

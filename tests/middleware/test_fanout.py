@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-
-from middleware import FanOut, Outcome, ToolCall, ToolError, ToolResult, compose
+from mcp_gateway_middleware import FanOut, Outcome, ToolCall, ToolError, ToolResult, compose
 
 
 class Upstreams:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from mcp_gateway_middleware.validation import fast_accept
 
-from middleware.validation import fast_accept
 from pdpp_gateway.tools.registry import REGISTRY
 
 SCHEMAS = {

@@ -1,4 +1,4 @@
-"""The HTTP stages of ``middleware.http`` on their own, over real HTTP: what each hands
+"""The HTTP stages of ``mcp_gateway_middleware.http`` on their own, over real HTTP: what each hands
 the gateway's functions, and where each fails closed."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ from typing import Any, Final
 
 import pytest
 from aiohttp import web
-
-from middleware.http import Stage, accepts, bearer_check, refuse_token_kinds
+from mcp_gateway_middleware.http import Stage, accepts, bearer_check, refuse_token_kinds
 
 WHO: Final = web.RequestKey("who", str)
 

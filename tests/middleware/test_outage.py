@@ -1,4 +1,4 @@
-"""``middleware.outage``: an outage is logged once when it starts and once when it ends, and a
+"""``mcp_gateway_middleware.outage``: an outage is logged once when it starts and once when it ends, and a
 guarded dependency that hangs or flaps stays off the hot path until it answers steadily."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import asyncio
 import logging
 
 import pytest
-
-from middleware.outage import DependencyDown, Guard, Outage
+from mcp_gateway_middleware.outage import DependencyDown, Guard, Outage
 
 
 def test_an_outage_is_said_once_and_its_end_once(caplog: pytest.LogCaptureFixture) -> None:

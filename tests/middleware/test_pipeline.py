@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from middleware import Next, ToolCall, ToolResult, compose
+from mcp_gateway_middleware import Next, ToolCall, ToolResult, compose
 
 
 def _recording_stage(name: str, log: list[str]):  # type: ignore[no-untyped-def]

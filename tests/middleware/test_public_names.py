@@ -3,7 +3,7 @@
 Another gateway builds on these names: removing or renaming one is a breaking change
 that must show up here. Importing the package stays cheap: jsonschema (about 40 ms) is
 loaded only when a ``ValidateArguments`` stage is built, and aiohttp only by who imports
-the HTTP stages (``middleware.http``, ``middleware.ratelimit``).
+the HTTP stages (``mcp_gateway_middleware.http``, ``mcp_gateway_middleware.ratelimit``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import middleware
-import middleware.http
+import mcp_gateway_middleware
+import mcp_gateway_middleware.http
 
 PUBLIC = {
     "Check",
@@ -41,15 +41,15 @@ HTTP_PUBLIC = {"Handler", "Stage", "accepts", "bearer_check", "refuse_token_kind
 
 
 def test_the_public_names_are_exactly_these() -> None:
-    assert set(middleware.__all__) == PUBLIC
+    assert set(mcp_gateway_middleware.__all__) == PUBLIC
     for name in PUBLIC:
-        assert getattr(middleware, name) is not None
+        assert getattr(mcp_gateway_middleware, name) is not None
 
 
 def test_the_http_stages_public_names_are_exactly_these() -> None:
-    assert set(middleware.http.__all__) == HTTP_PUBLIC
+    assert set(mcp_gateway_middleware.http.__all__) == HTTP_PUBLIC
     for name in HTTP_PUBLIC:
-        assert getattr(middleware.http, name) is not None
+        assert getattr(mcp_gateway_middleware.http, name) is not None
 
 
 def test_importing_middleware_does_not_load_jsonschema_aiohttp_or_the_product() -> None:

@@ -12,10 +12,10 @@ import pytest
 import pytest_asyncio
 import redis.asyncio as aioredis
 from aiohttp import web
+from mcp_gateway_middleware.outage import Guard, Outage
+from mcp_gateway_middleware.ratelimit import Decision, FailoverLimiter, LocalLimiter, Rate, rate_limit
+from mcp_gateway_middleware.ratelimit_redis import RedisLimiter
 
-from middleware.outage import Guard, Outage
-from middleware.ratelimit import Decision, FailoverLimiter, LocalLimiter, Rate, rate_limit
-from middleware.ratelimit_redis import RedisLimiter
 from tests.redis_server import RedisServer, redis_server
 
 UNLIMITED = Rate(0, 0)

@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-
-from middleware import (
+from mcp_gateway_middleware import (
     PreserveErrors,
     RefuseTokenKinds,
     RenderContent,
@@ -212,7 +211,7 @@ def test_jsonschema_loads_on_the_first_refusal_not_when_the_pipeline_is_built() 
     the first refusal still gets jsonschema's wording."""
     probe = (
         "import asyncio, sys\n"
-        "from middleware import ToolCall, ToolError, ValidateArguments\n"
+        "from mcp_gateway_middleware import ToolCall, ToolError, ValidateArguments\n"
         "stage = ValidateArguments({'t': {'type': 'object', 'properties': {'n': {'type': 'integer'}}}})\n"
         "async def ok(call): return call\n"
         "asyncio.run(stage(ToolCall('t', {'n': 1}, None), ok))\n"
@@ -229,7 +228,7 @@ def test_jsonschema_loads_on_the_first_refusal_not_when_the_pipeline_is_built() 
 def test_a_server_compiles_its_validators_before_it_serves() -> None:
     probe = (
         "import sys\n"
-        "from middleware import ValidateArguments\n"
+        "from mcp_gateway_middleware import ValidateArguments\n"
         "ValidateArguments({'t': {'type': 'object'}}, compile_now=True)\n"
         "print('jsonschema' in sys.modules)\n"
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from middleware import ToolCall, ToolResult
+from mcp_gateway_middleware import ToolCall, ToolResult
+
 from pdpp_gateway.caller import TokenKind
 from pdpp_gateway.context import GatewayContext, PackageMember
 from pdpp_gateway.tools.pipeline import build_pipeline

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from pdpp_gateway.context import PackageMember
-from pdpp_gateway.package_cursor import MAX_CURSOR_CHARS, PREFIX
+from pdpp_gateway.package.cursor import MAX_CURSOR_CHARS, PREFIX
 from pdpp_gateway.rs.errors import RsStatusError, RsUnavailableError
 from tests.fake_rs import FakeCall
 from tests.package.helpers import call, child, error_code, hit_ids, ids, interleave, package, page_through

@@ -11,9 +11,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from mcp_gateway_middleware import ToolCall
 
-from middleware import ToolCall
-from pdpp_gateway.package import MEMBER_SECONDS, member_seconds
+from pdpp_gateway.package.fan_out import MEMBER_SECONDS, member_seconds
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.package.helpers import mail_and_chat

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from middleware import ToolCall, ToolError
-from pdpp_gateway import resource_answers
+from mcp_gateway_middleware import ToolCall, ToolError
+
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.resources import answers as resource_answers
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.package.helpers import mail_and_chat

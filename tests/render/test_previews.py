@@ -12,8 +12,8 @@ import re
 from typing import Any
 
 import pytest
+from mcp_gateway_middleware import ToolCall, ToolResult
 
-from middleware import ToolCall, ToolResult
 from pdpp_gateway.documents import _balance_marks as balance_marks
 from pdpp_gateway.documents import (
     fetch_document,

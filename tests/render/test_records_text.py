@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp_gateway_middleware import ToolCall, ToolResult
 
-from middleware import ToolCall, ToolResult
 from pdpp_gateway.render.records import BUDGET, render_records
 
 CONNECTION = "cin_mail_work"

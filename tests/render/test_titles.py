@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_gateway_middleware import ToolCall, ToolResult
 
-from middleware import ToolCall, ToolResult
 from pdpp_gateway.documents import search_results
 from pdpp_gateway.render.records import render_records
 

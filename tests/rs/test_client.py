@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from mcp_gateway_middleware import ToolError
 
-from middleware import ToolError
 from pdpp_gateway.rs.client import RsClient, rs_path
 from pdpp_gateway.rs.errors import (
     RsProtocolError,

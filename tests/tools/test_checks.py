@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mcp_gateway_middleware import ToolCall, ToolError, ToolResult, ValidateArguments
 
-from middleware import ToolCall, ToolError, ToolResult, ValidateArguments
 from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward, scalar
 from pdpp_gateway.tools.registry import REGISTRY
 

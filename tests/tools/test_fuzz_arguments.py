@@ -32,9 +32,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp_gateway_middleware import ToolCall, ToolResult
+from mcp_gateway_middleware.validation import ValidateArguments, whole_numbers
 
-from middleware import ToolCall, ToolResult
-from middleware.validation import ValidateArguments, whole_numbers
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline

@@ -25,7 +25,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
-from pdpp_gateway.credentials import write_credential
+from pdpp_gateway.local.credentials import write_credential
 from tests.conftest import stdio_params
 from tests.strict_client import error_of
 from tests.upstreams import Switchboard, broad_schema, broad_stream_names, schema_only_rs

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from middleware import ToolCall
+from mcp_gateway_middleware import ToolCall
+
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline

@@ -10,7 +10,8 @@ import contextlib
 from typing import Any
 from urllib.parse import parse_qs
 
-from middleware import ToolCall
+from mcp_gateway_middleware import ToolCall
+
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
@@ -117,9 +118,9 @@ async def test_a_search_with_lexical_hits_costs_one_read(shared_sandbox: Any) ->
 
 
 async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path: Any) -> None:
-    from pdpp_gateway.credentials import load_credentials
-    from pdpp_gateway.local_package import MemberStart
-    from pdpp_gateway.local_readers import caller_context
+    from pdpp_gateway.local.credentials import load_credentials
+    from pdpp_gateway.local.package import MemberStart
+    from pdpp_gateway.local.readers import caller_context
     from tests.grants import approve
 
     await approve(sandbox.url, tmp_path, "gmail")

@@ -15,11 +15,11 @@ from typing import Any, NamedTuple
 import orjson
 import pytest
 from mcp import Client
+from mcp_gateway_middleware import ToolResult
 
-from middleware import ToolResult
 from pdpp_gateway.context import Call, GatewayContext
 from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
-from pdpp_gateway.package import PackageRoute
+from pdpp_gateway.package.fan_out import PackageRoute
 from pdpp_gateway.rs.client import RsClient, rs_path
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.server import build_server

@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from pdpp_gateway.context import GatewayContext
-from pdpp_gateway.resource_answers import MAX_ERROR_MESSAGE
+from pdpp_gateway.resources.answers import MAX_ERROR_MESSAGE
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.policy import RsTimeouts
 from pdpp_gateway.server import build_server

@@ -1,0 +1,157 @@
+"""Rate limits for any HTTP gateway: a token bucket per caller under a global ceiling.
+
+Contract:
+
+- ``Rate(per_second, burst)``: a bucket holds at most ``burst`` tokens and refills at
+  ``per_second``; a request takes one. ``per_second <= 0`` means no limit.
+- A ``Limiter`` answers ``take(caller) -> Decision``: allowed or not, and when not,
+  ``retry_after`` seconds until a token is there. A request is allowed only when both
+  its caller's bucket and the global bucket have a token, and then it takes from both.
+  A caller key is whatever the gateway says identifies a caller (a grant, a package):
+  callers never share a bucket, and a key is never a credential (hash it if in doubt).
+- ``LocalLimiter``: the buckets of this process (bounded: the least recently used
+  callers are forgotten first, which only ever gives a forgotten caller a full bucket).
+- ``FailoverLimiter(shared, local, guard)``: a shared limiter (Redis, see
+  ``ratelimit_redis``) with this process's buckets as the fallback, reached through
+  ``guard`` (``outage.Guard``: a deadline of a few milliseconds per call). When the shared
+  store fails or is slow, requests are limited per process at once and ``degraded`` says
+  why (logged once per outage), until the guard's background probe finds the store
+  answering steadily again. Limiting never fails open to "no limit", and never fails
+  closed to "refuse everyone".
+- ``rate_limit(limiter, caller_of, refuse)``: an aiohttp middleware. ``caller_of``
+  returns the caller key of an authenticated request (``None``: not limited here);
+  ``refuse(request, decision)`` builds the gateway's own 429 answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from mcp_gateway_middleware.outage import DependencyDown, Guard
+
+_log = logging.getLogger(__name__)
+GLOBAL: Final = "*global*"
+MAX_CALLERS: Final = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    per_second: float
+    burst: int
+
+    @property
+    def unlimited(self) -> bool:
+        return self.per_second <= 0
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    retry_after: float = 0.0  # seconds until a token is there (0 when allowed)
+    backend: str = "local"  # which limiter decided: "local" or "shared"
+
+    @property
+    def retry_after_seconds(self) -> int:
+        """Whole seconds for a ``Retry-After`` header (at least 1 when refused)."""
+        return 0 if self.allowed else max(1, math.ceil(self.retry_after))
+
+
+class Limiter(Protocol):
+    async def take(self, caller: str) -> Decision: ...
+
+
+class LocalLimiter:
+    """Token buckets kept in this process."""
+
+    def __init__(
+        self, per_caller: Rate, ceiling: Rate, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._rates = {"caller": per_caller, "global": ceiling}
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)
+
+    async def take(self, caller: str) -> Decision:
+        return self.take_now(caller)
+
+    def take_now(self, caller: str) -> Decision:
+        now = self._clock()
+        keyed = [(caller, self._rates["caller"]), (GLOBAL, self._rates["global"])]
+        levels = [(key, rate, self._level(key, rate, now)) for key, rate in keyed if not rate.unlimited]
+        short = [(1 - tokens) / rate.per_second for _, rate, tokens in levels if tokens < 1]
+        if short:
+            for key, _, tokens in levels:
+                self._store(key, tokens, now)
+            return Decision(False, max(short))
+        for key, _, tokens in levels:
+            self._store(key, tokens - 1, now)
+        return Decision(True)
+
+    def _level(self, key: str, rate: Rate, now: float) -> float:
+        tokens, at = self._buckets.get(key, (float(rate.burst), now))
+        return min(float(rate.burst), tokens + (now - at) * rate.per_second)
+
+    def _store(self, key: str, tokens: float, now: float) -> None:
+        self._buckets[key] = (tokens, now)
+        self._buckets.move_to_end(key)
+        while len(self._buckets) > MAX_CALLERS:
+            self._buckets.popitem(last=False)
+
+
+class FailoverLimiter:
+    """A shared limiter, falling back to this process's buckets while it is down."""
+
+    def __init__(self, shared: Limiter, local: LocalLimiter, guard: Guard) -> None:
+        self._shared = shared
+        self._local = local
+        self._guard = guard
+
+    @property
+    def degraded(self) -> str | None:
+        """Why the shared store is not in use (for /readyz), or ``None``."""
+        return self._guard.reason
+
+    async def take(self, caller: str) -> Decision:
+        try:
+            return await self._guard.call(lambda: self._shared.take(caller))
+        except DependencyDown:  # down, slow or failing: limit locally (the guard says so once)
+            return self._local.take_now(caller)
+
+
+Refuse = Callable[[web.Request, Decision], Awaitable[web.StreamResponse] | web.StreamResponse]
+
+
+Stage = Middleware  # what web.Application(middlewares=...) takes; middleware.compose chains it too
+
+
+def rate_limit(
+    limiter: Limiter,
+    caller_of: Callable[[web.Request], str | None],
+    refuse: Refuse,
+    *,
+    on_decision: Callable[[Decision], None] | None = None,
+) -> Stage:
+    """An aiohttp middleware applying ``limiter`` to each request's caller."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        caller = caller_of(request)
+        if caller is None:
+            return await handler(request)
+        decision = await limiter.take(caller)
+        if on_decision is not None:
+            on_decision(decision)
+        if decision.allowed:
+            return await handler(request)
+        answer = refuse(request, decision)
+        return answer if isinstance(answer, web.StreamResponse) else await answer
+
+    return middleware
