@@ -131,9 +131,7 @@ async def serve_arm(tree: Path, rs_url: str) -> None:
                     break
                 call = next_call(texts, made)
             print(
-                json.dumps(
-                    {"answered_at": answered_at, "chars": [len(t) for t in texts], "search_ms": elapsed}
-                ),
+                json.dumps({"answered_at": answered_at, "texts": texts, "search_ms": elapsed}),
                 flush=True,
             )
 
@@ -209,9 +207,12 @@ def _setup() -> dict[str, Any]:
     return {"tokens": dict(TOKENS), "members": members}
 
 
-async def measure(arms: Sequence[Arm], rounds: int = 1) -> dict[str, list[dict[str, Any]]]:
+async def measure(
+    arms: Sequence[Arm], rounds: int = 1, show: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """Every question through every arm, RS reads counted by the sandbox; the search time is
-    the median over ``rounds`` passes (answers and reads come from the first)."""
+    the median over ``rounds`` passes (answers and reads come from the first). The texts a
+    model read for the questions containing ``show`` are printed as they come."""
     from pdpp_gateway.sandbox.runner import start_sandbox
 
     rows: dict[str, list[dict[str, Any]]] = {arm.name: [] for arm in arms}
@@ -229,6 +230,12 @@ async def measure(arms: Sequence[Arm], rounds: int = 1) -> dict[str, list[dict[s
                         times.append(answer["search_ms"])
                         if n == 0:
                             first = {**answer, "reads": len(sandbox.calls), "q": item["q"]}
+                            first["chars"] = [len(text) for text in first.pop("texts")]
+                            if show and show in item["q"]:
+                                print(
+                                    f"--- {arm.name}: {item['q']}\n"
+                                    + "\n--- next call\n".join(answer["texts"])
+                                )
                     rows[arm.name].append({**first, "search_ms": statistics.median(times)})
         finally:
             for arm in arms:
@@ -258,6 +265,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--against", type=Path, help="a checkout whose gateway is the baseline")
     parser.add_argument("--rounds", type=int, default=3, help="passes for the search timing")
+    parser.add_argument("--show", metavar="WORDS", help="print the texts read for questions containing WORDS")
     parser.add_argument("--arm", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rs", help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -268,7 +276,7 @@ def main() -> None:
     arms = [Arm("this tree", ROOT)]
     if options.against is not None:
         arms.append(Arm(f"baseline ({options.against})", options.against.resolve()))
-    rows = asyncio.run(measure(arms, options.rounds))
+    rows = asyncio.run(measure(arms, options.rounds, options.show))
     print(f"{len(questions())} questions in a person's words (benchmarks/questions.json), sandbox RS")
     for name, arm_rows in rows.items():
         s = summary(arm_rows)

@@ -21,7 +21,9 @@ cursor; hybrid never pages and refuses ``cursor`` (``has_more`` only says the me
 was cut at ``limit``). Lexical ranking reads only ids and bm25 scores; record bodies and
 snippets are built for the returned page alone. Meaning-based ranking is BM25 over passages
 (``Store.search(index="passages")``): any content word of the query counts (stop and question
-words dropped, words stemmed), a record ranks by its best passage, so one record about the
+words dropped, words stemmed, a word of five letters or more also finding its longer forms:
+"quarter" finds "quarterly"), a passage of a title field weighs ``TITLE_WEIGHT`` times one of a
+body (BM25F's field weights), a record ranks by its best passage, so one record about the
 thing asked outranks many that share a title with it (the k-th record whose best passage
 repeats a better-ranked one's counts ``1 / (1 + ln k)`` of its score, as a search engine folds
 near-duplicates: the first copy keeps its place); the distance is ``1 / (1 + score)``.
@@ -59,6 +61,8 @@ from pdpp_gateway.sandbox.store import Condition, SearchScope, Store, StoredReco
 CANDIDATE_WINDOW: Final = 2000
 SEMANTIC_WINDOW: Final = 5000  # passages ranked per meaning-based search
 OPENING_CHARS: Final = 160
+TITLE_WEIGHT: Final = 2.0  # a title passage's BM25 counts this many times a body passage's (BM25F)
+PREFIX_FROM: Final = 5  # letters from which a meaning-based query word also finds its longer forms
 _KEYS: Final = ("q", "limit", "cursor", "streams", "streams[]", "connection_id", "connector_instance_id")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 PROVEN_ROLES: Final = ("text", "title")
@@ -310,7 +314,7 @@ def _semantic_hits(request: web.Request, store: Store, sources: Sequence[Source]
         for connection in source.connections:
             scopes[(connection, source.manifest.name)] = source
     candidates = store.search(
-        " OR ".join(f'"{term}"' for term in terms),
+        " OR ".join(_meaning_term(term) for term in terms),
         [SearchScope(c, s, tuple(conditions.get(id(v), ()))) for (c, s), v in scopes.items()],
         SEMANTIC_WINDOW,
         index="passages",
@@ -318,12 +322,18 @@ def _semantic_hits(request: web.Request, store: Store, sources: Sequence[Source]
     best: dict[int, tuple[float, str, Source, int]] = {}
     for passage, rowid, field, score, connection_id, stream, _ in candidates:
         source = scopes[(connection_id, stream)]
-        if rowid not in best and field in source.manifest.semantic and source.field_granted(field):
+        if field not in source.manifest.semantic or not source.field_granted(field):
+            continue
+        if source.manifest.fields[field].role == "title":
+            score *= TITLE_WEIGHT
+        if rowid not in best or score < best[rowid][0]:
             best[rowid] = (score, field, source, passage)
     texts = store.passage_texts(entry[3] for entry in best.values())
     seen: Counter[str] = Counter()
     ranked = []
-    for rowid, (score, field, source, passage) in best.items():  # best first
+    for rowid, (score, field, source, passage) in sorted(
+        best.items(), key=lambda item: (item[1][0], item[0])
+    ):
         # the k-th record whose best passage repeats an earlier one's (a subject used again and
         # again) counts 1 / (1 + ln k) of its score: the first copy stands, the rest make room
         key = " ".join(texts[passage].lower().split())
@@ -347,6 +357,14 @@ def _semantic_hits(request: web.Request, store: Store, sources: Sequence[Source]
         )
         hits.append(hit)
     return hits
+
+
+def _meaning_term(word: str) -> str:
+    """One query word as the meaning-based index matches it: its porter stem, and for words of
+    ``PREFIX_FROM`` letters or more any longer form too ("quarter" finds "quarterly", "deliver"
+    "delivery"), the nearness a real embedding gives related forms of a word."""
+    quoted = '"' + word.replace('"', "") + '"'
+    return quoted + "*" if len(word) >= PREFIX_FROM else quoted
 
 
 def _opening(text: str) -> str:

@@ -76,3 +76,22 @@ async def test_semantic_and_hybrid_search_apply_filters(shared_sandbox: Any) -> 
         for hit in unseen["data"]:
             _, record, _ = await get(shared_sandbox, f"{hit['record_url']}?{WORK}")
             assert record["data"]["is_seen"] is False
+
+
+async def test_meaning_search_finds_longer_forms_of_a_word_and_weighs_titles(shared_sandbox: Any) -> None:
+    """"quarter" is in no record, "quarterly" in many: meaning-based search finds the longer form
+    (as an embedding would), and a subject that says the thing asked outranks bodies of filler that
+    repeat the question's words (a title passage weighs more, as in BM25F)."""
+    _, lexical, _ = await get(shared_sandbox, "/v1/search?q=quarter&" + WORK)
+    assert lexical["data"] == []
+    _, quarter, _ = await get(shared_sandbox, "/v1/search/semantic?q=quarter&limit=5&" + WORK)
+    assert quarter["data"]
+    _, meeting, _ = await get(
+        shared_sandbox, "/v1/search/semantic?q=notes+from+the+budget+meeting+this+quarter&limit=3&" + WORK
+    )
+    top = meeting["data"][0]
+    assert (top["stream"], top["matched_fields"], top["snippet"]["text"]) == (
+        "messages",
+        ["subject"],
+        "Quarterly budget review",
+    )

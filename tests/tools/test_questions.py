@@ -1,10 +1,8 @@
 """The question set in a person's words (``benchmarks/questions.json``), played as a model that reads
 only text (``benchmarks/questions_bench.py``): the fact that answers each question is in the first
-answer's text for at least nine in ten, within two calls for all but the one the sandbox's word-salad
-filler hides ("notes from the budget meeting this quarter": "quarter" is in no record, and filler
-bodies hold "budget", "meeting" and "notes"); the RS reads stay at three a question on average, and a
-model reads no more characters for an answer than at this issue's start (median 4,729, measured with
-``questions_bench.py --against`` a checkout of a3cd574).
+answer's text for at least nine in ten and within two calls for every one; the RS reads stay at three
+a question on average, and a model reads no more characters for an answer than at this issue's start
+(median 4,729, measured with ``questions_bench.py --against`` a checkout of a3cd574).
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ async def test_questions_in_a_person_s_words_reach_their_fact() -> None:
     rows = (await bench.measure([bench.Arm("this tree", bench.ROOT)]))["this tree"]
     summary = bench.summary(rows)
     assert summary["first"] >= 0.9 * summary["questions"], [r["q"] for r in rows if r["answered_at"] != 1]
-    assert summary["two"] >= summary["questions"] - 1, [r["q"] for r in rows if r["answered_at"] is None]
+    assert summary["two"] == summary["questions"], [r["q"] for r in rows if r["answered_at"] is None]
     assert summary["reads_per_question"] <= 3.0
     assert summary["chars_median"] <= 4_729
     deep = [
