@@ -42,14 +42,14 @@ _TAG = re.compile(r"</?mark>")
 PACKAGE_TOKENS = ("client_work_mail", "client_chat")
 
 
-def questions() -> list[dict[str, Any]]:
-    loaded: list[dict[str, Any]] = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+def questions(path: Path = QUESTIONS) -> list[dict[str, Any]]:
+    loaded: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["questions"]
     return loaded
 
 
 def holds(text: str, fact: str) -> bool:
-    """Whether a model reading ``text`` sees ``fact`` (marks and spacing aside)."""
-    return " ".join(fact.split()) in " ".join(_TAG.sub("", text).split())
+    """Whether a model reading ``text`` sees ``fact`` (marks, spacing and case aside)."""
+    return " ".join(fact.casefold().split()) in " ".join(_TAG.sub("", text).casefold().split())
 
 
 def spelled_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
@@ -208,7 +208,7 @@ def _setup() -> dict[str, Any]:
 
 
 async def measure(
-    arms: Sequence[Arm], rounds: int = 1, show: str | None = None
+    arms: Sequence[Arm], rounds: int = 1, show: str | None = None, asked: Path = QUESTIONS
 ) -> dict[str, list[dict[str, Any]]]:
     """Every question through every arm, RS reads counted by the sandbox; the search time is
     the median over ``rounds`` passes (answers and reads come from the first). The texts a
@@ -220,7 +220,7 @@ async def measure(
         for arm in arms:
             await arm.start(sandbox.url, _setup())
         try:
-            for item in questions():
+            for item in questions(asked):
                 for arm in arms:
                     times = []
                     first: dict[str, Any] = {}
@@ -265,6 +265,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--against", type=Path, help="a checkout whose gateway is the baseline")
     parser.add_argument("--rounds", type=int, default=3, help="passes for the search timing")
+    parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the question set (JSON)")
     parser.add_argument("--show", metavar="WORDS", help="print the texts read for questions containing WORDS")
     parser.add_argument("--arm", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rs", help=argparse.SUPPRESS)
@@ -276,8 +277,10 @@ def main() -> None:
     arms = [Arm("this tree", ROOT)]
     if options.against is not None:
         arms.append(Arm(f"baseline ({options.against})", options.against.resolve()))
-    rows = asyncio.run(measure(arms, options.rounds, options.show))
-    print(f"{len(questions())} questions in a person's words (benchmarks/questions.json), sandbox RS")
+    rows = asyncio.run(measure(arms, options.rounds, options.show, options.questions))
+    print(
+        f"{len(questions(options.questions))} questions in a person's words ({options.questions}), sandbox RS"
+    )
     for name, arm_rows in rows.items():
         s = summary(arm_rows)
         n = int(s["questions"])
