@@ -1,4 +1,5 @@
-"""The tool pipeline, assembled once at start-up from the stock ``middleware`` stages.
+"""The tool pipeline, assembled once at start-up from the stock ``mcp_gateway_middleware``
+stages.
 
 Order, outermost first:
 
@@ -14,15 +15,16 @@ Order, outermost first:
                          so merged package results get the same;
 5. ``FanOut``            package callers: route to one child grant or fan out and merge
                          (a pass-through for single-grant callers);
-6. extra stages;
-7. ``upstream_errors``   an RS failure (the plain ``rs.errors`` tree) becomes its
+6. ``upstream_errors``   an RS failure (the plain ``rs.errors`` tree) becomes its
                          ``ToolError`` (``render.upstream.tool_error``, the one place it is
                          worded); below ``FanOut``, so a failed package member is a
                          ``ToolError`` outcome when the fan-out merges;
-8. the handler that calls the RS.
+7. the handler that calls the RS.
 
-Whether the caller may read at all is not a stage: a context exists only for a caller
-``caller.authenticate`` accepted at the door (an owner token never gets this far).
+Whether the caller may read at all is not a stage: ``caller.authenticate`` decides it at
+the door (the hosted door before it builds a context; a local door at start-up, or, when
+the RS could not be asked then, ``rs.token_kind.KindCheckedRs`` before the first read), so
+an owner token never reaches a data route.
 """
 
 from __future__ import annotations
