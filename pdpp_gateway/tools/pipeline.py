@@ -3,11 +3,15 @@ stages.
 
 Order, outermost first:
 
-1. ``RenderContent``     every result leaves with bounded model-visible text;
-2. ``PreserveErrors``    typed errors become ``isError`` results, envelope intact;
-3. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
+1. ``RenderContent``     every result leaves with bounded model-visible text: here, a
+   ``PreserveErrors``    refusal of the arguments (no parsed arguments to name), as an
+                         ``isError`` result with its envelope intact;
+2. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
                          reaches the RS; then the tool's parser, whose typed value
                          (``tools/args``) travels down as ``call.parsed``;
+3. ``RenderContent``     the same two stages for everything the accepted call ends in:
+   ``PreserveErrors``    below validation, so each tool's renderer (and ``render_error``)
+                         reads the call's parsed arguments, never the raw mapping;
 4. ``shape_results``     a tool's successful result leaves in its wire shape (its record's
                          ``shape``: the schema tool bounds the global index, keeping the
                          whole one in ``annotations["schema_index"]`` for its text, and
@@ -72,16 +76,18 @@ def build_pipeline(registry: Registry = REGISTRY, *, ready: bool = False) -> Cal
     everything a refusal needs is loaded now (a server process, before it serves), not on
     the first refusal."""
     stages: list[Stage] = [
-        RenderContent(registry.renderers, render_error),
+        RenderContent({}, render_error),  # a refusal of the arguments: no tool's text to write
         PreserveErrors(),
         ValidateArguments(
             registry.input_schemas, registry.checks, parsers=registry.parsers, compile_now=ready
         ),
+        RenderContent(registry.renderers, render_error),
+        PreserveErrors(),
         shape_results(registry),
         fan_out_stage(registry.routes, registry.parsers),
         upstream_errors,
     ]
     # With tracing on (``tracing.start_tracing``), a span for the call and one for each stage
     # that does work of its own (None: a pass-through that would only add spans).
-    labels = ["render", None, "validation", None, "fan-out", "upstream"]
+    labels = [None, None, "validation", "render", None, None, "fan-out", "upstream"]
     return compose(tracing.traced_stages(stages, labels), registry.dispatch)
