@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import subprocess
@@ -36,7 +37,7 @@ if __name__ == "__main__" and "PDPP_RENDER_BENCH_TREE" not in os.environ:
 
 from mcp_gateway_middleware import ToolCall, ToolResult
 
-from pdpp_gateway.context import Call, GatewayContext
+from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.render.records import render_records
 from pdpp_gateway.sandbox.config import TOKENS, SandboxConfig
 from pdpp_gateway.sandbox.runner import start_sandbox
@@ -63,7 +64,17 @@ def _query(arguments: dict[str, Any]) -> list[tuple[str, str]]:
     return pairs
 
 
-async def fetch_pages() -> list[tuple[str, Call, ToolResult]]:
+def rendered_for(arguments: dict[str, Any]) -> object:
+    """What this tree's ``render_records`` takes: the parsed arguments (issue 38 on), or the
+    call (before; it read only the call's name and arguments, never its context)."""
+    if next(iter(inspect.signature(render_records).parameters)) == "args":
+        from pdpp_gateway.tools.args import parse_query_records
+
+        return parse_query_records(arguments)
+    return ToolCall("query_records", arguments, cast(GatewayContext, None))
+
+
+async def fetch_pages() -> list[tuple[str, Any, ToolResult]]:
     """The sandbox's answers to ``PAGES``, shaped as the ``query_records`` tool shapes them."""
     pages = []
     async with start_sandbox(SandboxConfig(bulk_records=300)) as sandbox, aiohttp.ClientSession() as http:
@@ -81,9 +92,7 @@ async def fetch_pages() -> list[tuple[str, Call, ToolResult]]:
                     connections = stream_connections(unwrap_schema(await response.json()), stream)
                 if connections and len(connections) > 1:
                     structured["merged_connections"] = connections
-            # The renderer reads only the call's name and arguments, never its context.
-            call: Call = ToolCall("query_records", arguments, cast(GatewayContext, None))
-            pages.append((label, call, ToolResult(structured)))
+            pages.append((label, rendered_for(arguments), ToolResult(structured)))
     return pages
 
 
@@ -99,12 +108,12 @@ def best_us(run: Callable[[], object], calls: int, repeats: int) -> float:
 
 def measure(calls: int, repeats: int) -> list[dict[str, Any]]:
     rows = []
-    for label, call, result in asyncio.run(fetch_pages()):
+    for label, asked, result in asyncio.run(fetch_pages()):
         rows.append(
             {
                 "page": label,
-                "chars": len(render_records(call, result)),
-                "render_us": best_us(partial(render_records, call, result), calls, repeats),
+                "chars": len(render_records(asked, result)),
+                "render_us": best_us(partial(render_records, asked, result), calls, repeats),
                 "dumps_us": best_us(partial(orjson.dumps, result.structured), calls, repeats),
             }
         )

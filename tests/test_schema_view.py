@@ -7,10 +7,11 @@ import re
 
 import orjson
 import pytest
-from mcp_gateway_middleware import ToolCall, ToolResult
+from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.render.schema import INDEX_TEXT_BUDGET, render_schema
 from pdpp_gateway.schema_view import INDEX_ANNOTATION, INDEX_STRUCTURED_BUDGET, bound_index, index_view
+from pdpp_gateway.tools.args import parse_schema
 from tests.upstreams import broad_schema, broad_stream_names
 
 
@@ -38,7 +39,7 @@ def test_structured_index_degrades_with_explicit_metadata(connectors: int, level
 def test_text_names_every_stream_at_every_level(connectors: int) -> None:
     index = index_view(broad_schema(connectors, 15))
     result = ToolResult(structured={"data": bound_index(index)}, annotations={INDEX_ANNOTATION: index})
-    text = render_schema(ToolCall("schema", {}, None), result)
+    text = render_schema(parse_schema({}), result)
     assert len(text) <= INDEX_TEXT_BUDGET
     for connector in range(connectors):
         for name in broad_stream_names(connector, 15):

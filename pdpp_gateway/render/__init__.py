@@ -1,9 +1,11 @@
 """Model-visible text for every tool result (the ``content[]`` of each call).
 
 Each tool's renderer (``render_schema``, ``render_records``, ...) is a pure
-``(call, result) -> str`` named in the tool's record (``tools/registry``); ``render_error``
-renders every ``isError`` result. Each renderer keeps its text bounded and carries the
-handles a model needs for the next call, so a model that reads only the text can finish.
+``(args, result) -> str`` over the tool's parsed arguments (``tools/args``), named in the
+tool's record (``tools/registry``); ``render_error`` renders every ``isError`` result
+(``(call, result)``: the call's parsed arguments, if validation accepted them). Each
+renderer keeps its text bounded and carries the handles a model needs for the next call,
+so a model that reads only the text can finish.
 """
 
 from pdpp_gateway.render.aggregate import render_aggregate

@@ -14,21 +14,21 @@ from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.context import Call
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, kv, merged_note
+from pdpp_gateway.tools.args import AggregateArgs
 
 MAX_GROUPS: Final = 12
 
 
-def render_aggregate(call: Call, result: ToolResult) -> str:
+def render_aggregate(args: AggregateArgs, result: ToolResult) -> str:
     data = result.structured.get("data") or {}
-    metric = data.get("metric") or call.arguments.get("metric")
-    stream = data.get("stream") or call.arguments.get("stream")
-    field = data.get("field") or call.arguments.get("field")
+    metric = data.get("metric") or args.metric
+    stream = data.get("stream") or args.stream
+    field = data.get("field") or args.field
     head = f"aggregate {metric}({stream}{'.' + str(field) if field else ''})"
     total = data.get("filtered_record_count")
     groups = data.get("groups")
-    merged = _merged(call, result, data)
+    merged = _merged(args, result, data)
     if not isinstance(groups, list):
         line = f"{head} = {data.get('value')}"
         line += f" (over {total} records)" if isinstance(total, int) and metric != "count" else ""
@@ -58,7 +58,7 @@ def render_aggregate(call: Call, result: ToolResult) -> str:
     return "\n".join(lines)
 
 
-def _merged(call: Call, result: ToolResult, data: Mapping[str, Any]) -> list[str]:
+def _merged(args: AggregateArgs, result: ToolResult, data: Mapping[str, Any]) -> list[str]:
     """The merged-sources line when no connection_id narrowed a name several connections hold."""
     connections = result.structured.get(MERGED_CONNECTIONS)
     if not isinstance(connections, list):
@@ -67,7 +67,7 @@ def _merged(call: Call, result: ToolResult, data: Mapping[str, Any]) -> list[str
     dimension = data.get("group_by") or data.get("group_by_time")
     if dimension:
         effect += f", and records of a source without {dimension} group as (none)"
-    return [merged_note("aggregate", call.arguments, connections, effect)]
+    return [merged_note("aggregate", args.stream, args.arguments, connections, effect)]
 
 
 def _key(value: object) -> str:

@@ -2,7 +2,9 @@
 
 Contract: ``as_mapping`` treats anything but an object as empty; ``clip`` cuts to a
 length with a visible ellipsis; ``call_text`` prints a tool call as ``tool {json}``
-(models copy the JSON object as the arguments); ``preview_value`` shortens long strings
+(models copy the JSON object as the arguments); ``again`` is a call's accepted arguments
+repeated with changes (a follow-up call keeps whatever the caller passed, in its order);
+``preview_value`` shortens long strings
 inside a value with an explicit ``…[+N chars]`` marker and replaces blob references by
 their metadata and readable ``pdpp://blob/`` URI, reporting which fields were
 shortened; ``fit_rows`` lays out a list so every item is listed (detailed first, then
@@ -48,6 +50,11 @@ def dumps(value: Any) -> str:
 
 def call_text(tool: str, arguments: Mapping[str, Any]) -> str:
     return f"{tool} {orjson.dumps(arguments if type(arguments) is dict else dict(arguments)).decode()}"
+
+
+def again(arguments: Mapping[str, Any], *, without: tuple[str, ...] = (), **changes: Any) -> dict[str, Any]:
+    """``arguments`` less ``without``, with ``changes`` (a changed argument keeps its place)."""
+    return {key: value for key, value in arguments.items() if key not in without} | changes
 
 
 def kv(key: str, value: Any) -> str:
@@ -182,25 +189,30 @@ def warning_lines(warnings: object, limit: int) -> list[str]:
 
 
 def merged_note(
-    tool: str, arguments: Mapping[str, Any], connections: Sequence[Mapping[str, Any]], effect: str
+    tool: str,
+    stream: str,
+    arguments: Mapping[str, Any],
+    connections: Sequence[Mapping[str, Any]],
+    effect: str,
 ) -> str:
-    """The line saying an answer merged several connections that hold ``arguments["stream"]``.
+    """The line saying an answer merged several connections that hold ``stream``.
 
     ``connections`` are the ones known (``connection_id``, ``display_name``,
-    ``connector_key``); ``effect`` says what merging did to this answer."""
-    stream = dumps(arguments.get("stream"))
+    ``connector_key``); ``effect`` says what merging did to this answer; the call that reads
+    one source repeats ``arguments`` (the call's own, ``tools.args``)."""
+    name = dumps(stream)
     known = [c for c in connections if isinstance(c.get("connection_id"), str) and c["connection_id"]]
     if len(known) > 1:
         listed = ", ".join(_connection_label(c) for c in known[:MERGED_LISTED])
         more = f", +{len(known) - MERGED_LISTED} more" if len(known) > MERGED_LISTED else ""
-        spans = f"{len(known)} connections hold stream {stream}: {listed}{more}"
+        spans = f"{len(known)} connections hold stream {name}: {listed}{more}"
     else:
-        spans = f"several connections hold stream {stream} (schema(stream) lists them)"
+        spans = f"several connections hold stream {name} (schema(stream) lists them)"
     line = f"Merged sources: {spans}; {effect}. Pass connection_id to read one source"
     if not known:
         return line + "."
-    one = {key: value for key, value in arguments.items() if key != "cursor"}
-    return line + f", e.g. {call_text(tool, {**one, 'connection_id': known[0]['connection_id']})}"
+    one = again(arguments, without=("cursor",), connection_id=known[0]["connection_id"])
+    return line + f", e.g. {call_text(tool, one)}"
 
 
 def _connection_label(connection: Mapping[str, Any]) -> str:

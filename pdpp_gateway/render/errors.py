@@ -6,8 +6,11 @@ the RS means, in place of its words); line 2 is one actionable next step
 chosen by code (for ambiguity errors it lists up to 12 connections to retry with); then
 ``param`` and ``request_id`` when present. An RS ``param`` names the REST parameter; the text names
 the tool argument the caller can actually change (``q`` → ``query`` for search,
-``filter[x]`` → ``filter``), keeping the REST name beside it. The envelope in
-structured output stays the RS's, untouched. Bounded; never a traceback or a token.
+``filter[x]`` → ``filter``), keeping the REST name beside it. The stream and connection
+the text names come from the call's parsed arguments (``tools.args.reads_from``: a record
+handle's, parsed once by validation); a refusal of the arguments has none, and needs none.
+The envelope in structured output stays the RS's, untouched. Bounded; never a traceback or
+a token.
 
 ``next_step(envelope, status)`` is line 2 on its own, the only advice any error gets (a
 ``reconnect`` command, which a local door adds when renewing a lapsed grant was refused,
@@ -22,12 +25,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from mcp_gateway_middleware import ToolError, ToolResult
+from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.context import Call
-from pdpp_gateway.ids import parse_handle
 from pdpp_gateway.refusals import REFUSALS
 from pdpp_gateway.render.common import clip, dumps
+from pdpp_gateway.tools.args import named_stream, reads_from
 
 MAX_CONNECTIONS: Final = 12
 # REST parameter -> tool argument, where a tool renames one.
@@ -103,16 +106,12 @@ def render_error(call: Call, result: ToolResult) -> str:
     error: Mapping[str, Any] = result.structured.get("error") or {}
     code = str(error.get("code", "error"))
     status = result.structured.get("http_status")
-    message = _meaning(code, call) or error.get("message", "")
+    stream, connection = reads_from(call.parsed)
+    message = meaning(code, stream, connection) or error.get("message", "")
     lines = [clip(f"Error {code}{f' (HTTP {status})' if status else ''}: {message}", 600)]
     argument = tool_argument(call.name, error.get("param"))
     step = next_step(error, status, argument)
-    if (
-        step
-        and code in _PER_SOURCE_CODES
-        and call.arguments.get("stream")
-        and not call.arguments.get("connection_id")
-    ):
+    if step and code in _PER_SOURCE_CODES and named_stream(call.parsed) and not connection:
         step += f" {_SHARED_STREAM_HINT}"
     hint = _argument_hint(call.name, argument) if code.startswith("invalid_") else None
     if step and hint:
@@ -131,23 +130,6 @@ def render_error(call: Call, result: ToolResult) -> str:
     if extras:
         lines.append(" ".join(extras))
     return "\n".join(lines)
-
-
-def _meaning(code: str, call: Call) -> str | None:
-    """What the RS means by ``code``, naming the call's stream, in place of its misleading
-    words (the envelope in structured output keeps them)."""
-    template = _MEANINGS.get(code)
-    if template is None:
-        return None
-    stream, connection = call.arguments.get("stream"), call.arguments.get("connection_id")
-    if stream is None and "id" in call.arguments:
-        try:
-            ref = parse_handle(call.arguments["id"])
-        except ToolError:
-            ref = None
-        if ref is not None:
-            stream, connection = ref.stream, connection or ref.connection_id
-    return meaning(code, stream, connection)
 
 
 def meaning(code: str, stream: object, connection: object) -> str | None:

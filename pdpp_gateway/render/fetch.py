@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.context import Call
 from pdpp_gateway.render.common import dumps
+from pdpp_gateway.tools.args import FetchArgs
 
 
-def render_fetch(call: Call, result: ToolResult) -> str:
+def render_fetch(args: FetchArgs, result: ToolResult) -> str:
     return dumps(result.structured)

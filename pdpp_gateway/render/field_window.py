@@ -17,12 +17,12 @@ from typing import Any
 
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.context import Call
 from pdpp_gateway.ids import handle_arguments
 from pdpp_gateway.render.common import as_mapping, call_text, warning_lines
+from pdpp_gateway.tools.args import FieldArgs
 
 
-def render_field_window(call: Call, result: ToolResult) -> str:
+def render_field_window(args: FieldArgs, result: ToolResult) -> str:
     record = as_mapping(result.structured.get("record"))
     field = as_mapping(result.structured.get("field")).get("path")
     window = as_mapping(result.structured.get("window"))
@@ -43,8 +43,8 @@ def render_field_window(call: Call, result: ToolResult) -> str:
         head += f", match at {window['match_start_chars']}–{window.get('match_end_chars')}"
     lines = [head + "."]
     limit = window.get("limit_chars")
-    requested = call.arguments.get("offset_chars")
-    if isinstance(requested, int) and isinstance(total, int) and requested >= total and total > 0:
+    requested = args.offset_chars
+    if requested is not None and isinstance(total, int) and requested >= total and total > 0:
         last = {
             **naming,
             "field": field,

@@ -26,11 +26,11 @@ from typing import Any, Final, NamedTuple
 import orjson
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.context import Call
 from pdpp_gateway.documents import authored_time, record_title
 from pdpp_gateway.ids import handle_arguments
 from pdpp_gateway.render.common import (
     MERGED_CONNECTIONS,
+    again,
     as_mapping,
     call_text,
     clip,
@@ -40,6 +40,7 @@ from pdpp_gateway.render.common import (
     preview_value,
     warning_lines,
 )
+from pdpp_gateway.tools.args import RecordsArgs
 
 BUDGET: Final = 4_000
 MAX_RECORDS: Final = 100  # detailed rows are bounded by BUDGET, not by count
@@ -49,10 +50,10 @@ MAX_LABEL: Final = 60
 _EXPANDED_SHOWN: Final = 3
 
 
-def render_records(call: Call, result: ToolResult) -> str:
+def render_records(args: RecordsArgs, result: ToolResult) -> str:
     page = as_mapping(result.structured.get("data"))
     records = [r for r in page.get("data") or () if type(r) is dict or isinstance(r, Mapping)]
-    stream = call.arguments.get("stream")
+    stream = args.stream
     head = f"query_records stream={stream}: {len(records)} record(s)"
     has_more, next_cursor, next_changes = (
         page.get("has_more"),
@@ -62,8 +63,7 @@ def render_records(call: Call, result: ToolResult) -> str:
     head += ", has_more=true" if has_more else ", has_more=false"
     lines = [head + "."]
     if next_cursor:
-        follow = {**call.arguments, "cursor": next_cursor}
-        follow.pop("changes_since", None)
+        follow = again(args.arguments, without=("changes_since",), cursor=next_cursor)
         lines.append(
             f"next_cursor={next_cursor} → next page (same order/sort): {call_text('query_records', follow)}"
         )
@@ -86,11 +86,11 @@ def render_records(call: Call, result: ToolResult) -> str:
         if fan_in:
             effect += ", and more exist, but a merged page has no next_cursor: page per connection_id"
         merged = connections if isinstance(connections, list) else []
-        lines.append(merged_note("query_records", call.arguments, merged, effect))
+        lines.append(merged_note("query_records", stream, args.arguments, merged, effect))
     shortened: list[tuple[int, dict[str, str], str]] = []
     layouts = [_record_block(index, record, stream, shortened) for index, record in enumerate(records, 1)]
     detailed = [layout.block for layout in layouts]
-    notes_used = len(_id_only_note(call, len(records), len(records))) + len(_long_field_note(shortened)) + 2
+    notes_used = len(_id_only_note(args, len(records), len(records))) + len(_long_field_note(shortened)) + 2
     used = sum(map(len, lines)) + len(lines) + notes_used
     room = BUDGET - used
     if len(detailed) <= MAX_RECORDS and sum(map(len, detailed)) + len(detailed) <= room:
@@ -106,35 +106,36 @@ def render_records(call: Call, result: ToolResult) -> str:
             detailed,
             compact,
             max_detailed=MAX_RECORDS,
-            reserve=len(_not_listed(call, len(records), len(records), fan_in)) + 1 if overflow else 0,
+            reserve=len(_not_listed(args, len(records), len(records), fan_in)) + 1 if overflow else 0,
         )
     lines.extend(rows)
     if shown < listed:
-        lines.append(_id_only_note(call, shown, listed))
+        lines.append(_id_only_note(args, shown, listed))
     if listed < len(records):
-        lines.append(_not_listed(call, listed, len(records), fan_in))
+        lines.append(_not_listed(args, listed, len(records), fan_in))
     shown_long = [item for item in shortened if item[0] <= shown]
     if shown_long:
         lines.append(_long_field_note(shown_long))
     return "\n".join(lines)
 
 
-def _id_only_note(call: Call, shown: int, listed: int) -> str:
-    fields = call.arguments.get("fields")
-    how = "repeat with a smaller limit" if fields else "narrow with fields, or repeat with a smaller limit"
+def _id_only_note(args: RecordsArgs, shown: int, listed: int) -> str:
+    how = (
+        "repeat with a smaller limit" if args.fields else "narrow with fields, or repeat with a smaller limit"
+    )
     return (
         f"(records {shown + 1}–{listed} are shown in one line (handle, title, time) for the text budget: "
         f"fetch one, or {how})"
     )
 
 
-def _not_listed(call: Call, listed: int, total: int, fan_in: bool) -> str:
+def _not_listed(args: RecordsArgs, listed: int, total: int, fan_in: bool) -> str:
     where = f"Records {listed + 1}–{total} ({total - listed}) are not listed in this text (their handles are in structured output data.data)"
     if fan_in:
         return f"{where}; to list them, call again per connection_id with limit={max(1, listed)}."
-    if call.arguments.get("cursor") or call.arguments.get("changes_since"):
+    if args.cursor or args.changes_since:
         return f"{where}; to list them, repeat this call with limit={max(1, listed)}, then follow its next_cursor."
-    smaller = {**call.arguments, "limit": max(1, listed)}
+    smaller = again(args.arguments, limit=max(1, listed))
     return f"{where}; to list them, follow next_cursor from {call_text('query_records', smaller)}"
 
 
@@ -189,7 +190,7 @@ class _Layout(NamedTuple):
 
 
 def _record_block(
-    index: int, record: Mapping[str, Any], stream: Any, shortened: list[tuple[int, dict[str, str], str]]
+    index: int, record: Mapping[str, Any], stream: str, shortened: list[tuple[int, dict[str, str], str]]
 ) -> _Layout:
     """A record's detailed block, from one naming and one read of its data: the handle and
     compact JSON of the data (long strings shortened: the top-level ones are added to

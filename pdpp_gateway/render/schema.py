@@ -24,9 +24,9 @@ from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.context import Call
 from pdpp_gateway.render.common import clip
 from pdpp_gateway.schema_view import INDEX_ANNOTATION, INDEX_STRUCTURED_BUDGET, field_flags
+from pdpp_gateway.tools.args import SchemaArgs
 
 INDEX_TEXT_BUDGET: Final = 14_000
 GLOBAL_RESULT_BUDGET: Final = 24_000  # bytes of the whole tools/call result, pinned by a test
@@ -40,12 +40,12 @@ LEGEND_LINE: Final = (
 assert INDEX_TEXT_BUDGET + INDEX_STRUCTURED_BUDGET < GLOBAL_RESULT_BUDGET - 1_000
 
 
-def render_schema(call: Call, result: ToolResult) -> str:
+def render_schema(args: SchemaArgs, result: ToolResult) -> str:
     document = result.structured.get("data") or {}
-    if call.arguments.get("detail") == "full":
-        return _full(document, call.arguments)
-    if "stream" in call.arguments:
-        return _stream(document, call.arguments)
+    if args.full:
+        return _full(document, args.stream)
+    if args.stream is not None:
+        return _stream(document, args.stream, args.connection_id)
     index = result.annotations.get(INDEX_ANNOTATION)
     return _index(index if isinstance(index, Mapping) else document, document.get("index_bounded"))
 
@@ -203,8 +203,7 @@ def _cut_index(head: str, keyed: Sequence[tuple[str, Connector, list[Mapping[str
     return "\n".join(lines)
 
 
-def _stream(document: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
-    stream = arguments["stream"]
+def _stream(document: Mapping[str, Any], stream: str, connection_id: str | None) -> str:
     rows = [
         (connector, row)
         for connector in document.get("connectors") or ()
@@ -212,7 +211,7 @@ def _stream(document: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
         for row in connector.get("streams") or ()
         if isinstance(row, Mapping)
     ]
-    scope = f", connection_id={arguments['connection_id']}" if arguments.get("connection_id") else ""
+    scope = f", connection_id={connection_id}" if connection_id else ""
     if not rows:
         return f'schema(stream="{stream}"{scope}): no granted source has this stream. Call schema() for the index.'
     lines = [f'schema(stream="{stream}"{scope}): {len(rows)} source(s).', LEGEND_LINE]
@@ -247,7 +246,7 @@ def _stream(document: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
             if isinstance(r, Mapping) and r.get("usable", True) is not False
         ]
         lines.append("  expand: " + (", ".join(map(str, relations)) if relations else "none"))
-    if len(rows) > 1 and not arguments.get("connection_id"):
+    if len(rows) > 1 and not connection_id:
         lines.append(
             'Several sources share this name: pass connection_id to query_records and aggregate, and to schema(stream, detail: "full").'
         )
@@ -264,7 +263,7 @@ def _aggregations(fields: Mapping[str, Any]) -> dict[str, list[str]]:
     return dict(kinds)
 
 
-def _full(document: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
+def _full(document: Mapping[str, Any], stream: str | None) -> str:
     rows = [
         row
         for connector in document.get("connectors") or ()
@@ -273,7 +272,7 @@ def _full(document: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
         if isinstance(row, Mapping)
     ]
     lines = [
-        f'schema(stream="{arguments.get("stream")}", detail="full"): {len(rows)} source(s); the exhaustive '
+        f'schema(stream="{stream}", detail="full"): {len(rows)} source(s); the exhaustive '
         "field JSON Schema is in the structured output (data.connectors[].streams[].schema)."
     ]
     for row in rows:

@@ -26,10 +26,19 @@ from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.context import Call
 from pdpp_gateway.documents import TITLE_FIELDS, parse_marks, preview_around_mark
 from pdpp_gateway.question.words import content_words, most_distinctive
-from pdpp_gateway.render.common import RETRIEVAL, as_mapping, call_text, clip, dumps, fit_rows, warning_lines
+from pdpp_gateway.render.common import (
+    RETRIEVAL,
+    again,
+    as_mapping,
+    call_text,
+    clip,
+    dumps,
+    fit_rows,
+    warning_lines,
+)
+from pdpp_gateway.tools.args import SearchArgs
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 BUDGET: Final = 5_000
@@ -40,7 +49,7 @@ SNIPPET_CHARS: Final = 200
 ROW_EXCERPT_CHARS: Final = 60
 
 
-def render_search(call: Call, result: ToolResult) -> str:
+def render_search(args: SearchArgs, result: ToolResult) -> str:
     """The search text; how the hits were found comes first when the gateway chose it
     (``retrieval``: the question's content words, or fused lists after an empty page; for a
     package, the sources whose answer was fused)."""
@@ -49,8 +58,8 @@ def render_search(call: Call, result: ToolResult) -> str:
     retrieval = as_mapping(result.structured.get(RETRIEVAL))
     sources = retrieval.get("sources")  # a package: only these members' answers were fused
     fused = retrieval.get("mode") == "fused" and not sources
-    mode = "fused" if fused else call.arguments.get("mode", "lexical")
-    head = f"search {dumps(call.arguments.get('query'))} ({mode}): {len(hits)} hit(s), has_more={'true' if envelope.get('has_more') else 'false'}"
+    mode = "fused" if fused else args.mode or "lexical"
+    head = f"search {dumps(args.text)} ({mode}): {len(hits)} hit(s), has_more={'true' if envelope.get('has_more') else 'false'}"
     lines = [head + "."]
     if retrieval.get("mode") == "lexical" and isinstance(retrieval.get("searched"), str):
         lines.append(
@@ -59,14 +68,14 @@ def render_search(call: Call, result: ToolResult) -> str:
     elif retrieval.get("mode") == "fused":
         lines.append(clip(_fused_line(retrieval), 600))
     if envelope.get("next_cursor"):
-        follow = {**call.arguments, "cursor": envelope["next_cursor"]}
+        follow = again(args.arguments, cursor=envelope["next_cursor"])
         lines.append(f"next_cursor={envelope['next_cursor']} → next page: {call_text('search', follow)}")
     elif envelope.get("has_more") and fused:
-        lines.append(_fused_more(call, retrieval))
+        lines.append(_fused_more(args, retrieval))
     elif envelope.get("has_more") and mode == "hybrid":
-        lines.append(_hybrid_more(call))
-    elif not hits and mode == "lexical" and not call.arguments.get("cursor"):
-        lines.append(_nothing_lexical(call))
+        lines.append(_hybrid_more(args))
+    elif not hits and mode == "lexical" and not args.cursor:
+        lines.append(_nothing_lexical(args))
     meta = as_mapping(envelope.get("meta"))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
@@ -100,13 +109,13 @@ def render_search(call: Call, result: ToolResult) -> str:
         [_hit_block(n, hit) for n, hit in enumerate(hits, 1)],
         [_hit_row(n, hit) for n, hit in enumerate(hits, 1)],
         max_detailed=MAX_HITS,
-        reserve=len(_not_listed(call, len(hits), len(hits))) + 1,
+        reserve=len(_not_listed(args, len(hits), len(hits))) + 1,
     )
     lines.extend(rows)
     if detailed < listed:
         lines.append(_id_only_note(detailed, listed))
     if listed < len(hits):
-        lines.append(_not_listed(call, listed, len(hits)))
+        lines.append(_not_listed(args, listed, len(hits)))
     return "\n".join([*lines, *footer])
 
 
@@ -133,7 +142,7 @@ def _fused_line(retrieval: Mapping[str, Any]) -> str:
     )
 
 
-def _fused_more(call: Call, retrieval: Mapping[str, Any]) -> str:
+def _fused_more(args: SearchArgs, retrieval: Mapping[str, Any]) -> str:
     """A fused page has no cursor: the lexical search among its lists is the one that pages."""
     lexical = next(
         (as_mapping(s) for s in retrieval.get("searched") or () if as_mapping(s).get("mode") == "lexical"),
@@ -141,31 +150,28 @@ def _fused_more(call: Call, retrieval: Mapping[str, Any]) -> str:
     )
     if lexical is None:
         return "More hits exist; a fused answer has no next page: raise limit (up to 100) or narrow with streams."
-    paged = {**call.arguments, "query": lexical.get("query"), "mode": "lexical"}
+    paged = again(args.arguments, query=lexical.get("query"), mode="lexical")
     return f"More hits exist; a fused answer has no next page: page its lexical hits with {call_text('search', paged)}"
 
 
-def _hybrid_more(call: Call) -> str:
+def _hybrid_more(args: SearchArgs) -> str:
     """What to do when hybrid says more hits exist: it has no cursor (the RS refuses one)."""
-    limit = call.arguments.get("limit")
-    raise_limit = "" if limit == MAX_PAGE_LIMIT else f"raise limit (up to {MAX_PAGE_LIMIT}), "
-    paged = {key: value for key, value in call.arguments.items() if key != "mode"}
+    raise_limit = "" if args.limit == MAX_PAGE_LIMIT else f"raise limit (up to {MAX_PAGE_LIMIT}), "
+    paged = again(args.arguments, without=("mode",), mode="lexical")
     return (
         "More hits exist, but hybrid search has no next page (no cursor): "
         f"{raise_limit}narrow with streams or connection_id, or page through them with lexical "
-        f"search, which has a cursor: {call_text('search', {**paged, 'mode': 'lexical'})}"
+        f"search, which has a cursor: {call_text('search', paged)}"
     )
 
 
-def _nothing_lexical(call: Call) -> str:
+def _nothing_lexical(args: SearchArgs) -> str:
     """Why a lexical search found nothing, and the ready call to try next: its two most
     distinctive words."""
-    query = call.arguments.get("query")
-    words = content_words(query) if isinstance(query, str) else []
-    fewer = " ".join(most_distinctive(words, 2))
+    fewer = " ".join(most_distinctive(content_words(args.text), 2))
     step = "Lexical search needs every word of the query in one record, and none has them all."
-    if fewer and fewer != query:
-        step += f" Try its most distinctive words: {call_text('search', {**call.arguments, 'query': fewer})}"
+    if fewer and fewer != args.text:
+        step += f" Try its most distinctive words: {call_text('search', again(args.arguments, query=fewer))}"
     return (
         step + "; or, when the answer is a field value, query_records on the likely stream with a filter "
         "(schema() lists the streams)."
@@ -179,13 +185,12 @@ def _id_only_note(detailed: int, listed: int) -> str:
     )
 
 
-def _not_listed(call: Call, listed: int, total: int) -> str:
+def _not_listed(args: SearchArgs, listed: int, total: int) -> str:
     where = f"Hits {listed + 1}–{total} ({total - listed}) are not listed in this text (their ids are in structured output results)"
-    if call.arguments.get("mode") == "hybrid":
+    if args.mode == "hybrid":
         return f"{where}; hybrid search does not page: narrow the query or streams to list them."
-    smaller = {key: value for key, value in call.arguments.items() if key != "cursor"}
-    smaller["limit"] = max(1, listed)
-    if call.arguments.get("cursor"):
+    smaller = again(args.arguments, without=("cursor",), limit=max(1, listed))
+    if args.cursor:
         return f"{where}; to list them, repeat this call with limit={listed}, then follow its next_cursor."
     return f"{where}; to list them, follow next_cursor from {call_text('search', smaller)}"
 

@@ -6,22 +6,27 @@ only well-typed values; it parses what needs parsing (a record handle, checked a
 explicit ``connection_id``: ``invalid_id`` or ``conflicting_connection_id`` if not; a merged
 search's package cursor, ``invalid_cursor`` if it is not one of this search's) and encodes
 the RS query once (``tools.encoding``: filters, expansions, projections). The value travels
-as ``call.parsed``; the stages below read it (``args_of``) instead of the raw mapping:
+as ``call.parsed``; its tool's handler, renderer and shape take it typed (``Tool[A]``,
+``tools.registry``), and nothing below validation reads the raw mapping:
 
 - Each tool's value is a ``NamedTuple`` (typed, immutable, and cheap to define on the
   stdio door's start path) whose first two fields, ``stream`` and ``connection_id``, are
-  where the call reads: the stream it names (a handle's own for a record), and the
-  connection it names (explicit, else embedded in the handle). The package fan-out routes
-  by them (``reads_from``, ``package.plan``).
-- The handlers take the rest (``tools.handlers``): the RS path's segments and the query.
-
-The raw arguments stay on the call for what echoes them back (the text's follow-up calls).
+  where the call reads (``Reads``): the stream it names (a handle's own for a record), and
+  the connection it names (explicit, else embedded in the handle). The package fan-out
+  routes by them (``reads_from``, ``package.plan``), and an error's text names them
+  (``render.errors``).
+- The handlers take the RS path's segments and the query; the renderers take the values
+  their text names (the metric, the mode, the offset asked for, ...).
+- A tool whose text proposes follow-up calls (next page, one source, fewer words) keeps
+  its accepted ``arguments`` whole (whole numbers normalised), only to repeat them with
+  changes (``render.common.again``): they hold what the gateway passes through untouched
+  (a filter, an order), never read one by one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple, Protocol, TypeVar
 
 from mcp_gateway_middleware import ToolCall
 
@@ -55,6 +60,16 @@ WINDOW_PARAMS: Final = ("offset_chars", "limit_chars", "q", "before_chars", "aft
 Pairs = tuple[tuple[str, str], ...]  # an RS query, encoded
 
 
+class Reads(Protocol):
+    """Where a call reads: what every tool's parsed arguments say first."""
+
+    @property
+    def stream(self) -> str | None: ...
+
+    @property
+    def connection_id(self) -> str | None: ...
+
+
 class SchemaArgs(NamedTuple):
     stream: str | None
     connection_id: str | None
@@ -66,13 +81,20 @@ class RecordsArgs(NamedTuple):
     stream: str
     connection_id: str | None
     expand: tuple[str, ...]
+    fields: tuple[str, ...]  # the projection asked for, empty for every granted field
+    cursor: str | None
+    changes_since: str | None
     query: Pairs
+    arguments: Mapping[str, Any]  # as accepted, for the text's follow-up calls
 
 
 class AggregateArgs(NamedTuple):
     stream: str
     connection_id: str | None
+    metric: str
+    field: str | None
     query: Pairs
+    arguments: Mapping[str, Any]  # as accepted, for the text's follow-up calls
 
 
 class SearchArgs(NamedTuple):
@@ -85,6 +107,7 @@ class SearchArgs(NamedTuple):
     words: tuple[str, ...]  # its content words (``words.content_words``), for an unpinned search
     limit: int | None
     scope: Pairs  # the RS query but ``q``: streams, limit, cursor, connection_id, filter
+    arguments: Mapping[str, Any]  # as accepted, for the text's follow-up calls
 
     def with_q(self, q: str) -> Pairs:
         """The RS query searching for ``q``."""
@@ -104,9 +127,11 @@ class FieldArgs(NamedTuple):
     stream: str
     connection_id: str | None
     ref: RecordRef
+    requested_id: str | None  # the id as the caller wrote it; None: named by stream + record_id
     field: str
     near: tuple[str, ...]  # the content words of ``near`` (a passage search), else empty
     figure: bool  # ``near`` asks for a number, amount, time or code (``words.asks_for_figure``)
+    offset_chars: int | None
     limit_chars: int | None
     query: Pairs
 
@@ -123,12 +148,21 @@ def args_of(call: ToolCall[Any], kind: type[A]) -> A:
 
 
 def reads_from(parsed: object) -> tuple[str | None, str | None]:
-    """The stream and the connection a call's parsed arguments name, or neither."""
+    """The stream and the connection a call's parsed arguments name (``Reads``), or neither
+    (no parsed arguments: a call the validation stage refused, or has not seen)."""
     stream, connection = getattr(parsed, "stream", None), getattr(parsed, "connection_id", None)
     return (
         stream if isinstance(stream, str) else None,
         connection if isinstance(connection, str) else None,
     )
+
+
+def named_stream(parsed: object) -> str | None:
+    """The stream a call names as its ``stream`` argument; a record handle names a record,
+    not a stream name (``requested_id``), so its stream is not this."""
+    if getattr(parsed, "requested_id", None) is not None:
+        return None
+    return reads_from(parsed)[0]
 
 
 def parse_schema(arguments: Mapping[str, Any]) -> SchemaArgs:
@@ -145,11 +179,15 @@ def parse_query_records(arguments: Mapping[str, Any]) -> RecordsArgs:
         stream=arguments["stream"],
         connection_id=arguments.get("connection_id"),
         expand=tuple(arguments.get("expand") or ()),
+        fields=tuple(arguments.get("fields") or ()),
+        cursor=arguments.get("cursor"),
+        changes_since=arguments.get("changes_since"),
         query=(
             *forward(arguments, RECORDS_PARAMS),
             *filter_pairs(arguments.get("filter")),
             *expand_limit_pairs(arguments.get("expand_limit")),
         ),
+        arguments=arguments,
     )
 
 
@@ -157,7 +195,10 @@ def parse_aggregate(arguments: Mapping[str, Any]) -> AggregateArgs:
     return AggregateArgs(
         stream=arguments["stream"],
         connection_id=arguments.get("connection_id"),
+        metric=arguments["metric"],
+        field=arguments.get("field"),
         query=(*forward(arguments, AGGREGATE_PARAMS), *filter_pairs(arguments.get("filter"))),
+        arguments=arguments,
     )
 
 
@@ -180,6 +221,7 @@ def parse_search(arguments: Mapping[str, Any]) -> SearchArgs:
             *forward(arguments, ("streams", "limit", "cursor", "connection_id")),
             *filter_pairs(arguments.get("filter")),
         ),
+        arguments=arguments,
     )
 
 
@@ -200,7 +242,8 @@ def parse_fetch(arguments: Mapping[str, Any]) -> FetchArgs:
 
 
 def parse_read_record_field(arguments: Mapping[str, Any]) -> FieldArgs:
-    if "id" in arguments:
+    requested_id = arguments.get("id")
+    if requested_id is not None:
         ref = _resolved(arguments)
     else:  # stream + record_id, each a safe segment (the ladder checked them)
         ref = RecordRef(arguments["stream"], arguments["record_id"], arguments.get("connection_id"))
@@ -208,9 +251,11 @@ def parse_read_record_field(arguments: Mapping[str, Any]) -> FieldArgs:
         stream=ref.stream,
         connection_id=ref.connection_id,
         ref=ref,
+        requested_id=requested_id,
         field=arguments["field"],
         near=tuple(content_words(arguments["near"])) if "near" in arguments else (),
         figure=asks_for_figure(arguments["near"]) if "near" in arguments else False,
+        offset_chars=arguments.get("offset_chars"),
         limit_chars=arguments.get("limit_chars"),
         query=(
             *([("connection_id", ref.connection_id)] if ref.connection_id else []),

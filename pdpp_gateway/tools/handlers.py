@@ -2,8 +2,8 @@
 merged-sources schema read, or a binary field's projected record read after the RS
 refused it as non-text).
 
-Contract: a handler receives a call whose arguments already passed validation, and reads
-them parsed (``tools.args``: its record handle resolved, its RS query encoded once). It
+Contract: a handler receives the caller's context and its tool's arguments as validation
+parsed them (``tools.args``: its record handle resolved, its RS query encoded once). It
 issues GETs to the RS ``/v1`` API through the caller's bound client, never anything
 else, and returns a ``ToolResult`` whose ``structured`` is the tool's structured
 output (``text`` is left to the rendering stage). RS failures propagate as the plain
@@ -14,12 +14,8 @@ arguments a tool accepts map one-to-one onto RS parameters. ``read_record_field`
 blob field answers (not fails) with the blob's media type, size and ``pdpp://blob/``
 resource URI, never its bytes; any other non-text field keeps the RS's 422.
 
-Search in a person's words: a ``search`` that did not pin ``mode`` and whose lexical page
-is empty (no record holds every word) runs the same query once more in the meaning-based
-mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``, in
-its protected-resource metadata, read through the caller's memo) and answers those hits,
-with ``retrieval: {mode, instead_of: "lexical", why}`` in structured output. One more RS
-read, only after an empty lexical page; a pinned mode is exactly that mode.
+``search``'s handler is ``tools.search_in_words.search`` (search in a person's words: the
+question's own words first, then meaning and fewer words, fused; its module contract).
 
 Merged sources: without ``connection_id`` the RS reads a stream name across every
 granted connection holding it. ``aggregate`` (whose answer does not show that) reads the
@@ -35,33 +31,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult, gateway_error
 
 from pdpp_gateway import documents, schema_view
-from pdpp_gateway.context import Call, GatewayContext
+from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef
 from pdpp_gateway.question.passages import best_passage
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
 from pdpp_gateway.rs.memo import memoised_read
-from pdpp_gateway.tools import search_in_words
-from pdpp_gateway.tools.args import (
-    AggregateArgs,
-    FetchArgs,
-    FieldArgs,
-    RecordsArgs,
-    SchemaArgs,
-    SearchArgs,
-    args_of,
-)
+from pdpp_gateway.tools.args import AggregateArgs, FetchArgs, FieldArgs, RecordsArgs, SchemaArgs
 from pdpp_gateway.tools.expand_gate import check_expand
 from pdpp_gateway.tools.passage_reads import holds_every_word, scan_field, window_around
-
-ToolHandler = Callable[[Call], Awaitable[ToolResult]]
 
 NEAR_SCAN_CHARS: Final = 65_536  # how far into a field ``near`` looks (four RS windows)
 NEAR_WINDOW_CHARS: Final = 1_200
@@ -73,8 +58,7 @@ def _envelope(context: GatewayContext, response: RsResponse, data: Mapping[str, 
     return {"data": dict(data), "provider_url": context.provider_url, "request_id": response.request_id}
 
 
-async def schema(call: Call) -> ToolResult:
-    context, args = call.context, args_of(call, SchemaArgs)
+async def schema(context: GatewayContext, args: SchemaArgs) -> ToolResult:
     stream, connection_id, scope = args.stream, args.connection_id, args.scope
     if args.full:
         response = await context.rs.get_json("/v1/schema", [("detail", "full"), *scope])
@@ -94,8 +78,7 @@ async def schema(call: Call) -> ToolResult:
     return ToolResult(structured=_envelope(context, response, view))
 
 
-async def query_records(call: Call) -> ToolResult:
-    context, args = call.context, args_of(call, RecordsArgs)
+async def query_records(context: GatewayContext, args: RecordsArgs) -> ToolResult:
     stream = args.stream
     await check_expand(context.rs, stream, args.expand, args.connection_id)
     response = await context.rs.get_json(rs_path("v1", "streams", stream, "records"), args.query)
@@ -105,8 +88,7 @@ async def query_records(call: Call) -> ToolResult:
     return ToolResult(structured=structured)
 
 
-async def aggregate(call: Call) -> ToolResult:
-    context, args = call.context, args_of(call, AggregateArgs)
+async def aggregate(context: GatewayContext, args: AggregateArgs) -> ToolResult:
     query = args.query
     path = rs_path("v1", "streams", args.stream, "aggregate")
     if args.connection_id:
@@ -155,12 +137,7 @@ async def _stream_connections(context: GatewayContext, stream: str) -> list[dict
     return schema_view.stream_connections(schema_view.unwrap_schema(response.body), stream)
 
 
-async def search(call: Call) -> ToolResult:
-    return await search_in_words.search(call.context, args_of(call, SearchArgs))
-
-
-async def fetch(call: Call) -> ToolResult:
-    context, args = call.context, args_of(call, FetchArgs)
+async def fetch(context: GatewayContext, args: FetchArgs) -> ToolResult:
     ref = args.ref
     await check_expand(context.rs, ref.stream, args.expand, ref.connection_id)
     response = await context.rs.get_json(
@@ -172,8 +149,7 @@ async def fetch(call: Call) -> ToolResult:
     return ToolResult(structured=document)
 
 
-async def read_record_field(call: Call) -> ToolResult:
-    context, args = call.context, args_of(call, FieldArgs)
+async def read_record_field(context: GatewayContext, args: FieldArgs) -> ToolResult:
     ref = args.ref
     path = rs_path("v1", "streams", ref.stream, "records", ref.record_id, "field-window")
     try:
@@ -283,12 +259,11 @@ async def _blob_field(context: GatewayContext, ref: RecordRef, field: str) -> di
     }
 
 
-def shape_schema(call: Call, result: ToolResult) -> ToolResult:
+def shape_schema(args: SchemaArgs, result: ToolResult) -> ToolResult:
     """The schema tool's wire shape (its record's ``shape``, run above the fan-out): the global
     index bounded (``schema_view.bound_index``; the whole index stays in
     ``annotations["schema_index"]`` so the text can still name every stream), the flag
     legend beside a compact stream view."""
-    args = args_of(call, SchemaArgs)
     if args.full:
         return result
     data = result.structured.get("data")

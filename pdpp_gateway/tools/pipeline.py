@@ -1,12 +1,17 @@
-"""The tool pipeline, assembled once at start-up from the stock ``middleware`` stages.
+"""The tool pipeline, assembled once at start-up from the stock ``mcp_gateway_middleware``
+stages.
 
 Order, outermost first:
 
-1. ``RenderContent``     every result leaves with bounded model-visible text;
-2. ``PreserveErrors``    typed errors become ``isError`` results, envelope intact;
-3. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
+1. ``RenderContent``     every result leaves with bounded model-visible text: here, a
+   ``PreserveErrors``    refusal of the arguments (no parsed arguments to name), as an
+                         ``isError`` result with its envelope intact;
+2. ``ValidateArguments`` the PDPP check ladder, then the JSON Schema: nothing bad
                          reaches the RS; then the tool's parser, whose typed value
                          (``tools/args``) travels down as ``call.parsed``;
+3. ``RenderContent``     the same two stages for everything the accepted call ends in:
+   ``PreserveErrors``    below validation, so each tool's renderer (and ``render_error``)
+                         reads the call's parsed arguments, never the raw mapping;
 4. ``shape_results``     a tool's successful result leaves in its wire shape (its record's
                          ``shape``: the schema tool bounds the global index, keeping the
                          whole one in ``annotations["schema_index"]`` for its text, and
@@ -14,15 +19,16 @@ Order, outermost first:
                          so merged package results get the same;
 5. ``FanOut``            package callers: route to one child grant or fan out and merge
                          (a pass-through for single-grant callers);
-6. extra stages;
-7. ``upstream_errors``   an RS failure (the plain ``rs.errors`` tree) becomes its
+6. ``upstream_errors``   an RS failure (the plain ``rs.errors`` tree) becomes its
                          ``ToolError`` (``render.upstream.tool_error``, the one place it is
                          worded); below ``FanOut``, so a failed package member is a
                          ``ToolError`` outcome when the fan-out merges;
-8. the handler that calls the RS.
+7. the handler that calls the RS.
 
-Whether the caller may read at all is not a stage: a context exists only for a caller
-``caller.authenticate`` accepted at the door (an owner token never gets this far).
+Whether the caller may read at all is not a stage: ``caller.authenticate`` decides it at
+the door (the hosted door before it builds a context; a local door at start-up, or, when
+the RS could not be asked then, ``rs.token_kind.KindCheckedRs`` before the first read), so
+an owner token never reaches a data route.
 """
 
 from __future__ import annotations
@@ -70,16 +76,18 @@ def build_pipeline(registry: Registry = REGISTRY, *, ready: bool = False) -> Cal
     everything a refusal needs is loaded now (a server process, before it serves), not on
     the first refusal."""
     stages: list[Stage] = [
-        RenderContent(registry.renderers, render_error),
+        RenderContent({}, render_error),  # a refusal of the arguments: no tool's text to write
         PreserveErrors(),
         ValidateArguments(
             registry.input_schemas, registry.checks, parsers=registry.parsers, compile_now=ready
         ),
+        RenderContent(registry.renderers, render_error),
+        PreserveErrors(),
         shape_results(registry),
         fan_out_stage(registry.routes, registry.parsers),
         upstream_errors,
     ]
     # With tracing on (``tracing.start_tracing``), a span for the call and one for each stage
     # that does work of its own (None: a pass-through that would only add spans).
-    labels = ["render", None, "validation", None, "fan-out", "upstream"]
+    labels = [None, None, "validation", "render", None, None, "fan-out", "upstream"]
     return compose(tracing.traced_stages(stages, labels), registry.dispatch)

@@ -1,20 +1,28 @@
-"""The tools, each one record: what the model sees, how its arguments are checked, how it
-reads the RS, how its text is written and how a package routes it.
+"""The tools, each one record: what the model sees, how its arguments are checked and
+parsed, how it reads the RS, how its text is written and how a package routes it.
 
 Contract:
 
 - ``Tool(spec, checks, parse, handler, render, route)``: ``spec`` (``tools/specs.ToolSpec``:
   name, description, input and output schemas, the one line people read), ``checks`` (its
   ladder; the registry puts the input schema's size caps first), ``parse`` (the accepted
-  arguments as the tool's typed value, ``tools/args``, made once by validation and read by
-  the fan-out and the handler as ``call.parsed``), ``handler`` (the RS
-  reads; the pipeline's terminal), ``render`` (the model-visible text) and ``route`` (how a
-  package caller's call reaches its members, ``package.PackageRoute``), and optionally
-  ``shape`` (a success's wire shape, applied above the fan-out).
+  arguments as the tool's own typed value ``A``, ``tools/args``, made once by validation),
+  ``handler`` (the RS reads, ``(context, A)``; the pipeline's terminal), ``render`` (the
+  model-visible text, ``(A, result)``) and ``route`` (how a package caller's call reaches
+  its members, ``package.PackageRoute``), and optionally ``shape`` (a success's wire
+  shape, ``(A, result)``, applied above the fan-out).
+- ``Tool`` is generic in ``A``: mypy infers it from the record's parser and holds the
+  handler, renderer and shape to it, so a record pairing one tool's parser with another's
+  handler or renderer does not type-check. ``A`` says where the call reads
+  (``args.Reads``: ``stream``, ``connection_id``), which the package fan-out routes by.
 - ``Registry(tools)`` derives every table a door or stage needs from the records: the
   names in order, the specs, the input schemas, check ladders and parsers
-  (``mcp_gateway_middleware.ValidateArguments``), the renderers (``RenderContent``), the routes
-  with the parsers (``package.fan_out_stage``) and ``dispatch`` (the pipeline's terminal). The pipeline
+  (``mcp_gateway_middleware.ValidateArguments``), the renderers (``RenderContent``), the
+  shapes, the routes with the parsers (``package.fan_out_stage``) and ``dispatch`` (the
+  pipeline's terminal). The middleware's stages see ``call.parsed`` as any value; the
+  record's ``args_of`` gives it back as ``A``: validation made it with this record's
+  parser, the registry's own table, so the one narrowing is sound by construction (a call
+  that skipped validation carries none, a defect named as such). The pipeline
   (``build_pipeline``), the MCP server (``build_server``) and the hosted door take a
   registry; ``REGISTRY`` is the gateway's six tools.
 - A seventh tool is one record here (its spec, ladder, parser, handler and renderer where
@@ -27,9 +35,9 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, Generic, TypeVar, cast
 
 from mcp_gateway_middleware import Check, Parser, Renderer, ToolResult
 
@@ -43,34 +51,51 @@ from pdpp_gateway.render import (
     render_schema,
     render_search,
 )
-from pdpp_gateway.tools import args, checks, handlers, specs
-from pdpp_gateway.tools.handlers import ToolHandler
+from pdpp_gateway.tools import args, checks, handlers, search_in_words, specs
+from pdpp_gateway.tools.args import Reads
 from pdpp_gateway.tools.specs import JSONObject, ToolSpec
 
+A = TypeVar("A", bound=Reads)
 Shape = Callable[[Call, ToolResult], ToolResult]
 
 
 @dataclass(frozen=True, slots=True)
-class Tool:
+class Tool(Generic[A]):
     spec: ToolSpec
     checks: tuple[Check, ...]
-    parse: Parser
-    handler: ToolHandler
-    render: Renderer[GatewayContext]
+    parse: Callable[[Mapping[str, Any]], A]
+    handler: Callable[[GatewayContext, A], Awaitable[ToolResult]]
+    render: Callable[[A, ToolResult], str]
     route: PackageRoute
-    shape: Shape | None = None  # a success's wire shape, applied above the fan-out
+    shape: Callable[[A, ToolResult], ToolResult] | None = None  # applied above the fan-out
 
     @property
     def name(self) -> str:
         return self.spec.name
 
+    def args_of(self, call: Call) -> A:
+        """``call``'s parsed arguments: this record's parser made them (see the contract)."""
+        if call.parsed is None:
+            raise TypeError(f"{call.name} arrived without its parsed arguments")
+        return cast(A, call.parsed)
+
+    def run(self, call: Call) -> Awaitable[ToolResult]:
+        return self.handler(call.context, self.args_of(call))
+
+    def render_call(self, call: Call, result: ToolResult) -> str:
+        return self.render(self.args_of(call), result)
+
+    def shape_call(self, call: Call, result: ToolResult) -> ToolResult:
+        assert self.shape is not None, "only a record with a shape is in Registry.shapers"
+        return self.shape(self.args_of(call), result)
+
 
 class Registry:
     """Every table the doors and stages use, derived from the tools' records."""
 
-    def __init__(self, tools: Sequence[Tool]) -> None:
-        self.tools: tuple[Tool, ...] = tuple(tools)
-        self.by_name: Mapping[str, Tool] = {tool.name: tool for tool in self.tools}
+    def __init__(self, tools: Sequence[Tool[Any]]) -> None:
+        self.tools: tuple[Tool[Any], ...] = tuple(tools)
+        self.by_name: Mapping[str, Tool[Any]] = {tool.name: tool for tool in self.tools}
         if len(self.by_name) != len(self.tools):
             raise ValueError("two tools share a name")
         self.names: tuple[str, ...] = tuple(self.by_name)
@@ -80,13 +105,13 @@ class Registry:
             t.name: (checks.check_sizes(t.spec.input_schema), *t.checks) for t in self.tools
         }
         self.parsers: Mapping[str, Parser] = {t.name: t.parse for t in self.tools}
-        self.renderers: Mapping[str, Renderer[GatewayContext]] = {t.name: t.render for t in self.tools}
+        self.renderers: Mapping[str, Renderer[GatewayContext]] = {t.name: t.render_call for t in self.tools}
         self.routes: Mapping[str, PackageRoute] = {t.name: t.route for t in self.tools}
-        self.shapers: Mapping[str, Shape] = {t.name: t.shape for t in self.tools if t.shape is not None}
+        self.shapers: Mapping[str, Shape] = {t.name: t.shape_call for t in self.tools if t.shape is not None}
 
-    async def dispatch(self, call: Call) -> ToolResult:
+    def dispatch(self, call: Call) -> Awaitable[ToolResult]:
         """The pipeline's terminal: run the named tool's handler."""
-        return await self.by_name[call.name].handler(call)
+        return self.by_name[call.name].run(call)
 
 
 REGISTRY: Final = Registry(
@@ -120,7 +145,7 @@ REGISTRY: Final = Registry(
             specs.SEARCH,
             checks.SEARCH_CHECKS,
             args.parse_search,
-            handlers.search,
+            search_in_words.search,
             render_search,
             PackageRoute.SEARCH,
         ),

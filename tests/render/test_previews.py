@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import pytest
-from mcp_gateway_middleware import ToolCall, ToolResult
+from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.documents import _balance_marks as balance_marks
 from pdpp_gateway.documents import (
@@ -26,6 +26,7 @@ from pdpp_gateway.ids import RecordRef, handle_arguments, parse_handle
 from pdpp_gateway.render.field_window import render_field_window
 from pdpp_gateway.render.records import render_records
 from pdpp_gateway.render.search import render_search
+from pdpp_gateway.tools.args import parse_query_records, parse_read_record_field, parse_search
 
 PROVIDER = "https://rs.example"
 
@@ -159,9 +160,7 @@ def test_search_continuations_carry_an_unembeddable_connection() -> None:
     results = search_results(body, provider_url=PROVIDER)
     assert results[0]["id"] == "message_bodies:body_1"
     assert results[0]["evidence"][0]["read"]["arguments"]["connection_id"] == COLON
-    text = render_search(
-        ToolCall("search", {"query": "deposit"}, None), ToolResult({"data": {}, "results": results})
-    )
+    text = render_search(parse_search({"query": "deposit"}), ToolResult({"data": {}, "results": results}))
     assert f'"connection_id":"{COLON}"' in text.split("read more:")[1].splitlines()[0]
     fetch_line = next(line for line in text.splitlines() if "no text evidence" in line)
     assert f'fetch {{"id":"message_bodies:body_2","connection_id":"{COLON}"}}' in fetch_line
@@ -202,12 +201,15 @@ def test_fetch_marker_and_field_window_and_records_carry_an_unembeddable_connect
             "previous_offset_chars": 0,
         },
     }
-    text = render_field_window(ToolCall("read_record_field", {}, None), ToolResult(window))
+    asked = parse_read_record_field(
+        {"id": "message_bodies:body_1", "connection_id": COLON, "field": "body_text"}
+    )
+    text = render_field_window(asked, ToolResult(window))
     for line in text.splitlines():
         if line.startswith(("next:", "previous:")):
             assert f'"connection_id":"{COLON}"' in line
     page = {"data": {"data": [{**record, "data": {"body_text": "y" * 500}}], "has_more": False}}
-    text = render_records(ToolCall("query_records", {"stream": "message_bodies"}, None), ToolResult(page))
+    text = render_records(parse_query_records({"stream": "message_bodies"}), ToolResult(page))
     assert f"message_bodies:body_1 connection_id={COLON}" in text
     hint = next(line for line in text.splitlines() if "read_record_field" in line)
     assert f'"connection_id":"{COLON}"' in hint

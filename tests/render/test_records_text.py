@@ -16,9 +16,10 @@ from typing import Any
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp_gateway_middleware import ToolCall, ToolResult
+from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.render.records import BUDGET, render_records
+from pdpp_gateway.tools.args import parse_query_records
 
 CONNECTION = "cin_mail_work"
 
@@ -26,7 +27,7 @@ CONNECTION = "cin_mail_work"
 def _render(records: list[Any], **page: Any) -> str:
     arguments = {"stream": "messages", "limit": max(1, len(records))}
     body = {"data": records, "has_more": False, **page}
-    return render_records(ToolCall("query_records", arguments, None), ToolResult({"data": body}))
+    return render_records(parse_query_records(arguments), ToolResult({"data": body}))
 
 
 def _record(record_id: str, data: Any, **extra: Any) -> dict[str, Any]:
@@ -123,13 +124,17 @@ PAGE = st.fixed_dictionaries(
 )
 
 
+# The optional arguments the text reacts to, as validation accepts them.
+ASKED: dict[str, Any] = {"limit": 5, "fields": ["subject"], "cursor": "c5"}
+
+
 @settings(PAGES, max_examples=150)
-@given(PAGE, st.dictionaries(st.sampled_from(["limit", "fields", "cursor"]), st.just(5)))
+@given(PAGE, st.sets(st.sampled_from(sorted(ASKED))))
 def test_any_json_page_renders_within_budget_and_accounts_for_every_record(
-    page: dict[str, Any], extra: dict[str, Any]
+    page: dict[str, Any], extra: set[str]
 ) -> None:
-    call = ToolCall("query_records", {"stream": "messages", **extra}, None)
-    text = render_records(call, ToolResult({"data": page}))
+    asked = {name: value for name, value in ASKED.items() if name in extra}
+    text = render_records(parse_query_records({"stream": "messages", **asked}), ToolResult({"data": page}))
     assert len(text) <= BUDGET + 4  # the lines above the records are short here
     total = sum(isinstance(record, dict) for record in page["data"])
     lines = text.splitlines()
@@ -163,8 +168,8 @@ def test_what_an_rs_says_above_the_records_cannot_push_the_text_past_its_budget(
     page = {**page, "meta": meta}
     if fan_in:
         page = {**page, "has_more": True, "next_cursor": None}
-    call = ToolCall("query_records", {"stream": "messages"}, None)
-    text = render_records(call, ToolResult({"data": page, "merged_connections": merged}))
+    asked = parse_query_records({"stream": "messages"})
+    text = render_records(asked, ToolResult({"data": page, "merged_connections": merged}))
     verbatim = len(str(page.get("next_cursor") or "")) * 2  # the cursor line and the next call both carry it
     assert len(text) <= BUDGET + verbatim
     if meta.get("warnings"):
@@ -182,8 +187,8 @@ def test_forty_long_warnings_and_long_source_names_still_leave_a_bounded_text() 
         "has_more": False,
         "meta": {"warnings": warnings, "window": {"from": "x" * 5_000}},
     }
-    call = ToolCall("query_records", {"stream": "messages"}, None)
-    text = render_records(call, ToolResult({"data": page, "merged_connections": merged}))
+    asked = parse_query_records({"stream": "messages"})
+    text = render_records(asked, ToolResult({"data": page, "merged_connections": merged}))
     assert len(text) <= BUDGET
     assert text.count("\nwarning code_") == 5
     assert "+35 more warning(s) in the structured output: code_1, code_2, code_3, code_0" in text

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_gateway_middleware import ToolCall, ToolResult
+from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.documents import search_results
 from pdpp_gateway.render.records import render_records
+from pdpp_gateway.tools.args import parse_query_records
 
 CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "rs"
 PROVIDER = "https://rs.example"
@@ -70,9 +71,7 @@ def test_record_rows_show_a_title_like_field_and_an_authored_time_only() -> None
         for n in range(12)
     ]
     page = {"object": "list", "data": records, "has_more": False}
-    text = render_records(
-        ToolCall("query_records", {"stream": "repositories"}, None), ToolResult({"data": page})
-    )
+    text = render_records(parse_query_records({"stream": "repositories"}), ToolResult({"data": page}))
     rows = [line for line in text.splitlines() if re.match(r"^\[\d+\] \S+ \"", line)]
     assert rows, text  # some records are in one-line form for the budget
     for row in rows:

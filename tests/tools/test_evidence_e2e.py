@@ -198,3 +198,13 @@ async def test_an_offset_past_the_end_says_so_and_offers_the_last_window(stdio_g
     window, _ = await _call(stdio_gateway, "read_record_field", **orjson.loads(last.group(1)))
     assert window.structured_content["window"]["end_chars"] == total
     assert window.structured_content["window"]["text"]
+
+
+async def test_an_offset_past_the_end_written_as_a_whole_float_says_so_too(stdio_gateway: Client) -> None:
+    """The text reads the offset validation accepted (``tools.args``: ``2034.0`` is ``2034``)."""
+    first, _ = await _call(stdio_gateway, "read_record_field", id=PORTO, field="body_text", limit_chars=100)
+    total = first.structured_content["window"]["total_chars"]
+    _, text = await _call(
+        stdio_gateway, "read_record_field", id=PORTO, field="body_text", offset_chars=float(total + 1000)
+    )
+    assert f"offset_chars={total + 1000} is past the end of the field ({total} chars)" in text

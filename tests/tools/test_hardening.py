@@ -149,6 +149,18 @@ async def test_whole_number_floats_reach_the_rs_as_integers(
     assert window.structured_content["window"]["start_chars"] == 10  # type: ignore[index]
 
 
+async def test_the_next_page_call_in_the_text_repeats_a_whole_number_float_as_sent(
+    stdio_gateway: Client,
+) -> None:
+    """The text's follow-up call repeats the arguments as validation accepted them
+    (``tools.args``): the ``limit`` the RS was sent, an integer."""
+    page, text = await call(stdio_gateway, "query_records", stream="messages", connection_id=WORK, limit=2.0)
+    assert not page.is_error, page.content
+    follow = next(line for line in text.splitlines() if line.startswith("next_cursor="))
+    assert '"limit":2,' in follow, follow
+    assert "2.0" not in follow
+
+
 async def test_whole_number_float_filter_values_are_sent_as_integers(
     stdio_gateway: Client, shared_sandbox: Any
 ) -> None:

@@ -17,13 +17,13 @@ import pytest
 from mcp import Client
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.context import Call, GatewayContext
+from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
 from pdpp_gateway.package.fan_out import PackageRoute
 from pdpp_gateway.rs.client import RsClient, rs_path
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from pdpp_gateway.server import build_server
-from pdpp_gateway.tools.args import Pairs, args_of
+from pdpp_gateway.tools.args import Pairs
 from pdpp_gateway.tools.checks import safe_names
 from pdpp_gateway.tools.pipeline import build_pipeline
 from pdpp_gateway.tools.registry import REGISTRY, Registry, Tool
@@ -59,15 +59,14 @@ def parse_count(arguments: Mapping[str, Any]) -> CountArgs:
     return CountArgs(stream=arguments["stream"], connection_id=connection_id, query=query)
 
 
-async def count_records(call: Call) -> ToolResult:
-    args = args_of(call, CountArgs)
-    response = await call.context.rs.get_json(rs_path("v1", "streams", args.stream, "aggregate"), args.query)
+async def count_records(context: GatewayContext, args: CountArgs) -> ToolResult:
+    response = await context.rs.get_json(rs_path("v1", "streams", args.stream, "aggregate"), args.query)
     return ToolResult({"data": response.body})
 
 
-def render_count(call: Call, result: ToolResult) -> str:
+def render_count(args: CountArgs, result: ToolResult) -> str:
     data = orjson.dumps(result.structured["data"]).decode()
-    return f"count_records({call.arguments['stream']}): {data[:300]}"
+    return f"count_records({args.stream}): {data[:300]}"
 
 
 COUNT = Tool(
