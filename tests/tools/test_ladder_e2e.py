@@ -82,6 +82,11 @@ async def test_fetch_of_a_long_body_is_cut_with_an_explicit_continuation(stdio_g
         'read_record_field {"id":"cin_mail_work/message_bodies:body_porto_trip","field":"body_text","offset_chars":12000}'
         in document["text"]
     )
+    # or aimed at the words a model is after, which may lie anywhere in the 50k characters
+    assert document["text"].endswith(
+        'read_record_field {"id":"cin_mail_work/message_bodies:body_porto_trip","field":"body_text",'
+        '"near":"<the words you are looking for>"}'
+    )
 
 
 async def test_unknown_tool_is_a_protocol_error(stdio_gateway: Client) -> None:
