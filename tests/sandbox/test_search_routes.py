@@ -79,7 +79,7 @@ async def test_semantic_and_hybrid_search_apply_filters(shared_sandbox: Any) -> 
 
 
 async def test_meaning_search_finds_longer_forms_of_a_word_and_weighs_titles(shared_sandbox: Any) -> None:
-    """"quarter" is in no record, "quarterly" in many: meaning-based search finds the longer form
+    """ "quarter" is in no record, "quarterly" in many: meaning-based search finds the longer form
     (as an embedding would), and a subject that says the thing asked outranks bodies of filler that
     repeat the question's words (a title passage weighs more, as in BM25F)."""
     _, lexical, _ = await get(shared_sandbox, "/v1/search?q=quarter&" + WORK)
