@@ -63,12 +63,12 @@ Route = Callable[[Call, PackageMember, Mapping[str, Any]], Call]
 
 def is_continuation(call: Call) -> bool:
     """A search (a call routed as one) continuing a merged page: merged even when one child is left."""
-    return is_package_cursor(call.arguments.get("cursor"))
+    return is_package_cursor(args_of(call, SearchArgs).cursor)
 
 
 def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> list[Call]:
     """One routed search per child that may hold the requested streams (and the cursor's position)."""
-    args = call.arguments
+    args = args_of(call, SearchArgs).arguments
     eligible = _eligible(args, members)
     cursor = args.get("cursor")
     if cursor is None:
@@ -142,7 +142,7 @@ def merge_search(
     outcomes: Sequence[Outcome],
 ) -> ToolResult:
     """The merged page (see the module contract); ``sources``, a subset of ``members``, are in member order."""
-    args = call.arguments
+    args = args_of(call, SearchArgs).arguments
     limit = _limit(args)
     keys = member_keys(members)
     source_keys = [
