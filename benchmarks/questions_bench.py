@@ -224,7 +224,7 @@ async def measure(arms: Sequence[Arm], rounds: int = 1) -> dict[str, list[dict[s
                     times = []
                     first: dict[str, Any] = {}
                     for n in range(rounds):
-                        sandbox.reset_calls()
+                        sandbox.calls.clear()
                         answer = await arm.ask(item)
                         times.append(answer["search_ms"])
                         if n == 0:
