@@ -225,7 +225,7 @@ async def measure(
                     times = []
                     first: dict[str, Any] = {}
                     for n in range(rounds):
-                        sandbox.reset_calls()
+                        sandbox.calls.clear()
                         answer = await arm.ask(item)
                         times.append(answer["search_ms"])
                         if n == 0:

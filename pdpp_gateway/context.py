@@ -163,8 +163,7 @@ class GatewayContext:
         return cls.for_caller(Caller(kind, members=tuple(members)), provider_url)
 
 
-# A tool call as the gateway's stages see it: its context is always a ``GatewayContext``
-# (mypy checks every stage against it; no runtime look-up).
+# A tool call as the gateway's stages see it (the module contract says what mypy checks).
 Call = ToolCall[GatewayContext]
 CallNext = Next[GatewayContext]
 Stage = Middleware[GatewayContext]

@@ -1,4 +1,6 @@
-"""Pytest fixtures for the sandbox RS: ``sandbox`` (fresh per test) and ``sandbox_factory``."""
+"""Pytest fixtures for the sandbox RS: ``sandbox`` (fresh per test) and ``sandbox_factory``;
+``set_grant_status`` revokes (or expires, or restores) a grant while a sandbox serves.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +10,15 @@ from typing import Any
 
 import pytest_asyncio
 
-from pdpp_gateway.sandbox.config import SandboxConfig
+from pdpp_gateway.sandbox.access import STATUS_OVERRIDES
+from pdpp_gateway.sandbox.config import GrantStatus, SandboxConfig
 from pdpp_gateway.sandbox.runner import SandboxServer, start_sandbox
+
+
+def set_grant_status(server: SandboxServer, token_name: str, status: GrantStatus) -> None:
+    """From now on the grant behind token ``token_name`` reads as ``status`` (its RS reads
+    and its introspection alike), as when its owner revokes it."""
+    server.app[STATUS_OVERRIDES][token_name] = status
 
 
 @pytest_asyncio.fixture

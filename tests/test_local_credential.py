@@ -20,7 +20,7 @@ def test_search_with_an_unlabelled_owner_or_package_token_reads_nothing(
     cache_root = tmp_path / ".pdpp"
     token = shared_sandbox.tokens[name]
     write_credential(cache_root, shared_sandbox.url, token)
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     done = run_cli("search", "invoice", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
     assert done.returncode == 77, done.stderr
     assert f"pdpp-gateway connect {shared_sandbox.url}" in done.stderr
@@ -31,7 +31,7 @@ def test_search_with_an_unlabelled_owner_or_package_token_reads_nothing(
 def test_search_with_a_client_token_is_verified_then_reads(tmp_path: Path, shared_sandbox: Any) -> None:
     cache_root = tmp_path / ".pdpp"
     write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     done = run_cli("search", "invoice", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
     assert done.returncode == 0, done.stderr
     assert [call.path for call in shared_sandbox.calls] == ["/v1/schema", "/v1/search"]

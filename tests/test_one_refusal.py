@@ -32,7 +32,7 @@ async def test_an_owner_token_reads_the_same_refusal_at_every_door(
 ) -> None:
     owner = shared_sandbox.tokens["owner"]
     url = shared_sandbox.url
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
 
     async with start_gateway(sandbox_settings(url)) as mcp_url:
         status, _, body = await post(mcp_url, owner)

@@ -68,7 +68,7 @@ async def test_a_read_renews_ahead_of_the_expiry(sandbox_factory: Any, tmp_path:
     async with RsClient(sandbox.url) as rs:
         reader = RenewingRs(rs, credential, tmp_path)
         await asyncio.sleep(1.85)
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         await reader.get_json("/v1/schema")
     assert refreshes(sandbox) == 1
     assert [call.path for call in sandbox.calls] == ["/v1/schema"]  # one read, never refused and repeated

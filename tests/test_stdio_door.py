@@ -33,7 +33,7 @@ def test_missing_provider_url_is_a_usage_error() -> None:
 
 
 def test_empty_cache_fails_closed_with_pdpp_connect_guidance(tmp_path: Path, shared_sandbox: Any) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     done = run_cli("stdio", "--provider-url", shared_sandbox.url, "--cache-root", str(tmp_path / ".pdpp"))
     assert done.returncode == 78
     assert done.stdout == ""
@@ -43,7 +43,7 @@ def test_empty_cache_fails_closed_with_pdpp_connect_guidance(tmp_path: Path, sha
 
 def test_owner_token_in_environment_is_ignored_not_used(tmp_path: Path, shared_sandbox: Any) -> None:
     owner = shared_sandbox.tokens["owner"]
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     done = run_cli(
         "stdio",
         "--provider-url",
@@ -146,7 +146,7 @@ def test_unlabelled_owner_or_package_token_is_refused_by_what_the_rs_says(
     cache_root = tmp_path / ".pdpp"
     token = shared_sandbox.tokens[name]
     write_credential(cache_root, shared_sandbox.url, token)  # no kind label at all
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 77, done.stderr
     assert done.stdout == ""
@@ -160,7 +160,7 @@ def test_cached_mcp_package_label_is_refused_without_an_rs_call(tmp_path: Path, 
     cache_root = tmp_path / ".pdpp"
     token = shared_sandbox.tokens["package"]
     write_credential(cache_root, shared_sandbox.url, token, extra={"token_kind": "mcp_package"})
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 77
     assert "mcp_package" in done.stderr
@@ -182,7 +182,7 @@ def test_unreadable_or_numeric_expiry_is_never_treated_as_never_expiring(
         shared_sandbox.tokens["client_broad"],
         extra={"expires_at": expires_at},
     )
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root))
     assert done.returncode == 78
     assert reason in done.stderr
@@ -375,7 +375,7 @@ def test_non_finite_filter_values_are_refused_before_the_rs(tmp_path: Path, shar
         call % (3, "query_records", '"filter":{"size_bytes":{"gte":1e999}}'),
         call % (4, "aggregate", '"metric":"count","filter":{"size_bytes":-Infinity}'),
     ]
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     done = run_cli("stdio", *_serve_args(shared_sandbox.url, cache_root), stdin="\n".join(lines) + "\n")
     assert done.returncode == 0, done.stderr
     replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}

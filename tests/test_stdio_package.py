@@ -33,8 +33,8 @@ async def package_gateway(sandbox_factory: Any, cache_root: Path, *args: str) ->
     write_credential(cache_root, chat.url, chat.tokens["client_chat"])
     params = stdio_params(mail.url, cache_root, "--provider-url", chat.url, *args)
     async with Client(params, mode="legacy", cache=None) as client:
-        mail.reset_calls()
-        chat.reset_calls()
+        mail.calls.clear()
+        chat.calls.clear()
         yield client, mail, chat
 
 
@@ -53,7 +53,7 @@ def start_two_members(sandbox: Any, tmp_path: Path, second_url: str, second_toke
     write_credential(cache_root, sandbox.url, sandbox.tokens["client_work_mail"])
     if second_token is not None:
         write_credential(cache_root, second_url, second_token)
-    sandbox.reset_calls()
+    sandbox.calls.clear()
     return run_cli(
         "stdio",
         *("--provider-url", sandbox.url, "--provider-url", second_url),
@@ -89,8 +89,8 @@ async def test_search_merges_both_members_and_the_package_cursor_continues_both(
             result = await client.call_tool("search", {**query, "connection_id": connection, "limit": 100})
             assert not result.is_error, result.content
             alone[connection] = [hit["id"] for hit in result.structured_content["results"]]
-        mail.reset_calls()
-        chat.reset_calls()
+        mail.calls.clear()
+        chat.calls.clear()
         pages = [await client.call_tool("search", {**query, "limit": 4})]
         while cursor := pages[-1].structured_content["data"].get("next_cursor"):
             assert len(pages) < 40
@@ -128,7 +128,7 @@ async def test_a_call_with_connection_id_reads_only_that_members_rs(
         assert records
         assert all(query.get("connection_id") == [CHAT] for query in records)
         assert tokens_seen(chat) == {"client_chat"}
-        chat.reset_calls()
+        chat.calls.clear()
         mail_page = await client.call_tool(
             "query_records", {"stream": "threads", "connection_id": MAIL, "limit": 2}
         )
@@ -259,8 +259,8 @@ async def test_resources_read_from_the_member_their_uri_names(sandbox_factory: A
         )
         record_id = page.structured_content["data"]["data"][0]["id"]  # type: ignore[index]
         handle = f"{CHAT}/messages:{record_id}"
-        mail.reset_calls()
-        chat.reset_calls()
+        mail.calls.clear()
+        chat.calls.clear()
         record = await client.read_resource(f"pdpp://record/{quote(handle, safe='')}")
         stream = await client.read_resource("pdpp://stream/threads")
     names = {resource.name for resource in listed.resources}

@@ -26,9 +26,11 @@ Contract:
      → 413;
   2. one JSON object: unparsable → 400 ``-32700``; a batch, a posted response, or an
      envelope without ``"jsonrpc": "2.0"``, a string ``method`` or a valid ``id`` →
-     400 ``-32600``; ``params`` that is not an object → 400 ``-32602`` (the id echoed
-     when it is a valid one: JSON-RPC 2.0 §5 keeps ``null`` for requests whose id
-     could not be read);
+     400 ``-32600``; ``params`` that is not an object, or params of a shape the SDK
+     would refuse (``wire.params.params_problem``: ``tools/call`` without a string
+     ``name`` or with ``arguments`` that is not an object, ``resources/read`` without a
+     string ``uri``) → 400 ``-32602`` (the id echoed when it is a valid one: JSON-RPC
+     2.0 §5 keeps ``null`` for requests whose id could not be read);
   3. era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
      2025-11-25) → the handshake era. 2026-07-28 → the 2026 rules: routing headers
      must not repeat and must match the body (``Mcp-Method``, ``Mcp-Name``), the

@@ -46,6 +46,7 @@ from pdpp_gateway.hosted.shared_state import SharedStore
 from pdpp_gateway.settings import HostedSettings
 
 CALLER: Final = web.RequestKey("rate_limit_caller", str)
+SHARED_PREFIX: Final = "pdpp:rl"  # the shared buckets' Redis keys: pdpp:rl:<hash>, pdpp:rl:*global*
 
 
 def caller_key(facts: BearerFacts, token: str) -> str:
@@ -103,4 +104,5 @@ def rate_limits(settings: HostedSettings, store: SharedStore | None) -> RateLimi
         return RateLimits(local)
     from mcp_gateway_middleware.ratelimit_redis import RedisLimiter
 
-    return RateLimits(FailoverLimiter(RedisLimiter(store.client, per_caller, ceiling), local, store.guard))
+    shared = RedisLimiter(store.client, per_caller, ceiling, prefix=SHARED_PREFIX)
+    return RateLimits(FailoverLimiter(shared, local, store.guard))

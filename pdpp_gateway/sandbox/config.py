@@ -5,8 +5,8 @@ fixed, deterministic token strings (sandbox material, safe to print); ``PRINCIPA
 says what each token is: a client grant (streams → granted connections and fields),
 the owner, or an ``mcp_package`` bundling child client tokens.
 
-Grant statuses can change while the sandbox runs (``STATUS_OVERRIDES``, set through
-``SandboxServer.set_status``), so tests can revoke a grant and watch a gateway notice.
+Grant statuses can change while the sandbox runs (``app[STATUS_OVERRIDES]``: token name →
+status), so tests can revoke a grant and watch a gateway notice.
 
 Sandbox extensions, documented because gateways read them:
 - a client grant may span several connectors (``client_broad``); introspection then

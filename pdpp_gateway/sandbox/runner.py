@@ -2,10 +2,9 @@
 
 Contract: ``async with start_sandbox(config) as server:`` serves the sandbox on
 ``host:port`` (ephemeral by default) until the block ends. ``server.url`` is its
-origin (``server.port`` its port), ``server.tokens`` the fixture tokens by name, ``server.calls`` the recorded
-``/v1`` requests (``reset_calls()`` clears them); ``set_status(name, "revoked")``
-revokes a grant while the server runs; ``allow_resource(url)`` lets its AS issue tokens
-for another resource (a gateway's ``/mcp``).
+origin (``server.port`` its port), ``server.tokens`` the fixture tokens by name, ``server.calls`` the
+live list of recorded ``/v1`` requests (clear it to count from now); ``allow_resource(url)``
+lets its AS issue tokens for another resource (a gateway's ``/mcp``).
 
 Its authorization server keeps clients and grants in memory unless ``config.state_file``
 names a file (``oauth_state``): the tests' sandboxes are isolated by default, and only the
@@ -21,8 +20,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from pdpp_gateway.sandbox.app import STATUS_OVERRIDES, create_app
-from pdpp_gateway.sandbox.config import TOKENS, GrantStatus, SandboxConfig
+from pdpp_gateway.sandbox.app import create_app
+from pdpp_gateway.sandbox.config import TOKENS, SandboxConfig
 from pdpp_gateway.sandbox.envelope import CALLS, Call
 from pdpp_gateway.sandbox.oauth import OAUTH_RESOURCES
 
@@ -42,16 +41,9 @@ class SandboxServer:
     def port(self) -> int:
         return urlsplit(self.url).port or 0
 
-    def reset_calls(self) -> None:
-        self.app[CALLS].clear()
-
     def allow_resource(self, url: str) -> None:
         """Let the AS issue tokens for ``url`` (RFC 8707), e.g. a gateway's ``/mcp`` in front of it."""
         self.app[OAUTH_RESOURCES].add(url.rstrip("/"))
-
-    def set_status(self, name: str, status: GrantStatus) -> None:
-        """Revoke (or expire, or restore) the grant behind token ``name`` while serving."""
-        self.app[STATUS_OVERRIDES][name] = status
 
 
 @asynccontextmanager

@@ -189,7 +189,7 @@ def test_terminal_commands_use_a_package_and_every_printed_command_runs(
     for command in dict.fromkeys(commands):
         done = _run_printed(command, tmp_path)
         assert done.returncode == 0, (command, done.stderr)
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     routed = run_cli(
         "call", "query_records", '{"stream":"messages","connection_id":"cin_slack_acme","limit":2}', *common
     )

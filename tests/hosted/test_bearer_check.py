@@ -18,6 +18,7 @@ from pdpp_gateway.hosted.origin import OriginPolicy
 from pdpp_gateway.hosted.packages import FilePackageResolver
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.sandbox.fronting import sandbox_settings
+from tests.sandbox_fixtures import set_grant_status
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -51,7 +52,7 @@ async def test_missing_bearer_is_challenged_without_any_upstream_call(
     async with start_gateway(
         sandbox_settings(sandbox.url, introspection=introspection), public_self=True
     ) as url:
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         status, headers, body = await post(url, None)
         assert status == 401
         assert_challenge(url, headers, body, "missing_token")
@@ -69,7 +70,7 @@ async def test_missing_bearer_is_challenged_without_any_upstream_call(
 )
 async def test_invalid_bearers_are_challenged_and_make_no_reads(sandbox: Any, token: str, code: str) -> None:
     async with start_gateway(sandbox_settings(sandbox.url), public_self=True) as url:
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         bearer = sandbox.tokens.get(token, token)
         status, headers, body = await post(url, bearer)
         assert status == 401
@@ -80,7 +81,7 @@ async def test_invalid_bearers_are_challenged_and_make_no_reads(sandbox: Any, to
 
 async def test_owner_token_is_refused_with_403_before_any_read(sandbox: Any) -> None:
     async with start_gateway(sandbox_settings(sandbox.url)) as url:
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         status, headers, body = await post(url, sandbox.tokens["owner"])
         assert status == 403
         assert body["error"]["data"]["code"] == "owner_token_refused"
@@ -92,7 +93,7 @@ async def test_owner_token_is_refused_with_403_before_any_read(sandbox: Any) -> 
 async def test_schema_probe_refuses_owner_after_its_single_check(sandbox: Any) -> None:
     """Without introspection the only way to learn the kind is the RS's own answer."""
     async with start_gateway(sandbox_settings(sandbox.url, introspection=False)) as url:
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         status, _, body = await post(
             url,
             sandbox.tokens["owner"],
@@ -109,10 +110,10 @@ async def test_schema_probe_refuses_owner_after_its_single_check(sandbox: Any) -
 
 
 async def test_package_with_no_active_child_is_refused(sandbox: Any) -> None:
-    sandbox.set_status("client_work_mail", "revoked")
-    sandbox.set_status("client_chat", "expired")
+    set_grant_status(sandbox, "client_work_mail", "revoked")
+    set_grant_status(sandbox, "client_chat", "expired")
     async with start_gateway(sandbox_settings(sandbox.url)) as url:
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         status, _, body = await post(url, sandbox.tokens["package"])
         assert status == 403
         assert body["error"]["data"]["code"] == "package_revoked"
@@ -120,7 +121,7 @@ async def test_package_with_no_active_child_is_refused(sandbox: Any) -> None:
 
 
 async def test_revoked_child_leaves_the_package_and_is_never_offered(sandbox: Any) -> None:
-    sandbox.set_status("client_chat", "revoked")
+    set_grant_status(sandbox, "client_chat", "revoked")
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "schema", "arguments": {}}}
     async with start_gateway(sandbox_settings(sandbox.url)) as url:
         status, _, body = await post(url, sandbox.tokens["package"], call)
@@ -138,7 +139,7 @@ async def test_revocation_is_seen_within_the_cache_bound(sandbox: Any) -> None:
         token = sandbox.tokens["client_work_mail"]
         assert (await post(url, token))[0] == 200
         cached_by = time.monotonic()  # the verdict was stored before the answer came back
-        sandbox.set_status("client_work_mail", "revoked")
+        set_grant_status(sandbox, "client_work_mail", "revoked")
         assert (await post(url, token))[0] == 200  # still inside the cached verdict's lifetime
         await asyncio.sleep(cached_by + bound + 0.1 - time.monotonic())
         status, _, body = await post(url, token)
@@ -159,7 +160,7 @@ async def test_verdicts_are_cached_not_reintrospected(sandbox: Any) -> None:
 async def test_unreachable_authorization_server_is_503_not_a_pass(sandbox: Any) -> None:
     settings = sandbox_settings(sandbox.url, introspection_url="http://127.0.0.1:9/introspect")
     async with start_gateway(settings) as url:
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         status, headers, body = await post(url, sandbox.tokens["client_broad"])
         assert status == 503
         assert headers["Retry-After"] == "5"
@@ -178,7 +179,7 @@ async def test_wrong_introspection_credentials_are_an_outage_not_a_bad_token(san
 async def test_foreign_issuer_is_challenged(sandbox: Any) -> None:
     settings = sandbox_settings(sandbox.url, issuer="https://some-other-as.example")
     async with start_gateway(settings, public_self=True) as url:
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         status, headers, body = await post(url, sandbox.tokens["client_broad"])
         assert status == 401
         assert_challenge(url, headers, body, "context.issuer_mismatch")
@@ -218,7 +219,7 @@ async def test_operator_package_file_resolves_children_from_the_environment(
 async def test_unknown_package_is_refused_as_unresolvable_not_revoked(sandbox: Any, tmp_path: Path) -> None:
     resolver = FilePackageResolver(package_file(tmp_path, "gpk_other"), env={})
     async with start_gateway(sandbox_settings(sandbox.url), packages=resolver) as url:
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         status, _, body = await post(url, sandbox.tokens["package"])
         assert status == 403
         assert body["error"]["data"]["code"] == "package_unresolvable"
@@ -256,7 +257,7 @@ async def test_refusals_are_counted_with_their_outcome(shared_sandbox: Any) -> N
 
 async def test_two_authorization_headers_are_a_400_and_neither_is_checked(sandbox: Any) -> None:
     async with start_gateway(sandbox_settings(sandbox.url, introspection=True), public_self=True) as url:
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         headers = [
             *HEADERS.items(),
             ("Authorization", f"Bearer {sandbox.tokens['client_narrow']}"),

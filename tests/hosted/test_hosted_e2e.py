@@ -40,7 +40,7 @@ async def test_client_token_reads_through_hosted_mcp(
         assert "schema" in client.instructions
         assert [tool.name for tool in (await client.list_tools()).tools] == list(TOOL_NAMES)
 
-        shared_sandbox.reset_calls()
+        shared_sandbox.calls.clear()
         found = await client.call_tool("search", {"query": "Lisbon apartment deposit", "limit": 5})
         assert not found.is_error
         assert "1,850 EUR" in text_of(found)  # the buried fact, as bounded evidence in the text
@@ -89,7 +89,7 @@ async def test_narrow_grant_sees_no_more_than_its_grant(shared_sandbox: Any, era
 async def test_package_token_fans_out_with_each_childs_own_token(shared_sandbox: Any, era: str) -> None:
     settings = sandbox_settings(shared_sandbox.url)
     async with start_gateway(settings) as url, mcp_http(url, shared_sandbox.tokens["package"], era) as client:
-        shared_sandbox.reset_calls()
+        shared_sandbox.calls.clear()
         schema = await client.call_tool("schema", {})
         assert not schema.is_error
         text = text_of(schema)

@@ -23,7 +23,7 @@ async def search(sandbox: Any, arguments: dict[str, Any]) -> tuple[Any, dict[str
         start_gateway(sandbox_settings(sandbox.url)) as url,
         mcp_http(url, sandbox.tokens["package"]) as client,
     ):
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         result = await client.call_tool("search", arguments)
     by_child: dict[str, list[list[str]]] = {}
     for call in sandbox.calls:

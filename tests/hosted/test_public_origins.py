@@ -86,7 +86,7 @@ async def test_audiences_the_gateway_never_advertises_are_refused(
             allowed_hosts=("data.example.org",),
         )
         async with start_gateway(settings) as url:
-            shared_sandbox.reset_calls()
+            shared_sandbox.calls.clear()
             status, body = await call(
                 url, shared_sandbox.tokens["client_broad"], **forwarded("data.example.org")
             )

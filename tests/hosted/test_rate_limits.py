@@ -12,6 +12,7 @@ from pdpp_gateway.hosted.embedded import start_gateway
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.hosted.test_serve_command import SECRET, introspection_args, serve
 from tests.redis_server import redis_server
+from tests.sandbox_fixtures import set_grant_status
 
 CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "schema", "arguments": {}}}
 LIST = {"jsonrpc": "2.0", "id": 8, "method": "tools/list"}
@@ -95,7 +96,7 @@ async def test_two_gateways_share_limits_and_refusals_and_survive_redis_dying(sa
             # A revocation seen by one replica is honoured by the other.
             narrow = sandbox.tokens["client_narrow"]
             assert (await post(http, urls[1], narrow))[0] == 200  # cached as active for 60 s there
-            sandbox.set_status("client_narrow", "revoked")
+            set_grant_status(sandbox, "client_narrow", "revoked")
             await asyncio.sleep(1.2)  # past the quick replica's 1 s bound
             assert (await post(http, urls[0], narrow))[0] == 401  # the quick one re-checks and publishes
             status, _, body = await post(http, urls[1], narrow)

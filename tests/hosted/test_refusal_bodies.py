@@ -193,7 +193,7 @@ async def test_non_ascii_bearer_is_a_401_without_a_traceback(
     gateway: str, shared_sandbox: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     host = gateway.split("//")[1].split("/")[0]
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     with caplog.at_level(logging.DEBUG):
         answer = await raw_exchange(
             gateway,
@@ -215,7 +215,7 @@ async def test_absolute_form_target_host_is_checked_like_host(
 ) -> None:
     host = gateway.split("//")[1].split("/")[0]
     token = shared_sandbox.tokens["client_narrow"]
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     answer = await raw_exchange(
         gateway,
         (

@@ -48,7 +48,7 @@ async def test_foreign_audience_token_is_challenged_in_probe_mode(shared_sandbox
     async with start_gateway(
         sandbox_settings(shared_sandbox.url, introspection=False), public_self=True
     ) as url:
-        shared_sandbox.reset_calls()
+        shared_sandbox.calls.clear()
         status, headers, body = await post(url, shared_sandbox.tokens["client_foreign"])
         assert status == 401
         assert body["error"]["data"]["code"] == "context.audience_mismatch"
@@ -58,7 +58,7 @@ async def test_foreign_audience_token_is_challenged_in_probe_mode(shared_sandbox
 
 async def test_package_token_in_probe_mode_gets_a_typed_403(shared_sandbox: Any) -> None:
     async with start_gateway(sandbox_settings(shared_sandbox.url, introspection=False)) as url:
-        shared_sandbox.reset_calls()
+        shared_sandbox.calls.clear()
         status, headers, body = await post(url, shared_sandbox.tokens["package"])
         assert status == 403
         assert body["error"]["data"]["code"] == "package_unresolvable"

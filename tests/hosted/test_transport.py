@@ -47,7 +47,7 @@ async def send(
 
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
 async def test_get_and_delete_answer_405(gateway: str, shared_sandbox: Any, method: str) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     status, headers, _ = await send(method, gateway, auth(shared_sandbox))
     assert status == 405
     assert headers["Allow"] == "POST"
@@ -69,7 +69,7 @@ async def test_get_and_delete_answer_405(gateway: str, shared_sandbox: Any, meth
 async def test_bad_requests_get_json_rpc_errors(
     gateway: str, shared_sandbox: Any, headers: dict[str, str], data: bytes, status: int, code: int
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     got, _, body = await send("POST", gateway, auth(shared_sandbox, **headers), data)
     assert got == status
     assert orjson.loads(body)["error"]["code"] == code
@@ -129,7 +129,7 @@ async def test_modern_era_call_with_matching_headers(gateway: str, shared_sandbo
 async def test_modern_era_header_body_mismatches_are_400(
     gateway: str, shared_sandbox: Any, headers: dict[str, str], status: int
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     got, _, body = await send(
         "POST",
         gateway,
@@ -176,7 +176,7 @@ async def test_host_and_origin_matrix(
         extra["Host"] = host
     if origin:
         extra["Origin"] = gateway.removesuffix("/mcp") if origin == "SELF" else origin
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     got, _, _ = await send(
         "POST", gateway, auth(shared_sandbox, **extra), b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
     )

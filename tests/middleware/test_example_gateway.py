@@ -1,12 +1,14 @@
-"""A gateway that is not PDPP reuses every stage of ``middleware``, over real HTTP.
+"""A gateway that is not PDPP reuses every stage of ``mcp_gateway_middleware``, over real HTTP.
 
-The notes gateway of ``example_gateway`` is served by aiohttp on 127.0.0.1; each test is
-one thing a caller of that gateway would notice: an answer, a merge across shelves, or a
-refusal with the status and code of the stage that decided it.
+The library's example, the notes gateway (``middleware/examples/notes_gateway.py``), is
+served by aiohttp on 127.0.0.1; each test is one thing a caller of that gateway would
+notice: an answer, a merge across shelves, or a refusal with the status and code of the
+stage that decided it. (``test_installs_alone`` runs it from a fresh virtual environment.)
 """
 
 from __future__ import annotations
 
+import runpy
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -16,7 +18,12 @@ from typing import Any
 import pytest
 from mcp_gateway_middleware.ratelimit import Rate
 
-from tests.middleware.example_gateway import Account, Shelf, build_app
+EXAMPLE = Path(__file__).resolve().parents[2] / "middleware" / "examples" / "notes_gateway.py"
+
+
+# The example is a script, not in a package: its names, as ``python notes_gateway.py`` would define them.
+notes_gateway = runpy.run_path(str(EXAMPLE), run_name="notes_gateway")
+Account, Shelf, build_app = notes_gateway["Account"], notes_gateway["Shelf"], notes_gateway["build_app"]
 
 KEY = "key-alice-7f3a"
 JSON = {"Accept": "application/json"}
@@ -185,7 +192,7 @@ async def test_a_caller_over_its_rate_is_told_when_to_retry(client: Any) -> None
 
 
 def test_the_example_imports_nothing_from_pdpp_gateway() -> None:
-    probe = "import sys, tests.middleware.example_gateway; print([m for m in sys.modules if m.startswith('pdpp_gateway')])"
+    probe = f"import runpy, sys; runpy.run_path({str(EXAMPLE)!r}); print([m for m in sys.modules if m.startswith('pdpp_gateway')])"
     root = Path(__file__).parents[2]
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root)  # noqa: S603
     assert done.stdout.strip() == "[]"

@@ -17,6 +17,7 @@ from pdpp_gateway.package.fan_out import MEMBER_SECONDS, member_seconds
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.package.helpers import mail_and_chat
+from tests.sandbox_fixtures import set_grant_status
 from tests.upstreams import Fault, upstream_proxy
 
 
@@ -59,7 +60,7 @@ async def test_a_member_whose_grant_is_gone_is_named_with_its_own_reconnect_comm
     tokens = sandbox.tokens
     async with RsClient(sandbox.url) as rs:
         context = mail_and_chat(rs, rs, tokens, sandbox.url)
-        sandbox.set_status("client_chat", "revoked")
+        set_grant_status(sandbox, "client_chat", "revoked")
         schema = await build_pipeline()(ToolCall("schema", {}, context))
         search = await build_pipeline()(ToolCall("search", {"query": "invoice"}, context))
     command = f"pdpp-gateway connect {sandbox.url} --connector slack"  # no <provider-url> placeholder

@@ -22,7 +22,7 @@ NOT_SHARED = 'Stream "top_artists" is not in this grant: the person did not shar
 async def test_a_stream_no_member_grants_is_refused_as_one_grant_refuses_it(shared_sandbox: Any) -> None:
     async with RsClient(shared_sandbox.url) as rs:
         context = mail_and_chat(rs, rs, shared_sandbox.tokens, shared_sandbox.url)
-        shared_sandbox.reset_calls()
+        shared_sandbox.calls.clear()
         records = await build_pipeline()(ToolCall("query_records", {"stream": "top_artists"}, context))
         counted = await build_pipeline()(
             ToolCall("aggregate", {"stream": "top_artists", "metric": "count"}, context)

@@ -211,7 +211,7 @@ def error_records() -> Iterator[ErrorRecords]:
 def check_outcome(harness: Harness, tool: str, arguments: dict[str, Any], errors: ErrorRecords) -> str:
     """Assert the outcome is usable; return its kind: ``ok``, ``refused`` or ``rs_error``."""
     refusal = LADDER.rejection(tool, whole_numbers(arguments))
-    harness.sandbox.reset_calls()
+    harness.sandbox.calls.clear()
     result = harness.call(tool, arguments)
     text = result.text or ""
     assert not errors.records, [record.getMessage()[:300] for record in errors.records]

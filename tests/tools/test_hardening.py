@@ -83,7 +83,7 @@ OVERSIZED = [
 async def test_oversized_arguments_are_refused_with_a_typed_error_before_the_rs(
     stdio_gateway: Client, shared_sandbox: Any, tool: str, arguments: dict[str, Any], param: str
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, text = await call(stdio_gateway, tool, **arguments)
     assert result.is_error
     error = error_of(result)
@@ -111,14 +111,14 @@ async def test_tool_input_schemas_advertise_their_caps(stdio_gateway: Client) ->
 async def test_whole_number_floats_reach_the_rs_as_integers(
     stdio_gateway: Client, shared_sandbox: Any
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     page, _ = await call(stdio_gateway, "query_records", stream="messages", connection_id=WORK, limit=5.0)
     assert not page.is_error, page.content
     assert len(page.structured_content["data"]["data"]) == 5  # type: ignore[index]
     assert ("limit", "5") in sent(shared_sandbox, "/records")[-1]
     record_id = page.structured_content["data"]["data"][0]["id"]  # type: ignore[index]
 
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     fetched, _ = await call(
         stdio_gateway,
         "fetch",
@@ -133,7 +133,7 @@ async def test_whole_number_floats_reach_the_rs_as_integers(
         stdio_gateway, "query_records", stream="message_bodies", connection_id=WORK, limit=1.0, fields=["id"]
     )
     body_id = body.structured_content["data"]["data"][0]["id"]  # type: ignore[index]
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     window, _ = await call(
         stdio_gateway,
         "read_record_field",
@@ -164,7 +164,7 @@ async def test_the_next_page_call_in_the_text_repeats_a_whole_number_float_as_se
 async def test_whole_number_float_filter_values_are_sent_as_integers(
     stdio_gateway: Client, shared_sandbox: Any
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, _ = await call(
         stdio_gateway,
         "query_records",
@@ -184,7 +184,7 @@ async def test_whole_number_float_filter_values_are_sent_as_integers(
 async def test_blank_search_is_refused_before_the_rs(
     stdio_gateway: Client, shared_sandbox: Any, query: str
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, text = await call(stdio_gateway, "search", query=query)
     assert result.is_error
     assert error_of(result)["param"] == "query"
@@ -193,7 +193,7 @@ async def test_blank_search_is_refused_before_the_rs(
 
 
 async def test_an_rs_error_on_q_names_the_query_argument(stdio_gateway: Client, shared_sandbox: Any) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, text = await call(stdio_gateway, "search", query="!!! ???")
     assert result.is_error
     assert "param=query (REST parameter q)" in text  # the RS's own name kept beside the argument
@@ -288,7 +288,7 @@ async def test_a_grant_too_broad_to_name_says_how_to_list_the_rest(tmp_path: Pat
 async def test_semantic_and_hybrid_search(
     stdio_gateway: Client, shared_sandbox: Any, mode: str, route: str
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, text = await call(stdio_gateway, "search", query="invoice payment", mode=mode, limit=5)
     assert not result.is_error, result.content
     assert [c.path for c in shared_sandbox.calls] == [route]
@@ -305,7 +305,7 @@ async def test_semantic_and_hybrid_search(
 async def test_fetch_forwards_expand_limit(stdio_gateway: Client, shared_sandbox: Any) -> None:
     page, _ = await call(stdio_gateway, "query_records", stream="messages", connection_id=WORK, limit=1)
     record_id = page.structured_content["data"]["data"][0]["id"]  # type: ignore[index]
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, _ = await call(
         stdio_gateway,
         "fetch",
@@ -323,7 +323,7 @@ async def test_aggregate_forwards_a_typed_filter(stdio_gateway: Client, shared_s
     everything, _ = await call(
         stdio_gateway, "aggregate", stream="messages", metric="count", connection_id=WORK
     )
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     seen, text = await call(
         stdio_gateway,
         "aggregate",
@@ -407,7 +407,7 @@ async def test_arguments_within_caps_that_would_overflow_the_request_line_are_re
     stdio_gateway: Client, shared_sandbox: Any
 ) -> None:
     fields = [f"field_{i:03d}_" + "x" * 110 for i in range(64)]  # each item and the count within caps
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, text = await call(
         stdio_gateway, "query_records", stream="messages", connection_id=WORK, fields=fields
     )

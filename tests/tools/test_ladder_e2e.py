@@ -29,7 +29,7 @@ async def _call(client: Client, tool: str, **arguments: Any) -> tuple[Any, str]:
 async def test_expand_gate_refuses_unadvertised_relations_before_reading_records(
     stdio_gateway: Client, shared_sandbox: Any
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, text = await _call(
         stdio_gateway, "query_records", stream="threads", connection_id=WORK, expand=["messages"]
     )

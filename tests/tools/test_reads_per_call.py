@@ -15,6 +15,7 @@ from mcp_gateway_middleware import ToolCall
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.sandbox_fixtures import set_grant_status
 
 JOURNEY = [
     ("schema", {}),
@@ -48,7 +49,7 @@ async def test_every_tool_reads_the_rs_once_per_call_in_steady_state(shared_sand
         for tool, arguments in journey:  # the first round learns what the grant holds
             await pipeline(ToolCall(tool, arguments, context))
         for tool, arguments in journey:
-            shared_sandbox.reset_calls()
+            shared_sandbox.calls.clear()
             result = await pipeline(ToolCall(tool, arguments, context))
             assert not result.is_error, (tool, result.text)
             assert len(shared_sandbox.calls) == 1, (tool, arguments, [c.path for c in shared_sandbox.calls])
@@ -65,18 +66,18 @@ async def test_a_refusal_drops_what_the_memo_knew_of_that_caller_only(shared_san
         await pipeline(ToolCall(*count, broad))
         refused = await pipeline(ToolCall("query_records", {"stream": "repositories"}, narrow))
         assert refused.is_error  # another caller's 401 ...
-        shared_sandbox.reset_calls()
+        shared_sandbox.calls.clear()
         await pipeline(ToolCall(*count, broad))
         assert len(shared_sandbox.calls) == 1  # ... leaves this caller's memo as it was
-        shared_sandbox.set_status("client_broad", "revoked")
+        set_grant_status(shared_sandbox, "client_broad", "revoked")
         try:
             assert (await pipeline(ToolCall(*count, broad))).is_error  # 403: the grant changed
-            shared_sandbox.set_status("client_broad", "active")
-            shared_sandbox.reset_calls()
+            set_grant_status(shared_sandbox, "client_broad", "active")
+            shared_sandbox.calls.clear()
             await pipeline(ToolCall(*count, broad))
             assert [call.path for call in shared_sandbox.calls].count("/v1/schema") == 1  # learned again
         finally:
-            shared_sandbox.set_status("client_broad", "active")
+            set_grant_status(shared_sandbox, "client_broad", "active")
 
 
 def test_only_a_changed_grant_drops_the_memo() -> None:

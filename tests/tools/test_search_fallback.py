@@ -26,7 +26,7 @@ async def _search(sandbox: Any, **arguments: Any) -> tuple[Any, list[tuple[str, 
     """The result and the RS reads it made: (path, q or field-window offset)."""
     async with RsClient(sandbox.url) as rs:
         context = GatewayContext.for_client(rs.bind(sandbox.tokens["client_broad"]), sandbox.url)
-        sandbox.reset_calls()
+        sandbox.calls.clear()
         result = await build_pipeline()(ToolCall("search", arguments, context))
     reads = []
     for call in sandbox.calls:

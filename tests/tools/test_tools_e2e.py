@@ -122,7 +122,7 @@ async def test_schema_for_a_shared_stream_name_shows_every_source_and_a_legend(s
 async def test_full_schema_needs_a_stream_and_makes_no_rs_call(
     stdio_gateway: Client, shared_sandbox: Any
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, text = await call(stdio_gateway, "schema", detail="full")
     assert result.is_error
     assert error_of(result)["param"] == "detail"
@@ -163,7 +163,7 @@ async def test_two_pages_with_the_cursor_shown_in_text(stdio_gateway: Client) ->
 async def test_typed_filter_is_encoded_as_bracket_parameters(
     stdio_gateway: Client, shared_sandbox: Any
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, _ = await call(
         stdio_gateway,
         "query_records",
@@ -204,7 +204,7 @@ BAD_CALLS = [
 async def test_bad_input_is_refused_before_any_rs_call(
     stdio_gateway: Client, shared_sandbox: Any, tool: str, arguments: dict[str, Any], code: str
 ) -> None:
-    shared_sandbox.reset_calls()
+    shared_sandbox.calls.clear()
     result, text = await call(stdio_gateway, tool, **arguments)
     assert result.is_error
     assert error_of(result)["code"] == code

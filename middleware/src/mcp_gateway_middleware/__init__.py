@@ -9,8 +9,8 @@ imported explicitly so that this package never loads aiohttp: ``mcp_gateway_midd
 bearer check, token-kind refusal, request shape checks) and ``mcp_gateway_middleware.ratelimit``
 (per-caller limits; ``ratelimit_redis`` shares them; ``outage`` says once when a shared
 store is down and the stage carries on without it). Nothing here knows about PDPP:
-the gateway parameterises each stage with what it needs (``tests/middleware/
-example_gateway.py`` is a gateway built from every one of them).
+the gateway parameterises each stage with what it needs (``examples/notes_gateway.py``
+beside this package's ``src/`` is a gateway built from every one of them).
 """
 
 from mcp_gateway_middleware.errors import PreserveErrors, ToolError, echo, gateway_error

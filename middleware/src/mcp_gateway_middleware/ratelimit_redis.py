@@ -8,8 +8,8 @@ both spend the last token and replicas need no synchronised clocks. Keys are
 reaches Redis in clear. Buckets expire once they would be full again, so idle callers
 cost nothing. Any Redis error propagates: ``FailoverLimiter`` decides what that means.
 
-Imported only when a Redis URL is configured (``redis`` is loaded here, not by
-``import mcp_gateway_middleware``).
+``client`` is a redis-py asyncio client (the library's extra ``redis`` installs redis-py;
+this module never imports it, and ``import mcp_gateway_middleware`` never imports this module).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ return {allowed, tostring(wait)}
 
 
 class RedisLimiter:
-    def __init__(self, client: Any, per_caller: Rate, ceiling: Rate, *, prefix: str = "pdpp:rl") -> None:
+    def __init__(self, client: Any, per_caller: Rate, ceiling: Rate, *, prefix: str) -> None:
         self._script = client.register_script(_TAKE)
         self._args = [per_caller.per_second, per_caller.burst, ceiling.per_second, ceiling.burst]
         self._prefix = prefix

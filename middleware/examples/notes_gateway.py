@@ -1,29 +1,37 @@
-"""A gateway that is not PDPP, built from every stage of ``middleware``: a notes API.
+"""A gateway that is not PDPP, built from every stage of ``mcp_gateway_middleware``: a notes API.
 
-It shows what another gateway supplies to reuse the stages, and imports nothing from
-``pdpp_gateway``. Callers hold API keys (``Authorization: Bearer <key>``); a key belongs
-to an ``Account`` of one kind: ``writer`` (search and add notes), ``reader`` (search
-only) or ``admin`` (an operator key, never allowed on this public API). An account's
-notes live on ``Shelf`` objects, which stand in for upstreams: one may be offline (a
-typed error) or broken (a defect).
+It shows what another gateway supplies to reuse the stages, and needs nothing but the
+library (``pip install './middleware[http]'``). Callers hold API keys
+(``Authorization: Bearer <key>``); a key belongs to an ``Account`` of one kind: ``writer``
+(search and add notes), ``reader`` (search only) or ``admin`` (an operator key, never
+allowed on this public API). An account's notes live on ``Shelf`` objects, which stand in
+for upstreams: one may be offline (a typed error) or broken (a defect).
 
 ``POST /call`` with ``{"tool": "search" | "add_note", "arguments": {...}}`` answers
 ``{"text", "structured", "is_error"}``. A refusal before any tool runs is
 ``{"error": {"code", "message"}}`` with its HTTP status.
 
-The HTTP stages, outermost first (``mcp_gateway_middleware.http``, ``mcp_gateway_middleware.ratelimit``):
+The HTTP stages, outermost first (``mcp_gateway_middleware.http``, ``.ratelimit``):
 ``shape_checks`` (Accept, Content-Type, Content-Encoding, declared size) →
 ``bearer_check`` (the key to an ``Account``) → ``refuse_token_kinds`` (``admin``) →
-``rate_limit`` (per account). The tool stages (``middleware``): ``RenderContent`` →
-``PreserveErrors`` → ``RefuseTokenKinds`` (``reader``, on writes only) →
-``ValidateArguments`` → ``FanOut`` (a search runs on every shelf and the hits are
-merged) → the tools.
+``rate_limit`` (per account). The tool stages: ``RenderContent`` → ``PreserveErrors`` →
+``RefuseTokenKinds`` (``reader``, on writes only) → ``ValidateArguments`` → ``FanOut`` (a
+search runs on every shelf and the hits are merged) → the tools.
+
+Run it: ``python notes_gateway.py --keys keys.json [--host 127.0.0.1] [--port 8080]``, where
+``keys.json`` is ``{"<API key>": {"name": "alice", "kind": "writer"}, ...}`` (keys stay off
+the command line); every account shares the shelves ``home`` and ``work``. It prints the
+URL it serves on (``--port 0`` picks a free port) and stops on SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from aiohttp import web
@@ -48,6 +56,7 @@ from mcp_gateway_middleware.ratelimit import Decision, LocalLimiter, Rate, rate_
 
 UNLIMITED: Final = Rate(0, 0)
 WRITES: Final = frozenset({"add_note"})
+KINDS: Final = ("writer", "reader", "admin")
 
 
 @dataclass
@@ -280,3 +289,42 @@ def _render_added(call: ToolCall[Seat], result: ToolResult) -> str:
 def _render_error(call: ToolCall[Seat], result: ToolResult) -> str:
     error = result.structured["error"]
     return f"{error['code']}: {error['message']}"
+
+
+def load_keys(path: Path, shelves: tuple[Shelf, ...]) -> dict[str, Account]:
+    """The accounts of ``keys.json``, each reading ``shelves``; a malformed file is a clear error."""
+    try:
+        listed = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"notes gateway: cannot read the keys file {path}: {error}") from None
+    keys: dict[str, Account] = {}
+    for number, (key, entry) in enumerate(listed.items() if isinstance(listed, dict) else [], start=1):
+        if not (
+            isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry.get("kind") in KINDS
+        ):
+            raise SystemExit(
+                f"notes gateway: entry {number} of {path} must be "
+                f'{{"name": <string>, "kind": {" | ".join(KINDS)}}}.'
+            )
+        keys[key] = Account(entry["name"], entry["kind"], shelves)
+    if not keys:
+        raise SystemExit(
+            f'notes gateway: {path} lists no keys; write {{"<API key>": {{"name": ..., "kind": ...}}}}.'
+        )
+    return keys
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Serve the notes gateway (POST /call).")
+    parser.add_argument("--keys", type=Path, required=True, help="JSON file: API key -> {name, kind}")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    options = parser.parse_args(argv)
+    app = build_app(load_keys(options.keys, (Shelf("home"), Shelf("work"))), rate=Rate(5, 20))
+    with socket.create_server((options.host, options.port)) as listening:
+        print(f"notes gateway on http://{options.host}:{listening.getsockname()[1]}/call", flush=True)
+        web.run_app(app, sock=listening, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main()
