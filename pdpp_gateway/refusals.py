@@ -4,7 +4,7 @@ door says and does with it.
 Contract (standard library only: the stdio door reads it before the SDK has loaded):
 
 - ``REFUSALS[code]`` is a ``Refusal``: the RS-style error ``type``, the HTTP status of
-  the hosted door (its JSON-RPC code follows from it: ``rpc_codes``), the exit code of the
+  the hosted door (its JSON-RPC code follows from it: ``wire.codes``), the exit code of the
   local doors and terminal commands, what happened (``message``) and the one thing to do
   next (``next_step``). A code absent from the table is a defect (a ``KeyError``).
 - Text is written here only (a cache or command-line problem adds which file or value
@@ -57,7 +57,7 @@ class Refusal:
 
     @property
     def rpc_code(self) -> int:
-        """The JSON-RPC code of a door that answers this refusal over JSON-RPC (``rpc_codes``)."""
+        """The JSON-RPC code of a door that answers this refusal over JSON-RPC (``wire.codes``)."""
         return rpc_codes.for_status(self.http_status, caller_fault=rpc_codes.INVALID_REQUEST)
 
 

@@ -10,11 +10,11 @@ from a client's own working directory with a plain ``PATH``. It names ``--provid
 only when the grants are not in the per-user directory the gateway finds by itself (a
 ``.pdpp`` in the working directory is read only with ``--trust-cwd-cache``, and its entry
 names it by its absolute path). Exit 78 when no provider is given and none is cached, or
-when a cache file or folder is unsafe (``cache_files``). ``connect`` prints the same after
+when a cache file or folder is unsafe (``local.cache_files``). ``connect`` prints the same after
 connecting (``entries``, named as here among the providers cached beside it). Each
 provider's entry has its own name (``server_names``: host, port and path, so two
 sandboxes on one host never share one); one that gives no answer
-now (``provider_probe``, at most a few seconds for all) is printed all the same, with a
+now (``local.provider_probe``, at most a few seconds for all) is printed all the same, with a
 line on stderr saying so and what to run.
 """
 
@@ -144,7 +144,7 @@ def server_names(urls: list[str]) -> list[str]:
 
 
 def _say_which_are_gone(named: dict[str, str]) -> None:
-    """A line on stderr for each provider that gives no answer now (``provider_probe``):
+    """A line on stderr for each provider that gives no answer now (``local.provider_probe``):
     its entry is printed all the same, with what to run."""
     import asyncio
 

@@ -3,8 +3,8 @@
 Contract:
 
 - ``connect URL``: URL is any URL a person has for the provider: its own, or a gateway's
-  MCP endpoint on any origin and path (``oauth_flow.locate``, which says on stderr which
-  provider it found). Then it discovers the provider's authorization server (``oauth_flow.discover``),
+  MCP endpoint on any origin and path (``local.oauth_flow.locate``, which says on stderr which
+  provider it found). Then it discovers the provider's authorization server (``local.oauth_flow.discover``),
   registers a public client, opens the consent page in the browser (``--no-browser``:
   prints the URL only) with a loopback redirect, waits at most ``--timeout`` seconds
   with a countdown on stderr, exchanges the code (PKCE S256, ``state`` checked), asks the
@@ -13,7 +13,7 @@ Contract:
   and ``--stream`` narrow the request; without them the consent page offers everything.
 - A provider keeps one grant per connector (the reference AS issues one client grant per
   source): ``connect URL --connector gmail`` then ``--connector github`` caches both, and
-  connecting the same connector again replaces only that grant (``grant_cache``).
+  connecting the same connector again replaces only that grant (``local.grant_cache``).
   ``--connector`` repeats: ``connect URL --connector gmail --connector github`` asks for each
   in turn, one consent each.
 - An owner token is never cached (by the token answer's ``pdpp_token_kind`` or by the
@@ -26,10 +26,10 @@ Contract:
   door checks the token before its first read).
 - ``connect --list``: one line per cached grant (provider, connector, grant, connections,
   streams, expiry, whether it can refresh), never a token; a cache file or folder that is
-  not safe (``cache_files``: a link, a FIFO, another user's, not mode 600) is refused on
+  not safe (``local.cache_files``: a link, a FIFO, another user's, not mode 600) is refused on
   stderr with its fix and the exit is 78, its content never shown.
 - ``--list``, ``--forget`` and ``--refresh`` read a ``.pdpp`` in the working directory only
-  with ``--trust-cwd-cache`` (or ``PDPP_TRUST_CWD_CACHE=1``: ``cache_root``); a new grant is
+  with ``--trust-cwd-cache`` (or ``PDPP_TRUST_CWD_CACHE=1``: ``local.cache_root``); a new grant is
   never written there. ``--forget URL`` deletes the
   provider's grants and ``--refresh URL`` renews them; with ``--connector`` only that
   connector's, and either says how many.
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _locate(url: str) -> str:
-    """The provider ``url`` leads to (``oauth_flow.locate``), said on stderr when it is not
+    """The provider ``url`` leads to (``local.oauth_flow.locate``), said on stderr when it is not
     ``url`` itself (a gateway's MCP endpoint, on whatever origin and path)."""
     import aiohttp
 

@@ -84,7 +84,7 @@ def call_members(
 ) -> int:
     """Run ``tool`` as the caller these cached grants make: one grant, or a package (each
     member checked with its RS first, all at once, and read with its own token). Reads renew
-    a lapsing or lapsed access token (``local_readers``)."""
+    a lapsing or lapsed access token (``local.readers``)."""
     import asyncio
 
     if len(members) > 1:

@@ -1,14 +1,14 @@
 """Shared by the local commands (stdio, search, call, read-field, resource): which cached grants, with which tokens.
 
 Contract: ``add_arguments`` declares ``--provider-url`` (env ``PDPP_PROVIDER_URL``),
-``--connector``, ``--cache-root`` (env ``PDPP_CACHE_ROOT``, else ``cache_root``'s default:
+``--connector``, ``--cache-root`` (env ``PDPP_CACHE_ROOT``, else ``local.cache_root``'s default:
 the per-user directory) and ``--trust-cwd-cache`` (``add_trust_cwd_argument``, env
 ``PDPP_TRUST_CWD_CACHE=1``: a ``.pdpp`` here holding the provider's grant is read); with
 ``package=True`` ``--provider-url`` repeats and ``--package NAME`` names a package file
-(``local_package``). ``resolve_members`` returns one ``MemberStart`` per cached grant to
+(``local.package``). ``resolve_members`` returns one ``MemberStart`` per cached grant to
 serve, or an exit code after printing one actionable line to stderr:
 
-- One provider: every grant cached for it (one per connector, ``grant_cache``), narrowed
+- One provider: every grant cached for it (one per connector, ``local.grant_cache``), narrowed
   by ``--connector`` (repeatable). One grant is the single-grant door, exactly as before;
   several are served as one package (routed and merged like any local package).
 - Several providers (``--provider-url`` repeated, or ``--package``): every grant of each.
@@ -18,7 +18,7 @@ serve, or an exit code after printing one actionable line to stderr:
   with the RS (``GET /v1/schema`` → ``bearer.token_kind``) before a command reads
   anything: 77 for an owner or mcp_package token, 78 for one the RS rejects, 69 when the
   RS cannot be asked (a one-shot command fails closed). The members of a package are
-  checked together by ``local_package.check_members``. The stdio server passes
+  checked together by ``local.package.check_members``. The stdio server passes
   ``verify=False`` and verifies itself, since it may start before the RS is up.
 
 Owner credentials in the environment are announced as ignored and never read.
@@ -173,7 +173,7 @@ def _as_list(value: object) -> list[str]:
 
 
 def cache_root_of(args: argparse.Namespace) -> Path:
-    """The cache root ``resolve_members`` read the grants from (``cache_root``)."""
+    """The cache root ``resolve_members`` read the grants from (``local.cache_root``)."""
     resolved = getattr(args, "resolved_cache_root", None)
     if isinstance(resolved, Path):
         return resolved

@@ -21,13 +21,13 @@ in, it takes the stream over (``pdpp_gateway.stdio``). ``PDPP_STDIO_EARLY_ANSWER
 leaves every answer to the SDK. An RS that cannot be asked at start does not stop the
 process: it serves and verifies the credential before the first read instead. An access
 token the RS refuses as lapsed is checked again in the session, through the reader that
-renews it with the cached refresh token (``renewing_rs``); the early answers stay held
+renews it with the cached refresh token (``local.renewing_rs``); the early answers stay held
 until that check passes. While serving, every read renews the access token ahead of its
 expiry and once after the RS refuses it as lapsed, so a session outlives its tokens.
 
 Every grant cached for the provider is served (one per connector; ``--connector ID``
 narrows them): one grant is the single-grant server; several, or several providers
-(``--provider-url`` repeated, or ``--package NAME``: ``local_package``), are served as one
+(``--provider-url`` repeated, or ``--package NAME``: ``local.package``), are served as one
 package: every member is checked at once, as above, and the first
 refused member in package order decides the exit; the gate opens only when every member
 passed (a member refused with 401 is rechecked with renewal once the SDK is up). The early

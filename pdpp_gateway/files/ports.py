@@ -10,7 +10,7 @@ free port the system gives (a real number, so what is keyed by the port can be f
 the server binds), after one stderr line naming the busy port.
 
 ``LastPorts(path)``: the ports each server chose by itself last time, by role and host, in
-one small JSON file (written whole, 0600, ``private_files``); ``path=None`` remembers
+one small JSON file (written whole, 0600, ``files.private``); ``path=None`` remembers
 nothing. An unreadable file is taken as empty and replaced at the next ``remember``.
 """
 

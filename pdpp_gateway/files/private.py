@@ -6,7 +6,7 @@ Contract:
   ``dir_fd`` (``O_EXCL | O_NOFOLLOW``, mode 0600 from its first byte) and renames it over
   ``name`` there: a reader sees the old file or the new one, never half of one; a link at
   ``name`` is replaced, its target untouched; a failed write leaves no temporary file
-  behind. The credential cache (``cache_files``, through its checked folder) and
+  behind. The credential cache (``local.cache_files``, through its checked folder) and
   ``write_private`` both write through it.
 - ``write_private(path, text)`` creates ``path``'s directory (0700, and makes an existing one
   0700), then writes ``text`` with ``replace_in``.

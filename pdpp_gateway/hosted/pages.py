@@ -7,7 +7,7 @@ is true of this deployment), no I/O.
 - ``PageFacts``: ``sign_in`` (the provider's AS offers the code + PKCE flow an OAuth MCP
   client uses; only then do the pages say the app sends the person to sign in),
   ``demo_token`` (the demo's sandbox token for header-only clients; never set elsewhere)
-  and ``cache_root`` (a non-default credential cache for the terminal lines).
+  and ``local.cache_root`` (a non-default credential cache for the terminal lines).
 - ``connect_page``: one primary payload, the MCP URL, then exact copy-paste setup for
   Claude Code, Codex, remote-connector apps (ChatGPT, Claude.ai, ...) and the terminal
   path (``pdpp-gateway connect`` then ``stdio``), and a pointer to ``llms.txt``. Every

@@ -22,7 +22,7 @@ body is one JSON-RPC 2.0 error object that MCP clients can read::
   refusal names the public ``/icon.svg`` in ``Link``.
 - No refusal ever echoes the bearer it refused, a header or the request line.
 
-Integer codes: by HTTP status from the one table (``rpc_codes.for_status``, a caller's
+Integer codes: by HTTP status from the one table (``wire.codes.for_status``, a caller's
 mistake being ``-32600``) unless a refusing stage names another:
 
 =========  ==========================================================================

@@ -17,12 +17,12 @@ Contract:
   ``listed``: a folder's ``*.json`` files (hidden ones left out), ``[]`` when it is missing.
 - Writes never follow or create through a link: a missing root or folder is made 0700 and
   any existing one is set to 0700 through its descriptor (never by path); a file is written
-  by ``private_files.replace_in`` in the checked folder (a new ``O_EXCL`` temporary renamed
+  by ``files.private.replace_in`` in the checked folder (a new ``O_EXCL`` temporary renamed
   over the name: a link there is replaced, its target untouched); ``.gitignore`` is created
   only when nothing has that name (``O_EXCL``, so a dangling link's target is never
   created); ``open_lock`` opens the lock file with ``O_NOFOLLOW`` (a link is refused, not
   created through).
-- Standard library only (and ``local_verdict`` and ``private_files``, which are): a local
+- Standard library only (and ``local_verdict`` and ``files.private``, which are): a local
   door reads the cache before the SDK has loaded. Nothing here reads or writes a token's value in a message.
 """
 

@@ -6,7 +6,7 @@ Contract: ``RenewingRs`` is an ``RsReader`` reading with the cached grant's acce
   (``Credential.lapsing``: a minute, or a tenth of its lifetime when shorter) renews first.
   If that renewal fails the read still goes ahead with the token it has (it may still
   be good); only the RS's refusal decides.
-- After the fact: when the RS refuses the access token itself (``local_package.token_lapsed``:
+- After the fact: when the RS refuses the access token itself (``local.package.token_lapsed``:
   401 with a token code, or the reference RS's 403 ``grant_expired``; never a stream or
   connection outside the grant) it renews once and repeats that read with the new token.
 - When the RS refuses even the renewed token (the grant is gone at the RS while the

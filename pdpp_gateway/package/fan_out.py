@@ -11,7 +11,7 @@ handle is parsed once, by validation):
 - ``search`` fans out to every member, with ``streams`` narrowed to each member's
   granted streams; members granting none of the requested streams are not called. A
   merged page's ``next_cursor`` continues every member with hits left
-  (``package_search``); such a cursor with ``connection_id`` is refused as
+  (``package.search``); such a cursor with ``connection_id`` is refused as
   ``invalid_cursor`` (it continues several sources, not one).
 - ``schema`` fans out to the members that may hold the stream (all for the index);
   ``detail: "full"`` must resolve to one member, else 409 ``ambiguous_schema_detail``.
@@ -31,7 +31,7 @@ A fanned-out call gives each member at most ``member_seconds()`` (6 s unless
 ``PDPP_PACKAGE_MEMBER_SECONDS`` says otherwise): a member still reading then is cut off as an
 ``upstream_timeout`` naming it, and the merge answers with what the others found.
 
-Merging (``merge``): search pages are merged by ``package_search`` (round-robin by each
+Merging (``merge``): search pages are merged by ``package.search`` (round-robin by each
 member's own rank in member order, de-duplicated by id, at most the caller's ``limit``,
 ``meta.package.order`` and ``source_mix``). Schemas concatenate connectors. A failed member
 becomes a ``source_unavailable`` warning and is listed under ``unavailable_connections``,
@@ -68,7 +68,7 @@ class PackageRoute(enum.Enum):
     """How a tool's call reaches a package's members (each tool's record names one)."""
 
     SCHEMA = "schema"  # every member that may hold the stream (all for the index), schemas merged
-    SEARCH = "search"  # every member, pages merged by ``package_search``
+    SEARCH = "search"  # every member, pages merged by ``package.search``
     STREAM = "stream"  # the one member granting ``stream``
     HANDLE = "handle"  # the member of the record handle ``id``, else as STREAM
 

@@ -6,7 +6,7 @@ Contract (for a ``search`` fanned out to several children of a package):
   round-robin by each child's own rank, children in the package's member order (child A's
   1st, B's 1st, C's 1st, A's 2nd, ...); a child with no hits left drops out of the rotation.
   A hit whose id was already shown on the page is skipped (it still uses its turn).
-- Paging: ``next_cursor`` is a package cursor (``package_cursor``) that continues EVERY
+- Paging: ``next_cursor`` is a package cursor (``package.cursor``) that continues EVERY
   child with hits left, each exactly after its last hit shown, and the rotation exactly
   after the last child served, so concatenated pages are the one interleaving above:
   nothing lost, nothing repeated. Each child is asked for its share of the page

@@ -3,7 +3,7 @@
 Contract:
 
 - ``state_root(flag, env)``: ``--state-dir``, else ``PDPP_SANDBOX_STATE_DIR``, else
-  ``sandbox`` under the per-user data directory (``cache_root.user_cache_root``:
+  ``sandbox`` under the per-user data directory (``local.cache_root.user_cache_root``:
   ``$XDG_DATA_HOME/pdpp-gateway/sandbox``, by default ``~/.local/share/pdpp-gateway/sandbox``).
 - ``state_file(root, host, port, fixed_ids)``: one file per sandbox, keyed by the address it
   serves and its kind of connection ids (``<root>/127.0.0.1_7663/state.json``,
@@ -12,7 +12,7 @@ Contract:
 - ``load(path)``: the saved state, ``None`` when there is none yet; a ``StateError`` naming
   the file and how to start afresh when it cannot be read or is not in this format.
 - ``attach(store, path, suffix)``: fill the store with what was saved and save it after
-  every change (``private_files.write_private``: written whole, 0600 in a 0700 directory).
+  every change (``files.private.write_private``: written whole, 0600 in a 0700 directory).
   A save that fails (a full disk, a path that cannot be a directory) is one warning in the
   log, the first time: the sandbox answers on, its state lasting until it stops.
 - The file holds the connection suffix (a restarted sandbox serves the connection ids its

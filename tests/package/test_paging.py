@@ -1,4 +1,4 @@
-"""Merged package search pages continued by one cursor (``package_search``, ``package_cursor``).
+"""Merged package search pages continued by one cursor (``package.search``, ``package.cursor``).
 
 The expected order is written out independently (``interleave``: round-robin by each child's
 own rank, children in member order); paging through to the end must reproduce exactly it.
