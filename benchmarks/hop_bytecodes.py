@@ -13,7 +13,7 @@ sequential ``query_records`` calls. Counts repeat within a few bytecodes a call 
 same code (the process's own timers, such as a cache's expiry, may fall in the window).
 
 Prints bytecodes per call, in total and by where the code lives: each gateway package
-(``pdpp_gateway/render``, ``pdpp_gateway/hosted``, ..., ``middleware``), each third-party
+(``pdpp_gateway/render``, ``pdpp_gateway/hosted``, ..., ``mcp_gateway_middleware``), each third-party
 package (``aiohttp``, ``prometheus_client``, ...), and the standard library by module
 (``asyncio/timeouts.py``, ...); ``<string>`` is code compiled at run time (dataclasses'
 ``__init__``). A bytecode is not a unit of time: C work called from one (orjson, a

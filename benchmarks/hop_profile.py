@@ -9,7 +9,7 @@ process makes ``N`` sequential ``query_records`` calls (the call ``gateway_bench
 measures). Each sample goes to one part of the hop by the frames above the event loop on
 its stack, the first part in ``PARTS`` that any of them matches: the records text under
 ``render/``, the metrics, the RS read in aiohttp's client, aiohttp-retry's wrapper around
-it, the gateway's RS client around that (``rs/``), the tool pipeline (``middleware/``
+it, the gateway's RS client around that (``rs/``), the tool pipeline (``mcp_gateway_middleware/``
 stages, ``tools/``), the hosted door (``hosted/`` and what it calls), and aiohttp's server
 (reading the request, writing the answer). What a frame spends in C (orjson, the HTTP
 parser, a socket write) counts for the Python frame that called it.

@@ -1,7 +1,7 @@
 """Each tool's arguments, parsed once: typed, frozen values made by the validation stage.
 
 Contract: ``parse_<tool>(arguments)`` runs after the tool's check ladder and its JSON
-Schema accepted ``arguments`` (``middleware.ValidateArguments(parsers=...)``), so it sees
+Schema accepted ``arguments`` (``mcp_gateway_middleware.ValidateArguments(parsers=...)``), so it sees
 only well-typed values; it parses what needs parsing (a record handle, checked against an
 explicit ``connection_id``: ``invalid_id`` or ``conflicting_connection_id`` if not; a merged
 search's package cursor, ``invalid_cursor`` if it is not one of this search's) and encodes

@@ -1,4 +1,4 @@
-"""The public surface of the reusable ``middleware`` package, pinned.
+"""The public surface of the reusable middleware library (``mcp_gateway_middleware``), pinned.
 
 Another gateway builds on these names: removing or renaming one is a breaking change
 that must show up here. Importing the package stays cheap: jsonschema (about 40 ms) is
