@@ -27,8 +27,9 @@ Contract:
   its authored time when it has one (never ``emitted_at``). ``text`` is
   the record's main text field, or compact JSON of the (projected) record when it has
   none; past ``max_text_chars`` it is cut and ENDS with an explicit marker saying what
-  was cut, the exact ``read_record_field`` call to continue and, on its last line, the
-  same call aimed by ``near`` at the words a caller is after (its value a placeholder).
+  was cut, the exact ``read_record_field`` call to continue and, on its last line, how to
+  aim that call by ``near`` at the words a caller is after (not a call: every call a text
+  spells out runs as printed).
   Blobs are never inlined: metadata names them and their ``pdpp://blob/`` resource URI.
 """
 
@@ -467,11 +468,10 @@ def _bounded(full: str, limit: int, *, naming: Mapping[str, str], field: str | N
             "Narrow it with fetch(fields) or read it with query_records.]"
         )
     follow = orjson.dumps({**naming, "field": field, "offset_chars": limit}).decode()
-    aimed = orjson.dumps({**naming, "field": field, "near": "<the words you are looking for>"}).decode()
     return (
         f"{full[:limit]}\n[… truncated: showing chars 0–{limit} of {len(full)} of field {field}.]\n"
         f"Continue with read_record_field {follow}\n"
-        f"or read where it speaks of what you need with read_record_field {aimed}"
+        'or pass it "near": "<the words you need>" in place of offset_chars to read where the field speaks of them'
     )
 
 

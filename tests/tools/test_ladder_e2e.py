@@ -84,8 +84,7 @@ async def test_fetch_of_a_long_body_is_cut_with_an_explicit_continuation(stdio_g
     )
     # or aimed at the words a model is after, which may lie anywhere in the 50k characters
     assert document["text"].endswith(
-        'read_record_field {"id":"cin_mail_work/message_bodies:body_porto_trip","field":"body_text",'
-        '"near":"<the words you are looking for>"}'
+        'or pass it "near": "<the words you need>" in place of offset_chars to read where the field speaks of them'
     )
 
 
