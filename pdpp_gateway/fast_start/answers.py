@@ -29,9 +29,10 @@ Contract:
 
 - The result texts come from ``answers.json``, written by the SDK itself
   (``fast_start.build``) and pinned by a test; a table written for another gateway
-  version or from other ``SOURCES`` (the tools, instructions, server identity and
-  resource templates: a checkout edited without a rebuild), or a server name that cannot
-  be written as UTF-8, turns early answers off.
+  version, from other ``SOURCES`` (the tools, instructions, server identity and
+  resource templates: a checkout edited without a rebuild) or with another ``mcp``
+  release than the one installed (``mcp==2.3.*`` lets a patch release in), or a server
+  name that cannot be written as UTF-8, turns early answers off: the SDK answers.
 - This module imports nothing heavier than ``json`` and the tool names, and defines its
   records as ``NamedTuple``s (a dataclass costs about a millisecond to define): it runs
   before the SDK and the pipeline are loaded, on the path of the first answers.
@@ -39,6 +40,7 @@ Contract:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import re
@@ -137,7 +139,8 @@ class Table(NamedTuple):
 
     @classmethod
     def load(cls, path: Path = ANSWERS_PATH) -> Table | None:
-        """The table, or ``None`` when it is missing, unreadable or made for another version."""
+        """The table, or ``None`` when it is missing, unreadable, or made for another gateway
+        version, other ``SOURCES`` or another ``mcp`` release than the one installed."""
         try:
             raw = json.loads(path.read_bytes())
         except (OSError, ValueError) as error:
@@ -152,6 +155,14 @@ class Table(NamedTuple):
                 "early answers are off: %s was built from other sources; rebuild it with "
                 "`python -m pdpp_gateway.fast_start.build`",
                 path.name,
+            )
+            return None
+        if not sdk_installed(raw.get("sdk_version")):
+            _log.warning(
+                "early answers are off: %s was built with mcp %s, another release than the one "
+                "installed; rebuild it with `python -m pdpp_gateway.fast_start.build`",
+                path.name,
+                raw.get("sdk_version"),
             )
             return None
         return cls(
@@ -324,6 +335,23 @@ class EarlyResponder:
             result = self._results[key] = text.encode()
         frame = b'{"jsonrpc":"2.0","id":' + id_key.encode() + b',"result":' + result + b"}\n"
         return Answer(id_key=id_key, method=method, frame=frame)
+
+
+def sdk_installed(version: object) -> bool:
+    """Whether the installed ``mcp`` is release ``version``, found without importing it: its
+    ``.dist-info`` beside the package (one stat), else the package metadata (about 30 ms
+    to import, so only when the first look fails)."""
+    spec = importlib.util.find_spec("mcp")
+    if not isinstance(version, str) or spec is None or spec.origin is None:
+        return False
+    if (Path(spec.origin).parents[1] / f"mcp-{version}.dist-info").is_dir():
+        return True
+    from importlib import metadata
+
+    try:
+        return metadata.version("mcp") == version
+    except metadata.PackageNotFoundError:
+        return False
 
 
 def sources_crc32() -> int | None:
