@@ -39,10 +39,10 @@ from pdpp_gateway.fast_start.answers import (
     HANDSHAKE_METHODS,
     MODERN_METHODS,
     NAME_PLACEHOLDER,
-    PROTOCOL_VERSION_KEY,
     sources_crc32,
 )
 from pdpp_gateway.server import build_server
+from pdpp_gateway.wire.plain import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 
 ANSWER_SECONDS: Final = 10.0
 
@@ -92,8 +92,8 @@ def envelope(protocol_version: str) -> dict[str, Any]:
     return {
         "_meta": {
             PROTOCOL_VERSION_KEY: protocol_version,
-            "io.modelcontextprotocol/clientInfo": {"name": "build", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {},
+            CLIENT_INFO_KEY: {"name": "build", "version": "1"},
+            CLIENT_CAPABILITIES_KEY: {},
         }
     }
 

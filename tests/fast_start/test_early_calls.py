@@ -22,7 +22,7 @@ import pytest
 from pdpp_gateway.fast_start.answers import READ_METHOD, Answer, EarlyCall, EarlyCancel, EarlyResponder, Table
 from pdpp_gateway.fast_start.build import envelope
 from pdpp_gateway.local.credentials import write_credential
-from pdpp_gateway.wire.call_result import SERVER_INFO_META_KEY
+from pdpp_gateway.wire.envelope import SERVER_INFO_META_KEY
 from tests.conftest import gateway_env, run_cli
 from tests.frames import INITIALIZED, initialize
 from tests.upstreams import Fault, upstream_proxy
