@@ -9,8 +9,9 @@ answer is written as the SDK writes it over stdio, byte for byte, by the wire ke
 end, by ``tests/fast_start/test_early_calls.py``):
 
 - a result: ``{"jsonrpc":"2.0","id":<id>,"result":<result_wire>}``;
-- an exception out of the pipeline (a defect): logged, and answered as the SDK's
-  dispatcher answers one (``envelope.handler_error``: ``{"code":0,"message":<str(exception)>}``);
+- an exception out of the pipeline (a defect): logged, and answered as the SDK answers
+  one (``envelope.handler_error``): ``{"code":0,"message":<str(exception)>}`` in the
+  handshake era, ``{"code":-32603,"message":"Internal server error"}`` in the 2026-07-28 era;
 - a result that is not plain JSON data (never made by the pipeline): logged, and
   answered ``-32603`` with a sentence (the SDK would serialise it; this path cannot).
 
@@ -117,7 +118,7 @@ class EarlyCalls:
             member, body = await (self._read(call) if read else self._call(call))
         except Exception as exception:
             _log.exception("the %s failed", what)
-            member, body = b"error", encode(envelope.handler_error(exception))
+            member, body = b"error", encode(envelope.handler_error(exception, modern=call.modern))
         if body is None:
             _log.error("the %s's answer is not plain JSON data; answered -32603", what)
             member, body = b"error", encode(_unwritable(read))

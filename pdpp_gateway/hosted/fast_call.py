@@ -23,7 +23,7 @@ result is the wire kernel's (``wire.call_result``). ``encode(reply)`` writes it
 pydantic; such a result, and any result whose parts are not the plain types the pipeline
 promises, is shaped as the SDK's runner shapes it, from the SDK's public parts
 (``sdk_shaped``: the result model's dump and ``mcp_types``' per-version result sieve, then
-``wire.envelope.completed``), so it still answers, or fails, as the SDK path does (pinned
+``wire.envelope.stamped``), so it still answers, or fails, as the SDK path does (pinned
 for each such shape by ``tests/hosted/test_fast_call_results.py``). No private SDK
 attribute is used.
 """
@@ -49,7 +49,7 @@ from pdpp_gateway.server import call_tool_result
 from pdpp_gateway.tools.specs import TOOL_NAMES
 from pdpp_gateway.wire import json_bytes
 from pdpp_gateway.wire.call_result import result_wire
-from pdpp_gateway.wire.envelope import completed
+from pdpp_gateway.wire.envelope import stamped
 from pdpp_gateway.wire.plain import CALL_METHOD, plain
 
 _log = logging.getLogger(__name__)
@@ -112,12 +112,13 @@ class FastToolCall:
         """The result shaped as the SDK's runner shapes a ``tools/call`` result, from the SDK's
         public parts (for results the fast path does not write itself; raises as the SDK
         would for a result it cannot send): the ``CallToolResult`` dumped in JSON mode, the
-        per-version result sieve (``mcp_types.methods.serialize_server_result``), then in the
-        2026-07-28 era ``resultType`` and the server identity stamp."""
+        per-version result sieve (``mcp_types.methods.serialize_server_result``: in the
+        2026-07-28 era it carries the model's ``resultType``), then in that era the server
+        identity stamp."""
         dumped = call_tool_result(result).model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
             dumped = sdk_methods.serialize_server_result(CALL_METHOD, version, dumped)
         except ValidationError:
             _log.exception("the %s result does not fit the %s result shape", CALL_METHOD, version)
             raise MCPError(code=INTERNAL_ERROR, message="Handler returned an invalid result") from None
-        return completed(dumped, self._stamp) if version in _MODERN else dumped
+        return stamped(dumped, self._stamp) if version in _MODERN else dumped

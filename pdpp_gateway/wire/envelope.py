@@ -7,15 +7,16 @@ the SDK, or even orjson, has loaded; ``tests/wire`` holds each piece to the SDK'
   runner writes into a 2026-07-28-era result, stated here once: the server's identity
   under ``_meta``, and ``resultType`` ``"complete"``.
 - ``stamped(result, stamp)`` adds the server's identity ``stamp`` to a 2026-era result's
-  ``_meta``, last, as the runner does: a ``_meta`` that already names a server, or that is
-  not an object, is left as it is.
-- ``completed(result, stamp)`` finishes a 2026-era result after the SDK's per-version
-  sieve as the runner does: ``resultType`` ``"complete"`` appended when the result has
-  none, then ``stamped``.
+  ``_meta``, last, as the runner does after its per-version sieve: a ``_meta`` that
+  already names a server, or that is not an object, is left as it is. (The runner's
+  other step, ``resultType`` when a result has none, never applies to the gateway's
+  results: the SDK's result models and ``call_result``/``read_result`` always write it.)
 - ``error(code, message, data)`` is an error object in the SDK's key order (``data`` left
-  out when ``None``); ``handler_error(exception)`` the one the SDK's stdio dispatcher
-  answers for an exception out of a handler (``code`` ``HANDLER_EXCEPTION``, ``message``
-  its text).
+  out when ``None``); ``handler_error(exception, modern=...)`` the one the SDK answers
+  over stdio for an exception out of a handler (neither ``MCPError`` nor a validation
+  error): in the handshake era its dispatcher's ``code`` ``HANDLER_EXCEPTION`` (0) with
+  the exception's text, in the 2026-07-28 era the runner's ``INTERNAL_ERROR`` with
+  ``INTERNAL_MESSAGE`` (the exception's text never reaches the wire there).
 - ``frame(id_key, member, body)`` is one stdio frame as the SDK's ``stdio_server`` writes
   it: ``{"jsonrpc":"2.0","id":<id_key>,"<member>":<body>}`` and a newline (``body``
   written by ``json_bytes.encode``).
@@ -25,12 +26,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pdpp_gateway.wire.codes import HANDLER_EXCEPTION
+from pdpp_gateway.wire.codes import HANDLER_EXCEPTION, INTERNAL_ERROR
 
 # The SDK's ``mcp_types.SERVER_INFO_META_KEY`` (``tests/wire/test_envelope.py`` holds them equal).
 SERVER_INFO_META_KEY: Final = "io.modelcontextprotocol/serverInfo"
 RESULT_TYPE: Final = "resultType"
 COMPLETE: Final = "complete"
+INTERNAL_MESSAGE: Final = "Internal server error"  # the SDK's, for a 2026-era handler's exception
 
 
 def stamped(result: dict[str, Any], stamp: dict[str, Any] | None) -> dict[str, Any]:
@@ -43,13 +45,6 @@ def stamped(result: dict[str, Any], stamp: dict[str, Any] | None) -> dict[str, A
     return result
 
 
-def completed(result: dict[str, Any], stamp: dict[str, Any] | None) -> dict[str, Any]:
-    """A sieved 2026-era result with its ``resultType`` and the server's identity."""
-    if result.get(RESULT_TYPE) is None:
-        result[RESULT_TYPE] = COMPLETE
-    return stamped(result, stamp)
-
-
 def error(code: int, message: str, data: Any = None) -> dict[str, Any]:
     """A JSON-RPC error object, keys in the SDK's order."""
     return (
@@ -59,9 +54,9 @@ def error(code: int, message: str, data: Any = None) -> dict[str, Any]:
     )
 
 
-def handler_error(exception: BaseException) -> dict[str, Any]:
-    """The SDK's stdio answer to an exception a handler raised."""
-    return error(HANDLER_EXCEPTION, str(exception))
+def handler_error(exception: BaseException, *, modern: bool) -> dict[str, Any]:
+    """The SDK's stdio answer to an exception a handler raised, in the request's era."""
+    return error(INTERNAL_ERROR, INTERNAL_MESSAGE) if modern else error(HANDLER_EXCEPTION, str(exception))
 
 
 def frame(id_key: str, member: bytes, body: bytes) -> bytes:
