@@ -25,7 +25,8 @@ Contract:
   ``-32602``, any other malformed message → ``-32600`` (a request whose id is neither an
   integer nor a string too: the SDK would take it for a notification and never answer);
   with the request's id when it can be read, else ``null``. A line the SDK's parser refuses
-  (``-32700``) is answered with that parser's own reason and what to send instead (nesting
+  (``-32700``; the line read as ``wire.sdk_line`` reads it) is answered with that parser's
+  own reason and what to send instead (nesting
   deeper than ``SDK_PARSE_DEPTH``, a lone surrogate escape, a number past 4,300 digits, a raw
   control character, or not JSON at all), its id read by ``line_id.request_id``, which
   never recurses and is bounded in work: no line, however deep or long, can end the
@@ -41,10 +42,9 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from functools import partial
-from typing import IO, Any, Final, cast
+from typing import IO, Final, cast
 
 import anyio
-import pydantic_core
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
@@ -62,10 +62,10 @@ from mcp.types import (
 from pydantic import ValidationError
 
 from pdpp_gateway.context import CallNext, GatewayContext
-from pdpp_gateway.fast_start.answers import SDK_PARSE_DEPTH
 from pdpp_gateway.fast_start.wire import EarlyAnswers, SdkStdin, StdinPump, Wire, WireOut
 from pdpp_gateway.server import build_server
-from pdpp_gateway.wire import line_id
+from pdpp_gateway.wire import line_id, sdk_line
+from pdpp_gateway.wire.line import SDK_PARSE_DEPTH
 from pdpp_gateway.wire.params import params_problem
 
 DRAIN_SECONDS: Final = 60.0
@@ -148,7 +148,7 @@ def check_line(line: str, wire: Wire) -> bool:
     """True for a JSON-RPC message (the SDK takes it); otherwise it is answered or dropped here."""
     if not line.strip():
         return False
-    plain = _plain_request(line)
+    plain = sdk_line.plain_request(line)
     if plain is not None:
         problem = params_problem(plain["method"], plain.get("params"))
         if problem is None:
@@ -167,7 +167,7 @@ def check_line(line: str, wire: Wire) -> bool:
     else:
         # The SDK reads a request whose id is not an integer or a string as a notification
         # (the id ignored), which would leave its sender waiting for an answer forever.
-        if not (isinstance(message, JSONRPCNotification) and '"id"' in line and "id" in _object(line)):
+        if not (isinstance(message, JSONRPCNotification) and '"id"' in line and "id" in sdk_line.value(line)):
             return True
     size = len(line.encode())
     refusal = refuse(line)
@@ -180,32 +180,11 @@ def check_line(line: str, wire: Wire) -> bool:
     return False
 
 
-def _plain_request(line: str) -> dict[str, Any] | None:
-    """The line's request when it is one exactly as ``JSONRPCRequest`` reads it: an object
-    with ``"jsonrpc": "2.0"``, a string ``method``, an integer or string ``id``, ``params``
-    an object if present, and no ``result`` or ``error``. Parsed once, by the SDK's own parser."""
-    try:
-        message = _object(line)
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return None
-    request_id, params = message.get("id"), message.get("params")
-    plain = (
-        isinstance(message.get("method"), str)
-        and (isinstance(request_id, str) or type(request_id) is int)
-        and isinstance(params, dict | None)
-        and "result" not in message
-        and "error" not in message
-    )
-    return message if plain else None
-
-
 def refuse(line: str) -> tuple[JSONRPCError, str] | None:
     """The error answering a line that is not a JSON-RPC message (``None``: a bad response,
     dropped), with a few words on what was wrong for the log."""
     try:
-        message = _object(line)
+        message = sdk_line.value(line)
     except ValueError as error:
         advice, what = _parse_advice(str(error))
         return _error(line_id.request_id(line), PARSE_ERROR, f"Parse error: {error}. {advice}"), what
@@ -270,11 +249,6 @@ _PARSE_ADVICE: Final = (
         "holds a raw control character",
     ),
 )
-
-
-def _object(line: str) -> Any:
-    """The line's JSON value, read as the SDK's parser reads it."""
-    return pydantic_core.from_json(line, allow_inf_nan=True)
 
 
 def _error(request_id: int | str | None, code: int, message: str) -> JSONRPCError:

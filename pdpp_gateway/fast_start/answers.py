@@ -8,7 +8,9 @@ Contract:
   ``SILENT`` (a notification that needs no answer) or ``None``: from the first ``None``
   on, it answers nothing more and the SDK must answer that line and every later one. It
   takes only what it answers with the SDK's own bytes, so it is stricter than the SDK,
-  never looser:
+  never looser. What it reads and takes is the wire kernel's: a line as
+  ``wire.line.read_message`` reads it, an id ``wire.line.id_key`` echoes, a call or read
+  ``wire.plain`` finds plain (the hosted fast path's rule too):
 
   - handshake era: ``initialize`` as the first request (``protocolVersion``,
     ``capabilities`` and ``clientInfo`` of well-formed shapes, no ``_meta``), then
@@ -29,9 +31,10 @@ Contract:
 
 - The result texts come from ``answers.json``, written by the SDK itself
   (``fast_start.build``) and pinned by a test; a table written for another gateway
-  version or from other ``SOURCES`` (the tools, instructions, server identity and
-  resource templates: a checkout edited without a rebuild), or a server name that cannot
-  be written as UTF-8, turns early answers off.
+  version, from other ``SOURCES`` (the tools, instructions, server identity and
+  resource templates: a checkout edited without a rebuild) or with another ``mcp``
+  release than the one installed (``mcp==2.3.*`` lets a patch release in), or a server
+  name that cannot be written as UTF-8, turns early answers off: the SDK answers.
 - This module imports nothing heavier than ``json`` and the tool names, and defines its
   records as ``NamedTuple``s (a dataclass costs about a millisecond to define): it runs
   before the SDK and the pipeline are loaded, on the path of the first answers.
@@ -39,9 +42,9 @@ Contract:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
-import re
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,6 +52,9 @@ from typing import Any, Final, NamedTuple
 
 from pdpp_gateway import __version__
 from pdpp_gateway.tools.specs import TOOL_NAMES
+from pdpp_gateway.wire import line as wire_line
+from pdpp_gateway.wire.envelope import frame
+from pdpp_gateway.wire.plain import CALL_METHOD, READ_METHOD, envelope_version, initialize_version, plain
 
 ANSWERS_PATH: Final = Path(__file__).with_name("answers.json")
 PACKAGE_DIR: Final = Path(__file__).resolve().parents[1]
@@ -57,35 +63,8 @@ SOURCES: Final = ("tools/specs.py", "instructions.py", "server.py", "resources/h
 NAME_PLACEHOLDER: Final = "@@pdpp-gateway-server-name@@"
 HANDSHAKE_METHODS: Final = ("initialize", "tools/list", "resources/templates/list", "ping")
 MODERN_METHODS: Final = ("server/discover", "tools/list", "resources/templates/list")
-PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
-CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
-CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 MAX_EARLY_LINES: Final = 256
-MAX_SAFE_ID: Final = 2**53
-
-_REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
-CALL_METHOD: Final = "tools/call"
-READ_METHOD: Final = "resources/read"
-_CALL_KEYS: Final = frozenset({"name", "arguments"})
-_READ_KEYS: Final = frozenset({"uri"})
 _CANCEL_KEYS: Final = frozenset({"requestId", "reason"})
-_INITIALIZE_KEYS: Final = frozenset({"protocolVersion", "capabilities", "clientInfo"})
-_ENVELOPE_KEYS: Final = frozenset({PROTOCOL_VERSION_KEY, CLIENT_INFO_KEY, CLIENT_CAPABILITIES_KEY})
-_IMPLEMENTATION_TEXT: Final = ("title", "description", "websiteUrl")
-_IMPLEMENTATION_KEYS: Final = frozenset({"name", "version", *_IMPLEMENTATION_TEXT})
-_OBJECT_CAPABILITIES: Final = frozenset(
-    {"roots", "sampling", "elicitation", "experimental", "extensions", "tasks"}
-)
-# Capability -> its members that the SDK's models type as objects (others are ignored there).
-_OBJECT_MEMBERS: Final[Mapping[str, tuple[str, ...]]] = {
-    "sampling": ("context", "tools"),
-    "elicitation": ("form", "url"),
-}
-_ESCAPED_SURROGATE: Final = re.compile(r"\\u[dD][89a-fA-F]")
-# The nesting the SDK's parser (jiter) reads. A line with more brackets than that, in
-# strings or not, is left to the SDK: never parsed deeper here, never answered where it refuses.
-SDK_PARSE_DEPTH: Final = 200
-_PLAIN_ID: Final = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]{0,256}")  # printable ASCII but " and \
 _log = logging.getLogger(__name__)
 
 
@@ -137,7 +116,8 @@ class Table(NamedTuple):
 
     @classmethod
     def load(cls, path: Path = ANSWERS_PATH) -> Table | None:
-        """The table, or ``None`` when it is missing, unreadable or made for another version."""
+        """The table, or ``None`` when it is missing, unreadable, or made for another gateway
+        version, other ``SOURCES`` or another ``mcp`` release than the one installed."""
         try:
             raw = json.loads(path.read_bytes())
         except (OSError, ValueError) as error:
@@ -152,6 +132,14 @@ class Table(NamedTuple):
                 "early answers are off: %s was built from other sources; rebuild it with "
                 "`python -m pdpp_gateway.fast_start.build`",
                 path.name,
+            )
+            return None
+        if not sdk_installed(raw.get("sdk_version")):
+            _log.warning(
+                "early answers are off: %s was built with mcp %s, another release than the one "
+                "installed; rebuild it with `python -m pdpp_gateway.fast_start.build`",
+                path.name,
+                raw.get("sdk_version"),
             )
             return None
         return cls(
@@ -199,25 +187,23 @@ class EarlyResponder:
     def _respond(self, line: str) -> Outcome:
         if not line.strip():
             return SILENT  # not a message; the SDK side skips it too
-        message = _parse(line)
+        message = wire_line.read_message(line)
         if message is None:
             return None
-        method, params = message.get("method"), message.get("params")
+        method, params = message["method"], message.get("params")
         if "id" not in message:
             if self.era == "handshake" and method == "notifications/initialized" and not params:
                 return SILENT
             if method == "notifications/cancelled":
                 return self._cancel(params)
             return None
-        id_key = _id_key(message["id"])
-        if id_key is None or not isinstance(method, str):
+        id_key = wire_line.id_key(message["id"])
+        if id_key is None:
             return None
         if self.era is None:
             return self._open(id_key, method, params)
-        if method == CALL_METHOD:
-            return self._call(id_key, params)
-        if method == READ_METHOD:
-            return self._read(id_key, params)
+        if method in (CALL_METHOD, READ_METHOD):
+            return self._early(id_key, method, params)
         if self.era == "handshake":
             if method in HANDSHAKE_METHODS[1:] and not params and self.version is not None:
                 return self._answer(id_key, "handshake", self.version, method)
@@ -227,45 +213,25 @@ class EarlyResponder:
             return self._answer(id_key, "modern", protocol_version, method)
         return None
 
-    def _call(self, id_key: str, params: object) -> EarlyCall | None:
-        """A plain call of one of the tools: ``name`` and ``arguments`` (an object, ``null`` or
-        left out), and in the 2026 era the envelope as the only ``_meta`` (a progress token,
-        or anything else the SDK would act on, is the SDK's)."""
-        if not isinstance(params, dict):
-            return None
-        name, arguments = params.get("name"), params.get("arguments")
-        if name not in TOOL_NAMES or not isinstance(arguments, dict | None):
-            return None
-        return self._early(id_key, name, arguments or {}, params, _CALL_KEYS)
-
-    def _read(self, id_key: str, params: object) -> EarlyCall | None:
-        """A plain read of one resource: ``uri`` (a string) only, and in the 2026 era the
-        envelope as the only ``_meta``."""
-        if not isinstance(params, dict) or not isinstance(params.get("uri"), str):
-            return None
-        return self._early(id_key, READ_METHOD, {"uri": params["uri"]}, params, _READ_KEYS)
-
-    def _early(
-        self, id_key: str, name: str, arguments: dict[str, Any], params: dict[str, Any], keys: frozenset[str]
-    ) -> EarlyCall | None:
-        """``params`` taken early when they hold only ``keys`` (and in the 2026 era the
-        envelope, as their only ``_meta``), at the version the session is served at."""
+    def _early(self, id_key: str, method: str, params: object) -> EarlyCall | None:
+        """A plain call of one of the tools or a plain read (``wire.plain``: in the 2026 era
+        with the envelope as its only ``_meta``), at the version the session is served at."""
+        assert self.table is not None
         if self.era == "handshake":
-            if not params.keys() <= keys or self.version is None:
+            taken = plain(method, params, names=TOOL_NAMES, modern_versions=None)
+            if taken is None or self.version is None:
                 return None
-            return EarlyCall(id_key, name, arguments, self.version, modern=False)
-        if not params.keys() <= keys | {"_meta"}:
+            return EarlyCall(id_key, taken.name, taken.arguments, self.version, modern=False)
+        taken = plain(method, params, names=TOOL_NAMES, modern_versions=self.table.modern_versions)
+        if taken is None or taken.version is None:
             return None
-        protocol_version = self._modern_version({"_meta": params.get("_meta")})
-        if protocol_version is None:
-            return None
-        return EarlyCall(id_key, name, arguments, protocol_version, modern=True)
+        return EarlyCall(id_key, taken.name, taken.arguments, taken.version, modern=True)
 
     def _cancel(self, params: object) -> EarlyCancel | None:
         """The cancellation of an early call (any other is the SDK's)."""
         if not isinstance(params, dict) or not params.keys() <= _CANCEL_KEYS:
             return None
-        id_key = _id_key(params.get("requestId"))
+        id_key = wire_line.id_key(params.get("requestId"))
         reason = params.get("reason")
         if id_key is None or id_key not in self._calls or not isinstance(reason, str | None):
             return None
@@ -274,7 +240,7 @@ class EarlyResponder:
     def _open(self, id_key: str, method: str, params: object) -> Answer | None:
         assert self.table is not None
         if method == "initialize":
-            requested = _initialize_version(params)
+            requested = initialize_version(params)
             if requested is None:
                 return None
             # Negotiated as the SDK does: the client's version when served, else the latest.
@@ -293,18 +259,7 @@ class EarlyResponder:
         assert self.table is not None
         if not isinstance(params, dict) or params.keys() != {"_meta"}:
             return None
-        meta = params["_meta"]
-        if not isinstance(meta, dict) or not meta.keys() <= _ENVELOPE_KEYS:
-            return None
-        protocol_version = meta.get(PROTOCOL_VERSION_KEY)
-        if protocol_version not in self.table.modern_versions or CLIENT_CAPABILITIES_KEY not in meta:
-            return None
-        info = meta.get(CLIENT_INFO_KEY)
-        if not _capabilities_ok(meta[CLIENT_CAPABILITIES_KEY]) or not (
-            info is None or _implementation_ok(info)
-        ):
-            return None
-        return str(protocol_version)
+        return envelope_version(params["_meta"], self.table.modern_versions)
 
     def server_info(self) -> dict[str, Any]:
         """The server identity the SDK stamps into a 2026-era result (needs the table)."""
@@ -322,8 +277,24 @@ class EarlyResponder:
             name = json.dumps(self.server_name, ensure_ascii=False)
             text = by_era[protocol_version][method].replace(json.dumps(NAME_PLACEHOLDER), name)
             result = self._results[key] = text.encode()
-        frame = b'{"jsonrpc":"2.0","id":' + id_key.encode() + b',"result":' + result + b"}\n"
-        return Answer(id_key=id_key, method=method, frame=frame)
+        return Answer(id_key=id_key, method=method, frame=frame(id_key, b"result", result))
+
+
+def sdk_installed(version: object) -> bool:
+    """Whether the installed ``mcp`` is release ``version``, found without importing it: its
+    ``.dist-info`` beside the package (one stat), else the package metadata (about 30 ms
+    to import, so only when the first look fails)."""
+    spec = importlib.util.find_spec("mcp")
+    if not isinstance(version, str) or spec is None or spec.origin is None:
+        return False
+    if (Path(spec.origin).parents[1] / f"mcp-{version}.dist-info").is_dir():
+        return True
+    from importlib import metadata
+
+    try:
+        return metadata.version("mcp") == version
+    except metadata.PackageNotFoundError:
+        return False
 
 
 def sources_crc32() -> int | None:
@@ -335,90 +306,3 @@ def sources_crc32() -> int | None:
         except OSError:
             return None
     return checksum
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        raise ValueError("duplicate key")
-    return result
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")  # NaN and Infinity: the SDK's parser may read them otherwise
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError("a number too large for a double")
-    return value
-
-
-def _parse(line: str) -> dict[str, Any] | None:
-    """The message as a request or notification envelope, or ``None`` for anything unusual."""
-    if _ESCAPED_SURROGATE.search(line) or line.count("[") + line.count("{") > SDK_PARSE_DEPTH:
-        return None
-    try:
-        message = json.loads(
-            line, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite
-        )
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or not message.keys() <= _REQUEST_KEYS:
-        return None
-    if message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
-        return None
-    params = message.get("params")
-    return message if params is None or isinstance(params, dict) else None
-
-
-def _id_key(request_id: object) -> str | None:
-    """A request id as JSON text, when it is one the early path echoes exactly like the SDK."""
-    if type(request_id) is int and -MAX_SAFE_ID < request_id < MAX_SAFE_ID:
-        return str(request_id)
-    if type(request_id) is str and _PLAIN_ID.fullmatch(request_id):
-        return f'"{request_id}"'
-    return None
-
-
-def _initialize_version(params: object) -> str | None:
-    if not isinstance(params, dict) or params.keys() != _INITIALIZE_KEYS:
-        return None
-    requested = params["protocolVersion"]
-    if not isinstance(requested, str):
-        return None
-    if not _capabilities_ok(params["capabilities"]) or not _implementation_ok(params["clientInfo"]):
-        return None
-    return requested
-
-
-def _implementation_ok(info: object) -> bool:
-    if not isinstance(info, dict) or not info.keys() <= _IMPLEMENTATION_KEYS:
-        return False
-    if not isinstance(info.get("name"), str) or not isinstance(info.get("version"), str):
-        return False
-    return all(info.get(key) is None or isinstance(info[key], str) for key in _IMPLEMENTATION_TEXT)
-
-
-def _capabilities_ok(capabilities: object) -> bool:
-    """Shapes every protocol version's ``ClientCapabilities`` model accepts (a subset of them)."""
-    if not isinstance(capabilities, dict):
-        return False
-    for name, value in capabilities.items():
-        if value is None or name not in _OBJECT_CAPABILITIES:
-            continue  # absent, or a capability the models ignore
-        if not isinstance(value, dict):
-            return False
-        if name == "roots" and not isinstance(value.get("listChanged"), bool | None):
-            return False
-        if name in _OBJECT_MEMBERS and any(
-            value.get(member) is not None and not isinstance(value[member], dict)
-            for member in _OBJECT_MEMBERS[name]
-        ):
-            return False
-        if name in ("experimental", "extensions") and not all(isinstance(v, dict) for v in value.values()):
-            return False
-        if name == "tasks" and value:
-            return False
-    return True

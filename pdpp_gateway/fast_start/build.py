@@ -7,10 +7,11 @@ instructions, the server's identity or the ``mcp`` version (``--check`` only com
 Contract:
 
 - ``sdk_frames(lines, name=...)`` feeds raw stdin lines to the gateway's real ``Server``
-  (``build_server``) over memory streams, parsed exactly as the SDK's ``stdio_server``
-  parses them, and returns every frame the server writes, serialised exactly as
-  ``stdio_server`` writes them (no trailing newline). Only requests the server answers
-  without a caller context may be sent (no tool calls, no resource reads).
+  (``build_server``, or the ``server`` given) over memory streams, parsed exactly as the
+  SDK's ``stdio_server`` parses them, and returns every frame the server writes,
+  serialised exactly as ``stdio_server`` writes them (no trailing newline). To the
+  gateway's own server only requests it answers without a caller context may be sent (no
+  tool calls, no resource reads); ``tests/wire`` passes servers of its own for those.
 - ``build_table()`` holds, per protocol version the SDK serves, the ``result`` text of
   each early-answered method, with the server name replaced by ``NAME_PLACEHOLDER``,
   plus the SDK's version lists and the server identity it stamps into a 2026-era result
@@ -28,7 +29,7 @@ from typing import Any, Final
 import anyio
 import mcp.types as types
 import orjson
-from mcp.server import ServerRequestContext
+from mcp.server import Server, ServerRequestContext
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
@@ -39,10 +40,10 @@ from pdpp_gateway.fast_start.answers import (
     HANDSHAKE_METHODS,
     MODERN_METHODS,
     NAME_PLACEHOLDER,
-    PROTOCOL_VERSION_KEY,
     sources_crc32,
 )
 from pdpp_gateway.server import build_server
+from pdpp_gateway.wire.plain import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 
 ANSWER_SECONDS: Final = 10.0
 
@@ -51,13 +52,13 @@ def _no_context(_ctx: ServerRequestContext) -> GatewayContext:
     raise RuntimeError("the early answers never need a caller context")
 
 
-def sdk_frames(lines: list[str], *, name: str) -> list[str]:
-    """The frames the gateway's SDK server writes for ``lines`` (one JSON-RPC message each)."""
-    return anyio.run(_serve, lines, name)
+def sdk_frames(lines: list[str], *, name: str = NAME_PLACEHOLDER, server: Server | None = None) -> list[str]:
+    """The frames the gateway's SDK server named ``name`` (or ``server``) writes for ``lines``
+    (one JSON-RPC message each)."""
+    return anyio.run(_serve, lines, server or build_server(_no_context, name=name))
 
 
-async def _serve(lines: list[str], name: str) -> list[str]:
-    server = build_server(_no_context, name=name)
+async def _serve(lines: list[str], server: Server) -> list[str]:
     inbound_send, inbound_receive = anyio.create_memory_object_stream[SessionMessage | Exception](len(lines))
     outbound_send, outbound_receive = anyio.create_memory_object_stream[SessionMessage](len(lines))
     requests = 0
@@ -92,8 +93,8 @@ def envelope(protocol_version: str) -> dict[str, Any]:
     return {
         "_meta": {
             PROTOCOL_VERSION_KEY: protocol_version,
-            "io.modelcontextprotocol/clientInfo": {"name": "build", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {},
+            CLIENT_INFO_KEY: {"name": "build", "version": "1"},
+            CLIENT_CAPABILITIES_KEY: {},
         }
     }
 

@@ -4,19 +4,21 @@ Contract: ``EarlyCalls.submit`` (called from the stdin pump's thread) takes the 
 ``tools/call`` requests the ``EarlyResponder`` recognised (``EarlyCall``) and runs each
 on the session's event loop through the process's one tool pipeline, with the session's
 one caller context, exactly as the SDK's ``call_tool`` handler would (``server.py``). The
-answer is written as the SDK writes it over stdio, byte for byte (``call_result``; pinned
-in both eras by ``tests/fast_start/test_early_calls.py``):
+answer is written as the SDK writes it over stdio, byte for byte, by the wire kernel
+(``wire.envelope``, ``wire.call_result``; pinned in both eras by ``tests/wire`` and, end to
+end, by ``tests/fast_start/test_early_calls.py``):
 
 - a result: ``{"jsonrpc":"2.0","id":<id>,"result":<result_wire>}``;
-- an exception out of the pipeline (a defect): logged, and answered as the SDK's
-  dispatcher answers one, ``{"code":0,"message":<str(exception)>}``;
+- an exception out of the pipeline (a defect): logged, and answered as the SDK answers
+  one (``envelope.handler_error``): ``{"code":0,"message":<str(exception)>}`` in the
+  handshake era, ``{"code":-32603,"message":"Internal server error"}`` in the 2026-07-28 era;
 - a result that is not plain JSON data (never made by the pipeline): logged, and
   answered ``-32603`` with a sentence (the SDK would serialise it; this path cannot).
 
 A ``resources/read`` (an ``EarlyCall`` named ``READ_METHOD``) runs through the resource
 pipeline with the same context and is answered as ``resources.read`` has the SDK answer
-it: both shape the contents or the JSON-RPC error with ``resource_answers`` (pinned in both
-eras by the same tests).
+it: both shape the contents or the JSON-RPC error with ``resource_answers`` and
+``wire.read_result`` (pinned in both eras by the same tests).
 
 An ``EarlyCancel`` for a call still running stops it and nothing is written for it, as
 the SDK does for a request its client cancelled (a call whose answer is already being
@@ -34,15 +36,17 @@ import logging
 import threading
 from typing import Any
 
-import orjson
 from mcp_gateway_middleware import ToolCall, ToolError
 
 from pdpp_gateway.context import CallNext, GatewayContext
-from pdpp_gateway.fast_start.answers import READ_METHOD, EarlyCall, EarlyCancel
+from pdpp_gateway.fast_start.answers import EarlyCall, EarlyCancel
 from pdpp_gateway.fast_start.wire import Wire
 from pdpp_gateway.resources import answers as resource_answers
-from pdpp_gateway.wire.call_result import encode, result_wire
+from pdpp_gateway.wire import envelope, read_result
+from pdpp_gateway.wire.call_result import result_wire
 from pdpp_gateway.wire.codes import INTERNAL_ERROR
+from pdpp_gateway.wire.json_bytes import encode
+from pdpp_gateway.wire.plain import READ_METHOD
 
 _log = logging.getLogger("pdpp_gateway.stdio")
 
@@ -110,22 +114,16 @@ class EarlyCalls:
     async def _answer(self, call: EarlyCall) -> bytes:
         read = call.name == READ_METHOD
         what = "resource read" if read else f"{call.name} tool"
-        head = b'{"jsonrpc":"2.0","id":' + call.id_key.encode()
         try:
             member, body = await (self._read(call) if read else self._call(call))
-        except Exception as error:
+        except Exception as exception:
             _log.exception("the %s failed", what)
-            return head + b',"error":' + orjson.dumps({"code": 0, "message": str(error)}) + b"}\n"
+            member, body = b"error", encode(envelope.handler_error(exception, modern=call.modern))
         if body is None:
             _log.error("the %s's answer is not plain JSON data; answered -32603", what)
-            unwritable = {
-                "code": INTERNAL_ERROR,
-                "message": "The gateway could not write this answer; retry the read."
-                if read
-                else "The gateway could not write this tool's result; retry the call.",
-            }
-            return head + b',"error":' + orjson.dumps(unwritable) + b"}\n"
-        return head + b',"' + member + b'":' + body + b"}\n"
+            member, body = b"error", encode(_unwritable(read))
+            assert body is not None  # a code and a fixed sentence
+        return envelope.frame(call.id_key, member, body)
 
     async def _call(self, call: EarlyCall) -> tuple[bytes, bytes | None]:
         """A tool call's ``result``, as ``server.call_tool`` has the SDK write it."""
@@ -141,7 +139,14 @@ class EarlyCalls:
             result = await resource_answers.run(self._context, uri)
         except ToolError as error:
             return b"error", encode(resource_answers.error_object(error, uri, modern=call.modern))
-        read = resource_answers.contents(uri, result)
+        contents = resource_answers.contents(uri, result)
         return b"result", encode(
-            resource_answers.result_wire(read, modern=call.modern, stamp=self._server_info)
+            read_result.result_wire(contents, modern=call.modern, stamp=self._server_info)
         )
+
+
+def _unwritable(read: bool) -> dict[str, Any]:
+    """The error answering a call or read whose answer this path cannot write."""
+    if read:
+        return envelope.error(INTERNAL_ERROR, "The gateway could not write this answer; retry the read.")
+    return envelope.error(INTERNAL_ERROR, "The gateway could not write this tool's result; retry the call.")

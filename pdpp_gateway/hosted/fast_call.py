@@ -9,30 +9,23 @@ path spends and this one skips: the request's surface validation, the params mod
 of the whole ``structuredContent``), the per-request runner, session and context objects.
 
 ``FastToolCall.match(decoded, version)`` (a shape-checked body and the protocol version it
-is served at) takes only a plain call it fully understands and answers ``None`` for
-everything else, which then goes to the SDK exactly as before:
-
-- method ``tools/call`` with ``params`` of only ``name`` (one of the gateway's tools; an
-  unknown name is the SDK's ``-32602``) and ``arguments`` (an object, ``null`` or left out);
-- handshake era (no or a handshake ``MCP-Protocol-Version``): no ``_meta`` at all (a
-  progress token, or anything else there, goes to the SDK);
-- 2026-07-28 era: ``_meta`` holds only the envelope (protocol version, client
-  capabilities, client info), and the SDK's own request surface accepted that envelope
-  (checked once per distinct envelope and remembered, bounded; a client sends the same
-  one on every call). Task parameters, log levels, progress tokens: the SDK.
+is served at) takes only a plain call, by the rule the stdio early path follows too
+(``wire.plain``: ``name`` one of the gateway's tools, ``arguments`` an object, ``null`` or
+left out, nothing else; no ``_meta`` in the handshake era, only the envelope at
+``version`` in the 2026-07-28 era), and answers ``None`` for everything else, which then
+goes to the SDK exactly as before.
 
 ``await run(request, call)`` runs the pipeline with the caller's ``GatewayContext`` (the
 bearer check's) and returns the JSON-RPC ``result`` (and the pipeline's result); it raises
-what the SDK handler would raise, and the endpoint maps that as it maps the SDK's. The result is built in the
-SDK's wire order (the per-version result models: ``_meta``, ``content``, ``isError``,
-``resultType`` in 2026, ``structuredContent``; the 2026 ``serverInfo`` stamp added last
-to ``_meta``). ``encode(reply)`` writes it with orjson refusing anything orjson would write
-differently from pydantic (datetimes, dataclasses, subclasses of JSON types, non-string
-keys, integers beyond 64 bits); such a result, and any result whose parts are not the
-plain types the pipeline promises, is shaped as the SDK's runner shapes it, from the SDK's
-public parts (``sdk_shaped``: the result model's dump and ``mcp_types``' per-version result
-sieve), so it still answers, or fails, as the SDK path does (pinned for each such shape by
-``tests/hosted/test_fast_call_results.py``). No private SDK attribute is used.
+what the SDK handler would raise, and the endpoint maps that as it maps the SDK's. The
+result is the wire kernel's (``wire.call_result``). ``encode(reply)`` writes it
+(``wire.json_bytes``), or answers ``None`` for a value orjson would write differently from
+pydantic; such a result, and any result whose parts are not the plain types the pipeline
+promises, is shaped as the SDK's runner shapes it, from the SDK's public parts
+(``sdk_shaped``: the result model's dump and ``mcp_types``' per-version result sieve, then
+``wire.envelope.stamped``), so it still answers, or fails, as the SDK path does (pinned
+for each such shape by ``tests/hosted/test_fast_call_results.py``). No private SDK
+attribute is used.
 """
 
 from __future__ import annotations
@@ -42,18 +35,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
 from aiohttp import web
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_gateway_middleware import ToolCall, ToolResult
-from mcp_types import (
-    CLIENT_CAPABILITIES_META_KEY,
-    CLIENT_INFO_META_KEY,
-    INTERNAL_ERROR,
-    PROTOCOL_VERSION_META_KEY,
-    SERVER_INFO_META_KEY,
-)
+from mcp_types import INTERNAL_ERROR
 from mcp_types import methods as sdk_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -61,15 +47,13 @@ from pydantic import ValidationError
 from pdpp_gateway.context import CallNext, GatewayContext
 from pdpp_gateway.server import call_tool_result
 from pdpp_gateway.tools.specs import TOOL_NAMES
-from pdpp_gateway.wire.call_result import encode, result_wire
+from pdpp_gateway.wire import json_bytes
+from pdpp_gateway.wire.call_result import result_wire
+from pdpp_gateway.wire.envelope import stamped
+from pdpp_gateway.wire.plain import CALL_METHOD, plain
 
 _log = logging.getLogger(__name__)
-METHOD: Final = "tools/call"
-_PLAIN_PARAMS: Final = frozenset({"name", "arguments"})
-_MODERN_PARAMS: Final = _PLAIN_PARAMS | {"_meta"}
-_ENVELOPE: Final = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY})
 _MODERN: Final = frozenset(MODERN_PROTOCOL_VERSIONS)
-MAX_ENVELOPES: Final = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,54 +81,19 @@ class FastToolCall:
         self._context_of = context_of
         # The SDK re-reads it per result; it is fixed for a server built once.
         self._stamp = server.server_info_stamp
-        self._envelopes: dict[bytes, bool] = {}
         # Cache hints or middleware on the server would change the SDK's answer: then
         # every call takes the SDK path.
-        self.enabled = METHOD not in server.cache_hints and not server.middleware
+        self.enabled = CALL_METHOD not in server.cache_hints and not server.middleware
 
     def match(self, decoded: dict[str, Any], version: str) -> PlainCall | None:
         """The plain call in this (already shape-checked) body served at ``version`` (the
         request's era: its 2026 envelope's, else its handshake header's or the default),
         or ``None`` for the SDK."""
-        if not self.enabled or decoded["method"] != METHOD:
+        if not self.enabled or decoded["method"] != CALL_METHOD:
             return None
-        params = decoded.get("params")
-        if type(params) is not dict:
-            return None
-        name = params.get("name")
-        arguments = params.get("arguments")
-        if type(name) is not str or name not in self._names:
-            return None
-        if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict:
-            return None
-        if version not in _MODERN:
-            return PlainCall(name, dict(arguments), version) if params.keys() <= _PLAIN_PARAMS else None
-        meta = params.get("_meta")
-        if not params.keys() <= _MODERN_PARAMS or type(meta) is not dict or not meta.keys() <= _ENVELOPE:
-            return None
-        if meta.get(PROTOCOL_VERSION_META_KEY) != version or not self._envelope_accepted(version, meta):
-            return None
-        return PlainCall(name, dict(arguments), version)
-
-    def _envelope_accepted(self, version: str, meta: dict[str, Any]) -> bool:
-        """Whether the SDK's request surface accepts this ``_meta`` envelope (remembered)."""
-        try:
-            key = orjson.dumps(meta)
-        except TypeError:  # pragma: no cover - a decoded JSON body always encodes
-            return False
-        known = self._envelopes.get(key)
-        if known is None:
-            try:
-                sdk_methods.validate_client_request(METHOD, version, {"name": TOOL_NAMES[0], "_meta": meta})
-                known = True
-            except (ValidationError, KeyError, ValueError):
-                known = False
-            if len(self._envelopes) >= MAX_ENVELOPES:
-                self._envelopes.clear()
-            self._envelopes[key] = known
-        return known
+        modern = (version,) if version in _MODERN else None
+        taken = plain(CALL_METHOD, decoded.get("params"), names=self._names, modern_versions=modern)
+        return None if taken is None else PlainCall(taken.name, taken.arguments, version)
 
     async def run(self, request: web.Request, call: PlainCall) -> tuple[dict[str, Any], ToolResult]:
         """The JSON-RPC ``result`` of ``call`` and the pipeline's result it was made from
@@ -157,27 +106,19 @@ class FastToolCall:
         """``reply`` (carrying ``run``'s result) as the SDK path would write it, or ``None``
         when it holds a value orjson would write differently from pydantic (then answer
         with ``sdk_shaped``'s result instead)."""
-        return encode(reply)
+        return json_bytes.encode(reply)
 
     def sdk_shaped(self, result: ToolResult, version: str) -> dict[str, Any]:
         """The result shaped as the SDK's runner shapes a ``tools/call`` result, from the SDK's
         public parts (for results the fast path does not write itself; raises as the SDK
         would for a result it cannot send): the ``CallToolResult`` dumped in JSON mode, the
-        per-version result sieve (``mcp_types.methods.serialize_server_result``), then in the
-        2026-07-28 era ``resultType`` and the server identity stamp."""
+        per-version result sieve (``mcp_types.methods.serialize_server_result``: in the
+        2026-07-28 era it carries the model's ``resultType``), then in that era the server
+        identity stamp."""
         dumped = call_tool_result(result).model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            dumped = sdk_methods.serialize_server_result(METHOD, version, dumped)
+            dumped = sdk_methods.serialize_server_result(CALL_METHOD, version, dumped)
         except ValidationError:
-            _log.exception("the %s result does not fit the %s result shape", METHOD, version)
+            _log.exception("the %s result does not fit the %s result shape", CALL_METHOD, version)
             raise MCPError(code=INTERNAL_ERROR, message="Handler returned an invalid result") from None
-        if version not in _MODERN:
-            return dumped
-        if dumped.get("resultType") is None:
-            dumped["resultType"] = "complete"
-        meta = dumped.get("_meta")
-        if meta is None:
-            dumped["_meta"] = {SERVER_INFO_META_KEY: self._stamp}
-        elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
-            dumped["_meta"] = {**meta, SERVER_INFO_META_KEY: self._stamp}
-        return dumped
+        return stamped(dumped, self._stamp) if version in _MODERN else dumped

@@ -6,13 +6,10 @@ Contract (no SDK import: the stdio door answers reads with it before the SDK has
 - ``run(context, uri)`` reads one ``pdpp://`` URI through ``resource_reads.PIPELINE``
   (an unknown kind of URI is refused as ``invalid_uri``) and returns its ``ToolResult``,
   or raises the ``ToolError`` it was refused with.
-- ``contents(uri, result)``: the read's ``contents`` as the SDK writes them (keys in the
-  SDK's order): JSON bodies as ``{"mimeType": "application/json", "text": <indented JSON>,
-  "uri"}``, one per answering source; a blob as ``{"blob": <base64>, "mimeType", "uri"}``
-  (its ``Content-Type``, ``application/octet-stream`` when the RS names none).
-- ``result_wire(contents, modern=..., stamp=...)``: the JSON-RPC ``result`` of a read; in
-  the 2026-07-28 era with the SDK's defaults (``cacheScope``, ``resultType``, ``ttlMs``) and
-  the server's identity ``stamp`` in ``_meta``.
+- ``contents(uri, result)``: the read's ``contents`` as the SDK writes them
+  (``wire.read_result``): JSON bodies, one per answering source; or a blob (its
+  ``Content-Type``, ``application/octet-stream`` when the RS names none). The read's
+  ``result`` around them is ``wire.read_result.result_wire``.
 - ``error_object(error, uri, modern=...)``: the JSON-RPC error of a refused read:
   ``code`` from the one status table (``rpc_codes``; see ``resources``), ``message``
   ``<code>: <message>`` and the next step (``render.errors.next_step``) within
@@ -22,10 +19,8 @@ Contract (no SDK import: the stdio door answers reads with it before the SDK has
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Final
 
-import orjson
 from mcp_gateway_middleware import ToolCall, ToolError, ToolResult
 
 from pdpp_gateway.context import GatewayContext
@@ -35,7 +30,8 @@ from pdpp_gateway.resources.reads import BLOB_DATA, BODIES, PARSERS, PIPELINE, k
 from pdpp_gateway.rs.client import RsBlob
 from pdpp_gateway.rs.errors import ASKED_OUTSIDE_GRANT
 from pdpp_gateway.wire import codes as rpc_codes
-from pdpp_gateway.wire.call_result import SERVER_INFO_META_KEY
+from pdpp_gateway.wire.envelope import error as error_envelope
+from pdpp_gateway.wire.read_result import blob_contents, json_contents
 
 MAX_ERROR_MESSAGE: Final = 300
 MAX_STEP_CHARS: Final = 160  # of MAX_ERROR_MESSAGE, kept for the next step
@@ -54,28 +50,8 @@ async def run(context: GatewayContext, uri: str) -> ToolResult:
 def contents(uri: str, result: ToolResult) -> list[dict[str, Any]]:
     blob = result.annotations.get(BLOB_DATA)
     if isinstance(blob, RsBlob):
-        encoded = base64.b64encode(blob.data).decode("ascii")
-        return [{"blob": encoded, "mimeType": blob.content_type, "uri": uri}]
-    return [
-        {
-            "mimeType": "application/json",
-            "text": orjson.dumps(body, option=orjson.OPT_INDENT_2).decode(),
-            "uri": uri,
-        }
-        for body in result.structured[BODIES]
-    ]
-
-
-def result_wire(read: list[dict[str, Any]], *, modern: bool, stamp: dict[str, Any] | None) -> dict[str, Any]:
-    if not modern:
-        return {"contents": read}
-    return {
-        "cacheScope": "private",
-        "contents": read,
-        "resultType": "complete",
-        "ttlMs": 0,
-        "_meta": {SERVER_INFO_META_KEY: stamp},
-    }
+        return [blob_contents(uri, blob.data, blob.content_type)]
+    return [json_contents(uri, body) for body in result.structured[BODIES]]
 
 
 def error_object(error: ToolError, uri: str | None, *, modern: bool) -> dict[str, Any]:
@@ -95,7 +71,7 @@ def error_object(error: ToolError, uri: str | None, *, modern: bool) -> dict[str
     data = dict(error.envelope)
     if uri is not None:
         data["uri"] = uri if len(uri) <= MAX_URI_ECHO else uri[: MAX_URI_ECHO - 1] + "…"
-    return {"code": code, "message": f"{said} {step}" if step else said, "data": data}
+    return error_envelope(code, f"{said} {step}" if step else said, data)
 
 
 def _meaning(code: str, uri: str | None) -> str | None:

@@ -4,34 +4,28 @@ Contract: ``result_wire(result, modern=..., stamp=...)`` is the ``result`` objec
 server writes for the pipeline's ``ToolResult`` (``server.call_tool_result`` dumped by the
 SDK), in the SDK's wire order: ``_meta`` (the retry hint of an error worth retrying later),
 ``content``, ``isError``, ``resultType`` in the 2026-07-28 era, ``structuredContent`` (a
-success only), and in that era the server's identity ``stamp`` added last to ``_meta``.
-It answers ``None`` for a result whose parts are not the plain types the pipeline promises
-(then only the SDK's serialiser may shape it). ``encode(value)`` writes it with orjson, or
-``None`` when it holds a value orjson would write differently from pydantic (datetimes,
-dataclasses, subclasses of JSON types, non-string keys, integers beyond 64 bits).
+success only), and in that era the server's identity ``stamp`` added last to ``_meta``
+(``envelope.stamped``). It answers ``None`` for a result whose parts are not the plain
+types the pipeline promises (then only the SDK's serialiser may shape it); write it with
+``json_bytes.encode``.
 
 Both fast paths use it: the hosted ``tools/call`` (``hosted/fast_call.py``) and the stdio
-calls answered before the SDK has loaded (``fast_start/calls.py``); tests pin both against
-the SDK's bytes in both eras. It imports no SDK module: the stdio door runs it before the
-SDK is loaded.
+calls answered before the SDK has loaded (``fast_start/calls.py``); ``tests/wire`` pins it
+against the SDK's bytes in both eras. It imports no SDK module: the stdio door runs it
+before the SDK is loaded.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-import orjson
 from mcp_gateway_middleware import ToolResult
+
+from pdpp_gateway.wire.envelope import COMPLETE, RESULT_TYPE, stamped
 
 # ``_meta`` of an error result that is worth retrying later (the RS breaker is open): the
 # hosted door also sends it as ``Retry-After``.
 RETRY_AFTER_META: Final = "dev.pdpp/retry_after_seconds"
-# The SDK's ``mcp_types.SERVER_INFO_META_KEY`` (a test holds them equal).
-SERVER_INFO_META_KEY: Final = "io.modelcontextprotocol/serverInfo"
-# Types orjson would write differently from pydantic's JSON mode make it raise instead.
-_STRICT: Final = (
-    orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
-)
 
 
 def retry_after(result: ToolResult) -> int | None:
@@ -53,26 +47,13 @@ def result_wire(result: ToolResult, *, modern: bool, stamp: dict[str, Any] | Non
         wire["content"] = content
         wire["isError"] = True
         if modern:
-            wire["resultType"] = "complete"
+            wire[RESULT_TYPE] = COMPLETE
     else:
         structured = result.structured
         if type(structured) is not dict:
             return None
         wire = {"content": content, "isError": False}
         if modern:
-            wire["resultType"] = "complete"
+            wire[RESULT_TYPE] = COMPLETE
         wire["structuredContent"] = structured
-    if modern:
-        meta = wire.get("_meta")
-        identity = {SERVER_INFO_META_KEY: stamp}
-        wire["_meta"] = identity if meta is None else {**meta, **identity}
-    return wire
-
-
-def encode(value: Any) -> bytes | None:
-    """``value`` as compact JSON, byte for byte as pydantic writes it, or ``None`` when it holds
-    a value orjson would write differently."""
-    try:
-        return orjson.dumps(value, option=_STRICT)
-    except TypeError:
-        return None
+    return stamped(wire, stamp) if modern else wire

@@ -18,7 +18,8 @@ Contract (standard library only: the stdio door words errors before the SDK has 
 
 - The JSON-RPC 2.0 codes (``PARSE_ERROR``, ``INVALID_REQUEST``, ``INVALID_PARAMS``,
   ``INTERNAL_ERROR``) are named here once; the server-defined ones above and the hosted
-  door's ``SERVER_RESTARTING`` too.
+  door's ``SERVER_RESTARTING`` too, and ``HANDLER_EXCEPTION`` (0), the code the SDK's
+  stdio dispatcher answers an exception out of a handler with (kept for its v1 clients).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ CREDENTIAL_REFUSED: Final = -32001  # no usable credential
 NOT_FOUND: Final = -32002  # resource not found (handshake era)
 SERVER_RESTARTING: Final = -32003  # the server stopped the call
 RATE_LIMITED: Final = -32029  # too many requests
+HANDLER_EXCEPTION: Final = 0  # the SDK's stdio answer to a handler's exception
 
 BY_STATUS: Final[Mapping[int, int]] = {
     401: CREDENTIAL_REFUSED,

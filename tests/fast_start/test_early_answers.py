@@ -7,6 +7,7 @@ so these tests cannot drift from what the SDK would write today.
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from pdpp_gateway.fast_start.answers import (
     Answer,
     EarlyResponder,
     Table,
+    sdk_installed,
 )
 from pdpp_gateway.fast_start.build import build_table, envelope, render, sdk_frames
 
@@ -175,7 +177,15 @@ def test_early_answers_stop_after_a_bounded_number_of_lines() -> None:
     assert responder.stopped
 
 
-@pytest.mark.parametrize(("key", "value"), [("gateway_version", "0.0.0-other"), ("sources_crc32", 1)])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("gateway_version", "0.0.0-other"),
+        ("sources_crc32", 1),
+        ("sdk_version", "2.3.999"),
+        ("sdk_version", None),
+    ],
+)
 def test_a_table_built_for_other_sources_turns_early_answers_off(
     tmp_path: Any, key: str, value: object
 ) -> None:
@@ -186,3 +196,12 @@ def test_a_table_built_for_other_sources_turns_early_answers_off(
     path.write_text(json.dumps(stale))
     assert Table.load(path) is None
     assert EarlyResponder(None, "pdpp-gateway").respond(initialize()) is None
+
+
+def test_the_table_names_the_installed_sdk_release() -> None:
+    """The check has a true side: the table in the repository was built with the ``mcp``
+    installed, found by its ``.dist-info`` or, failing that, by the package metadata."""
+    recorded = json.loads(ANSWERS_PATH.read_bytes())["sdk_version"]
+    assert recorded == version("mcp")
+    assert sdk_installed(recorded)
+    assert not sdk_installed("2.3.999")

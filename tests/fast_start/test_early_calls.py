@@ -9,23 +9,30 @@ log proves which calls the early path answered.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from mcp_gateway_middleware import ToolCall, ToolResult
 
 from pdpp_gateway.fast_start.answers import READ_METHOD, Answer, EarlyCall, EarlyCancel, EarlyResponder, Table
 from pdpp_gateway.fast_start.build import envelope
+from pdpp_gateway.fast_start.calls import EarlyCalls
+from pdpp_gateway.fast_start.wire import Wire
 from pdpp_gateway.local.credentials import write_credential
-from pdpp_gateway.wire.call_result import SERVER_INFO_META_KEY
+from pdpp_gateway.server import build_server
+from pdpp_gateway.wire.envelope import SERVER_INFO_META_KEY
 from tests.conftest import gateway_env, run_cli
 from tests.frames import INITIALIZED, initialize
 from tests.upstreams import Fault, upstream_proxy
+from tests.wire.sdk import sdk_answer
 
 REQUEST_ID = re.compile(r"req_[0-9a-f]+")
 EARLY = re.compile(r"answered tools/call (\S+) \((\w+)\) before the SDK loaded")
@@ -331,3 +338,33 @@ def test_the_first_answer_loads_neither_anyio_nor_the_sdk(tmp_path: Path, shared
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["id"] == 3
     assert "LOADED AT THE FIRST ANSWER: []" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["handshake", "2026-07-28"])
+def test_an_early_call_that_raises_is_answered_as_the_sdk_answers_it(modern: bool) -> None:
+    """A defect in the pipeline: the early path answers what the SDK answers over stdio for
+    the same exception (``{"code": 0, "message": <its text>}`` in the handshake era, the
+    runner's ``-32603`` in the 2026-07-28 era)."""
+    broken = RuntimeError('the pipeline broke: "quoted", ünïcode, a\nnewline')
+
+    async def pipeline(call: ToolCall[Any]) -> ToolResult:
+        raise broken
+
+    async def early(write_end: int) -> None:
+        async with asyncio.TaskGroup() as group:
+            calls = EarlyCalls(
+                group, pipeline, None, Wire(write_end), server_info={}, changed=threading.Event()
+            )  # type: ignore[arg-type]
+            calls.submit(EarlyCall("7", "schema", {}, "2026-07-28" if modern else "2025-11-25", modern))
+            await asyncio.sleep(0)  # the call starts in the group, which then waits for it
+
+    read_end, write_end = os.pipe()
+    try:
+        asyncio.run(early(write_end))
+        answer = os.read(read_end, 65536)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    server = build_server(lambda ctx: None, pipeline=pipeline)  # type: ignore[arg-type, return-value]
+    assert answer == sdk_answer(server, "tools/call", {"name": "schema", "arguments": {}}, modern=modern)
+    assert json.loads(answer)["error"]["code"] == (-32603 if modern else 0)

@@ -1,5 +1,8 @@
 """The fast path and the SDK path agree on any arguments, hostile ones included.
 
+(The oracle of ``wire.call_result`` and ``wire.plain`` through the hosted door: moved here
+from ``tests/hosted`` with the wire kernel; it reuses that door's ``Paths``.)
+
 Hypothesis draws ``tools/call`` arguments for every tool (the argument fuzzer's own
 strategies: valid, near-valid, hostile and type-swapped objects) and sends each, in
 both protocol eras, through one gateway twice: the fast path, then the SDK path. The
