@@ -53,7 +53,7 @@ def sdk_tools(registry: Registry) -> list[types.Tool]:
 
 def call_tool_result(result: ToolResult) -> types.CallToolResult:
     """The pipeline's result as the MCP ``CallToolResult`` (the fast paths write the same
-    answer without this model: ``call_result.result_wire``)."""
+    answer without this model: ``wire.call_result.result_wire``)."""
     wait = retry_after(result)
     return types.CallToolResult(
         _meta={RETRY_AFTER_META: wait} if wait is not None else None,

@@ -4,7 +4,7 @@ Contract:
 
 - ``serve_sdk`` takes the session over from the early path (``fast_start.session``), with
   the caller's one context (a single grant, or a local package of cached grants, built by
-  ``local_readers.caller_context``: each member reads with its own token through its
+  ``local.readers.caller_context``: each member reads with its own token through its
   renewing, kind-checked reader) and the process's one tool pipeline, the same ones the
   early calls used. The process's stdin and stdout were claimed at start
   (``fast_start.wire``) and the credential checked (``rs.start_probe``, and again with
@@ -13,7 +13,7 @@ Contract:
   every request the early path did not take.
 - Reads renew the access token ahead of its expiry, and once after the RS refuses it as
   lapsed (401, or the reference's 403 ``grant_expired``), with the cached refresh token,
-  and carry on (``renewing_rs``): a session outlives its tokens.
+  and carry on (``local.renewing_rs``): a session outlives its tokens.
 - It serves until stdin closes AND every request read before that has been answered
   (bounded by ``DRAIN_SECONDS``): the SDK's loop cancels in-flight handlers at end of
   input, which over stdio would lose the answers of a client that pipes its requests and

@@ -17,7 +17,7 @@ end, by ``tests/fast_start/test_early_calls.py``):
 
 A ``resources/read`` (an ``EarlyCall`` named ``READ_METHOD``) runs through the resource
 pipeline with the same context and is answered as ``resources.read`` has the SDK answer
-it: both shape the contents or the JSON-RPC error with ``resource_answers`` and
+it: both shape the contents or the JSON-RPC error with ``resources.answers`` and
 ``wire.read_result`` (pinned in both eras by the same tests).
 
 An ``EarlyCancel`` for a call still running stops it and nothing is written for it, as
@@ -133,7 +133,7 @@ class EarlyCalls:
 
     async def _read(self, call: EarlyCall) -> tuple[bytes, bytes | None]:
         """A resource read's ``result`` or ``error``, as ``server.read_resource`` (through
-        ``resources.read``) has the SDK write it: both shape it with ``resource_answers``."""
+        ``resources.read``) has the SDK write it: both shape it with ``resources.answers``."""
         uri = call.arguments["uri"]
         try:
             result = await resource_answers.run(self._context, uri)

@@ -3,7 +3,7 @@
 Contract: ``serve(members, ...)`` runs on the session's one event loop while the SDK still
 loads in the background (``loading``):
 
-1. It builds the caller's context once (``local_readers.caller_context``: one grant's, or a
+1. It builds the caller's context once (``local.readers.caller_context``: one grant's, or a
    package of cached grants, each member reading through its renewing, kind-checked
    reader). A member the RS refused as lapsed at start is checked again here through that
    reader, which renews the grant (``verify_credential``); one that cannot be renewed

@@ -3,7 +3,7 @@
 Contract (no SDK import: the stdio door answers reads with it before the SDK has loaded;
 ``resources`` builds the SDK's types from the same parts, so both paths say the same):
 
-- ``run(context, uri)`` reads one ``pdpp://`` URI through ``resource_reads.PIPELINE``
+- ``run(context, uri)`` reads one ``pdpp://`` URI through ``resources.reads.PIPELINE``
   (an unknown kind of URI is refused as ``invalid_uri``) and returns its ``ToolResult``,
   or raises the ``ToolError`` it was refused with.
 - ``contents(uri, result)``: the read's ``contents`` as the SDK writes them
@@ -11,7 +11,7 @@ Contract (no SDK import: the stdio door answers reads with it before the SDK has
   ``Content-Type``, ``application/octet-stream`` when the RS names none). The read's
   ``result`` around them is ``wire.read_result.result_wire``.
 - ``error_object(error, uri, modern=...)``: the JSON-RPC error of a refused read:
-  ``code`` from the one status table (``rpc_codes``; see ``resources``), ``message``
+  ``code`` from the one status table (``wire.codes``; see ``resources``), ``message``
   ``<code>: <message>`` and the next step (``render.errors.next_step``) within
   ``MAX_ERROR_MESSAGE`` characters, ``data`` the typed envelope naming the ``uri`` (cut
   past ``MAX_URI_ECHO``); ``uri`` None leaves it out (``resources/list``).
@@ -88,7 +88,7 @@ def _meaning(code: str, uri: str | None) -> str | None:
 
 
 def _json_rpc_code(error: ToolError) -> int:
-    """By the one status table (``rpc_codes``); a caller's mistake is a bad URI (``-32602``)."""
+    """By the one status table (``wire.codes``); a caller's mistake is a bad URI (``-32602``)."""
     if error.code in REFUSALS:  # a credential refused, by the RS or by its kind
         return REFUSALS[error.code].rpc_code
     if error.code in ASKED_OUTSIDE_GRANT:  # a 401 for a stream or connection the grant lacks

@@ -7,19 +7,19 @@ Contract:
   ``handle`` is any record handle form (see ``ids``), percent-encoded.
 - ``pdpp://blob/{connection_id}/{blob_id}`` and ``pdpp://blob/{blob_id}``
                                        → ``GET /v1/blobs/{id}[?connection_id]`` (bytes, base64),
-  refused with a clear error past ``resource_reads.MAX_BLOB_BYTES`` rather than silently cut.
+  refused with a clear error past ``resources.reads.MAX_BLOB_BYTES`` rather than silently cut.
 - ``resources/list`` lists one ``pdpp://stream/`` resource per granted stream name
   (``GET /v1/streams``), so stream listing stays reachable without a tool.
 
-Each read runs through the resource pipeline (``resource_reads``: the URI parsed once,
+Each read runs through the resource pipeline (``resources.reads``: the URI parsed once,
 routed for a package like a tool call, its RS failure worded by the tool pipeline's
 ``upstream_errors``), with the caller's bound client (same grant token as the tools).
-This module hands the SDK the answer ``resource_answers`` shapes (without the SDK, so the
+This module hands the SDK the answer ``resources.answers`` shapes (without the SDK, so the
 stdio door's early reads say exactly the same). A refusal's JSON-RPC error says it the way
 a tool result would: its ``data`` is the typed envelope, its message (at most
-``resource_answers.MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the next
+``resources.answers.MAX_ERROR_MESSAGE`` characters) ``<code>: <message>`` and then the next
 step (``render.errors.next_step``). The JSON-RPC code comes from the one status table every
-door uses (``rpc_codes.for_status``): a caller mistake (a malformed or unknown URI, a bad
+door uses (``wire.codes.for_status``): a caller mistake (a malformed or unknown URI, a bad
 segment, an RS 400/409/422 such as an ambiguous record handle) is ``-32602`` (invalid
 params); an RS 404 (or a connection the package does not hold) is ``-32002`` (resource not
 found) in the handshake era and ``-32602`` in the 2026-07-28 era (which retired
@@ -30,7 +30,7 @@ is ``-32001``; the RS
 unreachable, held back, too slow or answering 503/504 is ``-32000`` (try again shortly);
 an RS 429 is ``-32029``; an unusable answer or any other RS error is ``-32603``. Every
 read error's ``data`` names the ``uri`` it was about (cut past
-``resource_answers.MAX_URI_ECHO`` characters). ``resources/list`` failing upstream logs one
+``resources.answers.MAX_URI_ECHO`` characters). ``resources/list`` failing upstream logs one
 line (no traceback) and answers with the code of its first failure, by the same table; a
 package's list that some members answered lists theirs.
 """
