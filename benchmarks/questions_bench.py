@@ -278,9 +278,9 @@ def main() -> None:
     if options.against is not None:
         arms.append(Arm(f"baseline ({options.against})", options.against.resolve()))
     rows = asyncio.run(measure(arms, options.rounds, options.show, options.questions))
-    print(
-        f"{len(questions(options.questions))} questions in a person's words ({options.questions}), sandbox RS"
-    )
+    asked = options.questions.resolve()
+    shown = asked.relative_to(ROOT) if asked.is_relative_to(ROOT) else asked
+    print(f"{len(questions(asked))} questions in a person's words ({shown}), sandbox RS")
     for name, arm_rows in rows.items():
         s = summary(arm_rows)
         n = int(s["questions"])
