@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -223,22 +224,31 @@ async def test_serve_exports_the_clients_trace_over_otlp_and_logs_its_id(shared_
     assert trace_id in logged  # the request's own log lines carry the trace
 
 
-async def test_stdio_exports_its_tool_calls_over_otlp(tmp_path: Path, shared_sandbox: Any) -> None:
+async def stdio_schema_call(
+    tmp_path: Path, sandbox: Any, env: dict[str, str], exit_within: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """A stdio session with a cached grant that opens, calls ``schema`` once and ends."""
     cache_root = tmp_path / ".pdpp"
-    write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
+    write_credential(cache_root, sandbox.url, sandbox.tokens["client_broad"])
     frames = [initialize(), INITIALIZED, call("schema", {}, 2)]
+    stdio = partial(
+        run_cli,
+        "stdio",
+        "--provider-url",
+        sandbox.url,
+        "--cache-root",
+        str(cache_root),
+        env=env,
+        stdin="".join(json.dumps(frame) + "\n" for frame in frames),
+        timeout=exit_within,
+    )
+    done: subprocess.CompletedProcess[str] = await anyio.to_thread.run_sync(stdio)
+    return done
+
+
+async def test_stdio_exports_its_tool_calls_over_otlp(tmp_path: Path, shared_sandbox: Any) -> None:
     async with receiving() as (receiver, endpoint):
-        stdio = partial(
-            run_cli,
-            "stdio",
-            "--provider-url",
-            shared_sandbox.url,
-            "--cache-root",
-            str(cache_root),
-            env=otel_env(endpoint),
-            stdin="".join(json.dumps(frame) + "\n" for frame in frames),
-        )
-        done = await anyio.to_thread.run_sync(stdio)
+        done = await stdio_schema_call(tmp_path, shared_sandbox, otel_env(endpoint))
         assert done.returncode == 0, done.stderr
         tool = await receiver.wait_for("tools/call schema")
         read = await receiver.wait_for("RS GET schema")
@@ -300,22 +310,13 @@ async def test_sigterm_exits_within_the_grace_when_the_collector_hangs(shared_sa
 
 
 async def test_stdio_ends_promptly_when_the_collector_hangs(tmp_path: Path, shared_sandbox: Any) -> None:
-    cache_root = tmp_path / ".pdpp"
-    write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
-    frames = [initialize(), INITIALIZED, call("schema", {}, 2)]
     async with hanging_collector() as (endpoint, reached):
-        stdio = partial(
-            run_cli,
-            "stdio",
-            "--provider-url",
-            shared_sandbox.url,
-            "--cache-root",
-            str(cache_root),
-            env={**otel_env(endpoint), "OTEL_EXPORTER_OTLP_TIMEOUT": "30"},
-            stdin="".join(json.dumps(frame) + "\n" for frame in frames),
-            timeout=EXITED_WITHIN,  # stdin closed, every call answered: the spans wait 2 s at most
+        done = await stdio_schema_call(
+            tmp_path,
+            shared_sandbox,
+            {**otel_env(endpoint), "OTEL_EXPORTER_OTLP_TIMEOUT": "30"},
+            exit_within=EXITED_WITHIN,  # stdin closed, every call answered: the spans wait 2 s at most
         )
-        done = await anyio.to_thread.run_sync(stdio)
         assert reached.is_set()
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1, 2]
