@@ -39,14 +39,13 @@ from mcp_gateway_middleware import ToolResult, gateway_error
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef
-from pdpp_gateway.question.passages import best_passage
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
 from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.args import AggregateArgs, FetchArgs, FieldArgs, RecordsArgs, SchemaArgs
 from pdpp_gateway.tools.expand_gate import check_expand
-from pdpp_gateway.tools.passage_reads import holds_every_word, scan_field, window_around
+from pdpp_gateway.tools.passage_reads import find_passage, window_around
 
 NEAR_SCAN_CHARS: Final = 65_536  # how far into a field ``near`` looks (four RS windows)
 NEAR_WINDOW_CHARS: Final = 1_200
@@ -190,9 +189,9 @@ async def read_record_field(context: GatewayContext, args: FieldArgs) -> ToolRes
 async def _near_window(context: GatewayContext, args: FieldArgs) -> dict[str, Any]:
     """The window centred on the field's best passage for ``near`` (``passage_reads``), read
     from the field's start, at most ``NEAR_SCAN_CHARS``; ``words_not_found`` when none occurs."""
-    every_word = holds_every_word(args.near, figure=args.figure)
-    scanned = await scan_field(context.rs, args.ref, args.field, NEAR_SCAN_CHARS, enough=every_word)
-    passage = best_passage(scanned.text, args.near, figure=args.figure)
+    scanned, passage = await find_passage(
+        context.rs, args.ref, args.field, NEAR_SCAN_CHARS, args.near, figure=args.figure
+    )
     if passage is None:
         read = (
             f"the first {len(scanned.text)} of its {scanned.total}"

@@ -9,11 +9,14 @@ Contract:
   RS's largest window), at most ``limit_chars`` in all. It answers the
   text read, the field's whole length and the connection the RS served. RS failures
   propagate as ``RsError`` (a field that is not text: the RS's 422).
-- ``passage_evidence(scanned, naming, field, words, figure=...)`` is the search-hit evidence
-  for the best passage of the scanned text (``passages.best_passage``): its marked preview, where it
-  lies (``at_chars`` of ``total_chars``), ``provenance: "passage"`` and the
-  ``read_record_field`` arguments whose window is centred on it; ``None`` when no question
-  word occurs in what was read.
+- ``find_passage(rs, ref, field, limit_chars, words, figure=...)`` scans the field until a
+  passage holds every one of ``words`` (then the rest is not read) and answers what it read
+  with its best passage (``passages.best_passage``, ``None`` when no word occurs), each text
+  read ranked once: a first window that holds every word is not ranked again.
+- ``passage_evidence(scanned, passage, naming, field)`` is the search-hit evidence for that
+  passage: its marked preview, where it lies (``at_chars`` of ``total_chars``),
+  ``provenance: "passage"`` and the ``read_record_field`` arguments whose window is centred
+  on it.
 - ``window_around(scanned, passage, limit_chars)`` is the field-window answer centred on a
   passage, in the RS's own window shape (offsets, ``has_more``, next/previous offsets and
   the match span), so ``read_record_field`` renders it as any other window.
@@ -85,13 +88,28 @@ async def scan_field(
     )
 
 
+async def find_passage(
+    rs: RsReader, ref: RecordRef, field: str, limit_chars: int, words: Sequence[str], *, figure: bool
+) -> tuple[ScannedField, Passage | None]:
+    """The field as far as it was read and its best passage for ``words`` (see the contract)."""
+    whole: list[Passage] = []  # the first window's passage, when it holds every word
+
+    def holds_every_word(text: str) -> bool:
+        passage = best_passage(text, words, figure=figure)
+        if passage is not None and passage.matched == passage.asked:
+            whole.append(passage)
+        return bool(whole)
+
+    scanned = await scan_field(rs, ref, field, limit_chars, enough=holds_every_word)
+    if whole:  # the scan stopped at that window: it is all that was read
+        return scanned, whole[0]
+    return scanned, best_passage(scanned.text, words, figure=figure)
+
+
 def passage_evidence(
-    scanned: ScannedField, naming: Mapping[str, str], field: str, words: Sequence[str], *, figure: bool
-) -> dict[str, Any] | None:
-    """The hit evidence of the scanned field's best passage for ``words``, or None."""
-    passage = best_passage(scanned.text, words, figure=figure)
-    if passage is None:
-        return None
+    scanned: ScannedField, passage: Passage, naming: Mapping[str, str], field: str
+) -> dict[str, Any]:
+    """The hit evidence of ``passage`` in the scanned field."""
     return {
         "field": field,
         "preview": passage.preview(scanned.text, PREVIEW_CHARS),
@@ -131,14 +149,3 @@ def window_around(scanned: ScannedField, passage: Passage, limit_chars: int) -> 
         "match_start_chars": passage.start,
         "match_end_chars": passage.end,
     }
-
-
-def holds_every_word(words: Sequence[str], *, figure: bool) -> Callable[[str], bool]:
-    """Whether a text's best passage already holds every one of ``words``: no later text can
-    hold a better one."""
-
-    def check(text: str) -> bool:
-        passage = best_passage(text, words, figure=figure)
-        return passage is not None and passage.matched == passage.asked
-
-    return check

@@ -20,7 +20,7 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
 3. Evidence for hits that have none: the best-ranked hit whose matched text field is longer
    than the RS showed (its snippet cut), when no better-ranked hit shows evidence (a title
    match counts, unless the question asks for a figure and the title holds none), has that
-   field read (``passage_reads.scan_field``, at most ``SCAN_CHARS``) and its best passage
+   field read (``passage_reads.find_passage``, at most ``SCAN_CHARS``) and its best passage
    shown (``provenance: "passage"``; a question asking for a figure,
    ``words.asks_for_figure``, prefers a passage holding one) with the call that reads around
    it. Only that one: a model reads the top hits first, and a top hit with evidence needs no
@@ -52,7 +52,7 @@ from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.args import SearchArgs
-from pdpp_gateway.tools.passage_reads import holds_every_word, passage_evidence, scan_field
+from pdpp_gateway.tools.passage_reads import find_passage, passage_evidence
 
 SEARCH_PATHS: Final = {
     "lexical": "/v1/search",
@@ -196,14 +196,11 @@ async def _scan(
 ) -> None:
     ref = RecordRef(str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id"))
     try:
-        scanned = await scan_field(
-            context.rs, ref, field, SCAN_CHARS, enough=holds_every_word(words, figure=figure)
-        )
+        scanned, passage = await find_passage(context.rs, ref, field, SCAN_CHARS, words, figure=figure)
     except RsError:
         return
-    evidence = passage_evidence(scanned, naming, field, words, figure=figure)
-    if evidence is not None:
-        hit["evidence"] = [evidence]
+    if passage is not None:
+        hit["evidence"] = [passage_evidence(scanned, passage, naming, field)]
 
 
 def _answers_in_title(hit: Mapping[str, Any], field: str, figure: bool) -> bool:
