@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Final
 
 WORD: Final = re.compile(r"\w+", re.UNICODE)
+RELAXED_WORDS: Final = 2  # the words a search relaxed from a question keeps (``most_distinctive``)
 STOP_WORDS: Final = frozenset(
     """
     a about above after again all am an and any anybody anyone anything are as at be been before

@@ -27,7 +27,7 @@ from typing import Any, Final
 from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.documents import TITLE_FIELDS, parse_marks, preview_around_mark
-from pdpp_gateway.question.words import content_words, most_distinctive
+from pdpp_gateway.question.words import RELAXED_WORDS, most_distinctive
 from pdpp_gateway.render.common import (
     RETRIEVAL,
     again,
@@ -168,7 +168,7 @@ def _hybrid_more(args: SearchArgs) -> str:
 def _nothing_lexical(args: SearchArgs) -> str:
     """Why a lexical search found nothing, and the ready call to try next: its two most
     distinctive words."""
-    fewer = " ".join(most_distinctive(content_words(args.text), 2))
+    fewer = " ".join(most_distinctive(args.words, RELAXED_WORDS))
     step = "Lexical search needs every word of the query in one record, and none has them all."
     if fewer and fewer != args.text:
         step += f" Try its most distinctive words: {call_text('search', again(args.arguments, query=fewer))}"

@@ -104,7 +104,7 @@ class SearchArgs(NamedTuple):
     cursor: str | None
     package_cursor: PackageCursor | None  # ``cursor`` decoded, when it continues a merged page
     text: str  # the query as asked
-    words: tuple[str, ...]  # its content words (``words.content_words``), for an unpinned search
+    words: tuple[str, ...]  # its content words (``words.content_words``)
     limit: int | None
     scope: Pairs  # the RS query but ``q``: streams, limit, cursor, connection_id, filter
     arguments: Mapping[str, Any]  # as accepted, for the text's follow-up calls
@@ -215,7 +215,7 @@ def parse_search(arguments: Mapping[str, Any]) -> SearchArgs:
         cursor=cursor,
         package_cursor=merged,
         text=arguments["query"],
-        words=tuple(content_words(arguments["query"])) if arguments.get("mode") is None else (),
+        words=tuple(content_words(arguments["query"])),
         limit=arguments.get("limit"),
         scope=(
             *forward(arguments, ("streams", "limit", "cursor", "connection_id")),

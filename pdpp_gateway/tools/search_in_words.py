@@ -46,7 +46,7 @@ from pdpp_gateway import documents
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef, handle_arguments
 from pdpp_gateway.question.passages import best_passage
-from pdpp_gateway.question.words import asks_for_figure, most_distinctive
+from pdpp_gateway.question.words import RELAXED_WORDS, asks_for_figure, most_distinctive
 from pdpp_gateway.render.common import RETRIEVAL, as_mapping
 from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.rs.errors import RsError
@@ -60,7 +60,6 @@ SEARCH_PATHS: Final = {
     "hybrid": "/v1/search/hybrid",
 }
 NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
-RELAXED_WORDS: Final = 2
 RRF_K: Final = 60
 SCAN_CHARS: Final = 32_768  # two RS windows
 FUSED_LIMIT: Final = 10  # a fused page's hits when the caller set no limit
