@@ -149,7 +149,7 @@ def _fused_more(args: SearchArgs, retrieval: Mapping[str, Any]) -> str:
         None,
     )
     if lexical is None:
-        return "More hits exist; a fused answer has no next page: raise limit (up to 100) or narrow with streams."
+        return f"More hits exist; a fused answer has no next page: raise limit (up to {MAX_PAGE_LIMIT}) or narrow with streams."
     paged = again(args.arguments, query=lexical.get("query"), mode="lexical")
     return f"More hits exist; a fused answer has no next page: page its lexical hits with {call_text('search', paged)}"
 
