@@ -68,12 +68,13 @@ def is_continuation(call: Call) -> bool:
 
 def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> list[Call]:
     """One routed search per child that may hold the requested streams (and the cursor's position)."""
-    args = args_of(call, SearchArgs).arguments
+    parsed = args_of(call, SearchArgs)
+    args = parsed.arguments
     eligible = _eligible(args, members)
     cursor = args.get("cursor")
     if cursor is None:
         positions = {key: ChildPosition(key, None, 0) for key, _, _ in eligible}
-    elif (merged := args_of(call, SearchArgs).package_cursor) is not None:
+    elif (merged := parsed.package_cursor) is not None:
         decoded = check_children(merged, [key for key, _, _ in eligible])
         positions = {child.key: child for child in decoded.children}
     elif len(eligible) == 1:
