@@ -169,13 +169,15 @@ def _nothing_lexical(args: SearchArgs) -> str:
     """Why a lexical search found nothing, and the ready call to try next: its two most
     distinctive words."""
     fewer = " ".join(most_distinctive(args.words, RELAXED_WORDS))
-    step = "Lexical search needs every word of the query in one record, and none has them all."
-    if fewer and fewer != args.text:
-        step += f" Try its most distinctive words: {call_text('search', again(args.arguments, query=fewer))}"
-    return (
-        step + "; or, when the answer is a field value, query_records on the likely stream with a filter "
+    field_value = (
+        "when the answer is a field value, query_records on the likely stream with a filter "
         "(schema() lists the streams)."
     )
+    step = "Lexical search needs every word of the query in one record, and none has them all. "
+    if fewer and fewer != args.text:
+        relaxed = call_text("search", again(args.arguments, query=fewer))
+        return f"{step}Try its most distinctive words: {relaxed}; or, {field_value}"
+    return f"{step}Or, {field_value}"
 
 
 def _id_only_note(detailed: int, listed: int) -> str:

@@ -110,6 +110,13 @@ async def test_a_pinned_mode_is_exactly_that_mode(shared_sandbox: Any) -> None:
     assert 'search {"query":"flight booking","mode":"lexical"}' in result.text  # a ready call
 
 
+async def test_an_empty_lexical_page_with_no_fewer_words_points_to_query_records(shared_sandbox: Any) -> None:
+    result, _ = await _search(shared_sandbox, query="zebra", mode="lexical")
+    assert result.structured["results"] == []
+    assert "none has them all. Or, when the answer is a field value, query_records" in result.text
+    assert ".;" not in result.text  # sentences, not glued fragments
+
+
 async def test_a_search_with_lexical_hits_costs_one_read(shared_sandbox: Any) -> None:
     result, reads = await _search(shared_sandbox, query="invoice")
     assert reads == [("/v1/search", "invoice")]
