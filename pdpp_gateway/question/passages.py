@@ -8,8 +8,10 @@ Contract (pure: text in, a span out; no I/O):
   one said ten times: decoys repeat the question's common words, the answer's sentence
   holds its rare ones) and then by the tighter span; with ``figure`` (the question asks how
   much, when, which number), a number in the stretch counts as half a word. It answers
-  ``None`` when no question word occurs. The ``Passage`` it returns has the span's character offsets in ``text``, the
-  matched word spans, and how many distinct question words it holds.
+  ``None`` when no question word occurs. The ``Passage`` it returns has the span's character
+  offsets in ``text``, the matched word spans, and how many distinct question words it holds.
+  With ``besides`` (a passage already found) it answers the best other passage, at least
+  ``SPAN_CHARS`` away from that one: the runner-up where the best holds only some words.
 - ``Passage.preview(text, limit)`` is that passage widened to whole sentences where the
   budget allows, at most ``limit`` visible characters, one line, with every matched word in
   ``<mark>`` tags and ``…`` where the text goes on.
@@ -52,11 +54,16 @@ class Passage:
         return " ".join("".join(parts).split())
 
 
-def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Passage | None:
-    """The densest stretch of ``text`` in the question's ``words`` (see the module contract)."""
+def best_passage(
+    text: str, words: Sequence[str], *, figure: bool = False, besides: Passage | None = None
+) -> Passage | None:
+    """The densest stretch of ``text`` in the question's ``words`` (see the module contract),
+    apart from ``besides`` and the ``SPAN_CHARS`` either side of it when given."""
     wanted = {stem(word) for word in words}
     hits: list[tuple[int, int, str]] = []
     for match in WORD.finditer(text):
+        if besides is not None and besides.start - SPAN_CHARS < match.end() < besides.end + SPAN_CHARS:
+            continue
         key = _matching(stem(match.group()), wanted)
         if key is not None:
             hits.append((match.start(), match.end(), key))

@@ -4,7 +4,7 @@ Contract (plain text in, plain values out; no I/O):
 
 - ``content_words(text)`` is the question's words in order, each once (case-insensitively),
   without stop words, question words, auxiliaries, pronouns and the verbs a question is
-  framed with ("need", "want", "tell", "know": ``STOP_WORDS``): "what did I
+  framed with ("need", "want", "tell", "know", "say": ``STOP_WORDS``): "what did I
   pay for the Lisbon apartment deposit" gives ``["pay", "Lisbon", "apartment", "deposit"]``.
   A word is a run of letters and digits (``\\w+``); an apostrophe ends it ("what's" is
   "what" and "s", both dropped).
@@ -36,7 +36,8 @@ STOP_WORDS: Final = frozenset(
     nothing now of off on once only or other our ours out over own please s same she should so some
     somebody someone something such t than that the their theirs them then there these they this
     those through to too under until up us very was we were what whats when where which while who
-    whom whose why will with would you your yours need needs want wants tell know much many
+    whom whose why will with would you your yours need needs want wants tell know say says said
+    much many
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _SUFFIXES: Final = (

@@ -11,23 +11,28 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``, read
    through the caller's memo) on the question as asked, and, when the question has more than
    ``RELAXED_WORDS`` content words, lexical search on its ``RELAXED_WORDS`` most distinctive
-   (longest) ones. The lists are fused by reciprocal rank fusion (``RRF_K``): a record both
-   found rises, each record once, ties to the lexical hit (it carries evidence), at most
-   ``limit`` hits (``FUSED_LIMIT`` when the caller set none: approximate hits past the first
-   ten cost a model more to read than they are worth). Either read failing leaves the other's
-   hits; both failing is the meaning read's error. A fused page has no cursor (its lists page
-   differently): the text offers the lexical search that pages.
+   (longest) ones. The lists are fused by
+   reciprocal rank fusion (``RRF_K``): a record both found rises, each record once, ties to
+   the lexical hit (it carries evidence), at most ``limit`` hits (``FUSED_LIMIT`` when the
+   caller set none: approximate hits past the first ten cost a model more to read than they
+   are worth). Either read failing leaves the other's hits; both failing is the meaning
+   read's error. A fused page has no cursor (its lists page differently): the text offers
+   the lexical search that pages.
 3. Evidence for hits that have none: the best-ranked hit whose matched text field is longer
    than the RS showed (its snippet cut), when no better-ranked hit shows evidence (a title
    match counts, unless the question asks for a figure and the title holds none), has that
    field read (``passage_reads.find_passage``, at most ``SCAN_CHARS``) and its best passage
    shown (``provenance: "passage"``; a question asking for a figure,
    ``words.asks_for_figure``, prefers a passage holding one) with the call that reads around
-   it. Only that one: a model reads the top hits first, and a top hit with evidence needs no
-   more reads. A hit whose snippet is the whole short field shows it with the question's
-   words marked (``provenance: "meaning_match"``); every other cut hit carries ``read_near``,
-   the ``read_record_field`` call aimed at the question (``near``). A failed scan only leaves
-   its hit without evidence.
+   it; when it lacks some of the question's words, the field's best other passage is shown
+   after it (``best_passage(besides=...)``: a decoy repeating the question's common words
+   can outrank the answer's own sentence). While the passage found is weak (none, or fewer than half the question's words: a
+   meaning-based rank is approximate, the record that answers is often the next one), the
+   next such hit is read the same way, one after another, at most ``MAX_SCANS`` in all; a
+   strong passage ends the reads. A hit whose snippet is the whole short field shows it
+   with the question's words marked (``provenance: "meaning_match"``); every other cut hit
+   carries ``read_near``, the ``read_record_field`` call aimed at the question (``near``). A
+   failed scan only leaves its hit without evidence.
 
 Structured output says how the answer was found under ``retrieval``: ``{mode: "lexical",
 searched}`` when words were dropped from a lexical page with hits, else ``{mode: "fused",
@@ -45,7 +50,7 @@ from mcp_gateway_middleware import ToolResult
 from pdpp_gateway import documents
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef, handle_arguments
-from pdpp_gateway.question.passages import best_passage
+from pdpp_gateway.question.passages import Passage, best_passage
 from pdpp_gateway.question.words import RELAXED_WORDS, asks_for_figure, most_distinctive
 from pdpp_gateway.render.common import RETRIEVAL, as_mapping
 from pdpp_gateway.rs.client import RsResponse
@@ -62,6 +67,7 @@ SEARCH_PATHS: Final = {
 NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
 RRF_K: Final = 60
 SCAN_CHARS: Final = 32_768  # two RS windows
+MAX_SCANS: Final = 3  # cut hits read for a passage, the next only while the last one's was weak
 FUSED_LIMIT: Final = 10  # a fused page's hits when the caller set no limit
 
 
@@ -160,7 +166,7 @@ async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], arg
     short snippets, and the aimed call for every other hit whose field was cut."""
     words = args.words or (args.text,)
     figure = asks_for_figure(args.text)
-    scan: tuple[dict[str, Any], dict[str, str], str] | None = None  # (hit, naming, field)
+    scans: list[tuple[dict[str, Any], dict[str, str], str]] = []  # (hit, naming, field)
     shown = False  # whether a better-ranked hit already shows evidence
     for hit in hits:
         if hit.get("evidence") or not hit.get("matched_fields"):
@@ -172,16 +178,19 @@ async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], arg
         if not snippet.endswith("…"):
             _mark_snippet(hit, field, snippet, words)
             shown = shown or bool(hit.get("evidence")) or _answers_in_title(hit, field, figure)
-        elif scan is None and not shown:
-            scan = (hit, naming, field)
-            shown = True
-        else:
-            hit["read_near"] = {
-                "tool": "read_record_field",
-                "arguments": {**naming, "field": field, "near": args.text},
-            }
-    if scan is not None:
-        await _scan(context, *scan, words, figure=figure)
+            continue
+        hit["read_near"] = {
+            "tool": "read_record_field",
+            "arguments": {**naming, "field": field, "near": args.text},
+        }
+        if not shown and len(scans) < MAX_SCANS:
+            scans.append((hit, naming, field))
+    for hit, naming, field in scans:  # one after another: a strong passage ends the scans
+        passage = await _scan(context, hit, naming, field, words, figure=figure)
+        if passage is not None:
+            del hit["read_near"]
+            if 2 * passage.matched >= passage.asked:
+                break
 
 
 async def _scan(
@@ -192,14 +201,22 @@ async def _scan(
     words: Sequence[str],
     *,
     figure: bool,
-) -> None:
+) -> Passage | None:
+    """The hit's field read and its best passage set as its evidence (``None``: no question
+    word in what was read, or the read failed)."""
     ref = RecordRef(str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id"))
     try:
         scanned, passage = await find_passage(context.rs, ref, field, SCAN_CHARS, words, figure=figure)
     except RsError:
-        return
-    if passage is not None:
-        hit["evidence"] = [passage_evidence(scanned, passage, naming, field)]
+        return None
+    if passage is None:
+        return None
+    hit["evidence"] = [passage_evidence(scanned, passage, naming, field)]
+    if passage.matched < passage.asked:  # some words unmatched: the runner-up may hold the answer
+        other = best_passage(scanned.text, words, figure=figure, besides=passage)
+        if other is not None:
+            hit["evidence"].append(passage_evidence(scanned, other, naming, field))
+    return passage
 
 
 def _answers_in_title(hit: Mapping[str, Any], field: str, figure: bool) -> bool:

@@ -13,6 +13,7 @@ from urllib.parse import parse_qs
 from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.question.passages import SPAN_CHARS
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 
@@ -73,13 +74,44 @@ async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sa
     assert reads[3:] == [(PORTO_BODY, "0"), (PORTO_BODY, "16384")]
     first = result.structured["results"][0]
     assert first["id"] == "cin_mail_work/message_bodies:body_porto_trip"
-    (evidence,) = first["evidence"]
-    assert evidence["provenance"] == "passage"
+    evidence, runner_up = first["evidence"]  # not every word is in the best: the next best too
+    assert evidence["provenance"] == runner_up["provenance"] == "passage"
+    assert abs(runner_up["at_chars"] - evidence["at_chars"]) > SPAN_CHARS
     assert evidence["at_chars"] > 20_000  # deep in the body, past the decoys
     assert evidence["read"]["arguments"]["offset_chars"] == evidence["at_chars"] - 300
     assert "22A" in evidence["preview"]
     assert f"evidence body_text (passage at char {evidence['at_chars']} of 56838)" in result.text
     assert "<mark>seat</mark> 22A" in result.text
+
+
+async def test_a_weak_passage_has_the_next_long_hit_read(shared_sandbox: Any) -> None:
+    result, reads = await _search(shared_sandbox, query="where did my landlord stash the extra key")
+    first, second = result.structured["results"][:2]
+    scanned = [path for path, _ in reads[3:]]
+    # the first hit's best passage holds one word of four: the second hit is read too, after it
+    assert scanned.index(_window(first)) < scanned.index(_window(second))
+    weak = first["evidence"][0]
+    assert weak["words_matched"] * 2 < weak["words_asked"]
+    assert second["id"] == "cin_mail_work/message_bodies:body_spare_key"
+    assert "blue flowerpot" in second["evidence"][0]["preview"]
+    assert "blue flowerpot" in result.text
+    assert "read_near" not in second  # its passage is shown: no aimed call instead
+
+
+async def test_the_runner_up_passage_shows_when_the_best_lacks_words(shared_sandbox: Any) -> None:
+    result, _ = await _search(shared_sandbox, query="where did the landlord say the extra key is kept")
+    first = result.structured["results"][0]
+    assert first["id"] == "cin_mail_work/message_bodies:body_spare_key"
+    best, runner_up = first["evidence"]
+    # the decoy holds more of the words; the answer's sentence is the runner-up, shown with it
+    assert "mailbox" in best["preview"]
+    assert "blue flowerpot" in runner_up["preview"]
+    assert runner_up["read"]["arguments"]["offset_chars"] == runner_up["at_chars"] - 300
+    assert "blue flowerpot" in result.text
+
+
+def _window(hit: dict[str, Any]) -> str:
+    return f"/v1/streams/{hit['stream']}/records/{hit['record_id']}/field-window"
 
 
 async def test_read_record_field_near_lands_on_the_passage(shared_sandbox: Any) -> None:
