@@ -10,8 +10,8 @@ Contract (pure: text in, a span out; no I/O):
   much, when, which number), a number in the stretch counts as half a word. It answers
   ``None`` when no question word occurs. The ``Passage`` it returns has the span's character
   offsets in ``text``, the matched word spans, and how many distinct question words it holds.
-  With ``besides`` (a passage already found) it answers the best other passage, at least
-  ``SPAN_CHARS`` away from that one: the runner-up where the best holds only some words.
+- ``passage_at(text, start, end, words)`` is a span found otherwise (``meaning``'s closest
+  sentence) as a ``Passage``: the question words in it marked and counted the same way.
 - ``Passage.preview(text, limit)`` is that passage widened to whole sentences where the
   budget allows, at most ``limit`` visible characters, one line, with every matched word in
   ``<mark>`` tags and ``…`` where the text goes on.
@@ -54,16 +54,11 @@ class Passage:
         return " ".join("".join(parts).split())
 
 
-def best_passage(
-    text: str, words: Sequence[str], *, figure: bool = False, besides: Passage | None = None
-) -> Passage | None:
-    """The densest stretch of ``text`` in the question's ``words`` (see the module contract),
-    apart from ``besides`` and the ``SPAN_CHARS`` either side of it when given."""
+def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Passage | None:
+    """The densest stretch of ``text`` in the question's ``words`` (see the module contract)."""
     wanted = {stem(word) for word in words}
     hits: list[tuple[int, int, str]] = []
     for match in WORD.finditer(text):
-        if besides is not None and besides.start - SPAN_CHARS < match.end() < besides.end + SPAN_CHARS:
-            continue
         key = _matching(stem(match.group()), wanted)
         if key is not None:
             hits.append((match.start(), match.end(), key))
@@ -96,6 +91,19 @@ def best_passage(
         matched=len({key for _, _, key in chosen} - {FIGURE}),
         asked=len(wanted),
     )
+
+
+def passage_at(text: str, start: int, end: int, words: Sequence[str]) -> Passage:
+    """``text[start:end]`` as a passage, the question's ``words`` in it marked."""
+    wanted = {stem(word) for word in words}
+    marks: list[tuple[int, int]] = []
+    keys: set[str] = set()
+    for match in WORD.finditer(text, start, end):
+        key = _matching(stem(match.group()), wanted)
+        if key is not None:
+            marks.append((match.start(), match.end()))
+            keys.add(key)
+    return Passage(start=start, end=end, marks=tuple(marks), matched=len(keys), asked=len(wanted))
 
 
 def _matching(token: str, wanted: set[str]) -> str | None:

@@ -24,12 +24,13 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    field read (``passage_reads.find_passage``, at most ``SCAN_CHARS``) and its best passage
    shown (``provenance: "passage"``; a question asking for a figure,
    ``words.asks_for_figure``, prefers a passage holding one) with the call that reads around
-   it; when it lacks some of the question's words, the field's best other passage is shown
-   after it (``best_passage(besides=...)``: a decoy repeating the question's common words
-   can outrank the answer's own sentence). While the passage found is weak (none, or fewer than half the question's words: a
-   meaning-based rank is approximate, the record that answers is often the next one), the
-   next such hit is read the same way, one after another, at most ``MAX_SCANS`` in all; a
-   strong passage ends the reads. A hit whose snippet is the whole short field shows it
+   it; when it lacks some of the question's words (or holds none), the sentence nearest the
+   question in meaning (``meaning.closest_sentence``, computed in a thread) is shown after
+   it, unless it lies inside it: a decoy repeating the question's common words outranks, on
+   words, an answer that says them otherwise. While the passage found by words is weak
+   (none, or fewer than half the question's words: a meaning-based rank is approximate, the
+   record that answers is often the next one), the next such hit is read the same way, one
+   after another, at most ``MAX_SCANS`` in all; a strong passage ends the reads. A hit whose snippet is the whole short field shows it
    with the question's words marked (``provenance: "meaning_match"``); every other cut hit
    carries ``read_near``, the ``read_record_field`` call aimed at the question (``near``). A
    failed scan only leaves its hit without evidence.
@@ -50,7 +51,8 @@ from mcp_gateway_middleware import ToolResult
 from pdpp_gateway import documents
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef, handle_arguments
-from pdpp_gateway.question.passages import Passage, best_passage
+from pdpp_gateway.question.meaning import closest_sentence
+from pdpp_gateway.question.passages import Passage, best_passage, passage_at
 from pdpp_gateway.question.words import RELAXED_WORDS, asks_for_figure, most_distinctive
 from pdpp_gateway.render.common import RETRIEVAL, as_mapping
 from pdpp_gateway.rs.client import RsResponse
@@ -186,11 +188,11 @@ async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], arg
         if not shown and len(scans) < MAX_SCANS:
             scans.append((hit, naming, field))
     for hit, naming, field in scans:  # one after another: a strong passage ends the scans
-        passage = await _scan(context, hit, naming, field, words, figure=figure)
-        if passage is not None:
+        passage = await _scan(context, hit, naming, field, words, args.text, figure=figure)
+        if hit.get("evidence"):
             del hit["read_near"]
-            if 2 * passage.matched >= passage.asked:
-                break
+        if passage is not None and 2 * passage.matched >= passage.asked:
+            break
 
 
 async def _scan(
@@ -199,23 +201,25 @@ async def _scan(
     naming: Mapping[str, str],
     field: str,
     words: Sequence[str],
+    question: str,
     *,
     figure: bool,
 ) -> Passage | None:
-    """The hit's field read and its best passage set as its evidence (``None``: no question
-    word in what was read, or the read failed)."""
+    """The hit's field read, its passages set as its evidence: the one that holds most of the
+    question's words and, when that lacks some, the sentence nearest the question in meaning.
+    Answers the first (``None``: no question word in what was read, or the read failed)."""
     ref = RecordRef(str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id"))
     try:
         scanned, passage = await find_passage(context.rs, ref, field, SCAN_CHARS, words, figure=figure)
     except RsError:
         return None
-    if passage is None:
-        return None
-    hit["evidence"] = [passage_evidence(scanned, passage, naming, field)]
-    if passage.matched < passage.asked:  # some words unmatched: the runner-up may hold the answer
-        other = best_passage(scanned.text, words, figure=figure, besides=passage)
-        if other is not None:
-            hit["evidence"].append(passage_evidence(scanned, other, naming, field))
+    found = [] if passage is None else [passage]
+    if passage is None or passage.matched < passage.asked:  # the answer may say it otherwise
+        span = await asyncio.to_thread(closest_sentence, scanned.text, question)
+        if span is not None and (passage is None or span[1] <= passage.start or span[0] >= passage.end):
+            found.append(passage_at(scanned.text, *span, words))
+    if found:
+        hit["evidence"] = [passage_evidence(scanned, each, naming, field) for each in found]
     return passage
 
 
