@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from pdpp_gateway.question.words import WORD, stem
+from pdpp_gateway.question.words import WORD, stands_for, stem
 
 SPAN_CHARS: Final = 240
 FIGURE: Final = "\0figure"  # a number in the text, for a question that asks for one
@@ -57,7 +57,7 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
     wanted = {stem(word) for word in words}
     hits: list[tuple[int, int, str]] = []
     for match in WORD.finditer(text):
-        key = _matching(stem(match.group()), wanted)
+        key = stands_for(stem(match.group()), wanted)
         if key is not None:
             hits.append((match.start(), match.end(), key))
         elif figure and match.group()[0].isdigit():
@@ -89,18 +89,6 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
         matched=len({key for _, _, key in chosen} - {FIGURE}),
         asked=len(wanted),
     )
-
-
-def _matching(token: str, wanted: set[str]) -> str | None:
-    """The question word (stem) a text word (stem) stands for: the same stem, or one the
-    other begins with when both have four letters or more ("confirm" in "confirmation")."""
-    if token in wanted:
-        return token
-    if len(token) >= 4:
-        for key in wanted:
-            if len(key) >= 4 and (token.startswith(key) or key.startswith(token)):
-                return key
-    return None
 
 
 def _widen(text: str, start: int, end: int, limit: int) -> tuple[int, int]:
