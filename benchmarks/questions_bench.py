@@ -2,11 +2,11 @@
 
 Plays a model that reads only text over every question of ``benchmarks/questions.json`` (each
 in a person's words, with the fact that answers it): one ``search`` as asked, then only calls
-the text spells out (the first ready ``fetch`` or ``read_record_field`` call it has not made,
-newest text first; a ``search`` call only when no other is offered), at most three calls. A
-question is answered at the first call whose text holds its fact (``<mark>`` tags and line
-breaks aside). Questions marked ``package`` ask a package of the Work mail and Acme Slack grants;
-the rest one grant over every stream.
+the text spells out (the first ready ``fetch``, ``read_record_field`` or ``query_records`` call
+it has not made, newest text first; a ``search`` call only when no other is offered), at most
+three calls. A question is answered at the first call whose text holds its fact (``<mark>``
+tags and line breaks aside). Questions marked ``package`` ask a package of the Work mail and
+Acme Slack grants; the rest one grant over every stream.
 
 Each arm runs in its own process against one sandbox RS (this tree's, in this process, over
 real HTTP), which counts the RS reads of every question. ``--against DIR`` adds the gateway of
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve()
 QUESTIONS = SCRIPT.parent / "questions.json"
 MAX_CALLS = 3
-_CALL = re.compile(r"\b(fetch|read_record_field|search) (?=\{)")
+_CALL = re.compile(r"\b(fetch|read_record_field|query_records|search) (?=\{)")
 _TAG = re.compile(r"</?mark>")
 PACKAGE_TOKENS = ("client_work_mail", "client_chat")
 

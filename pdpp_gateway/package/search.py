@@ -25,6 +25,8 @@ Contract (for a ``search`` fanned out to several children of a package):
   warning says to page one source at a time with ``connection_id``.
 - A cursor of one child's own page (not a package cursor) is passed through only when the
   search reaches exactly that one child; otherwise it is refused as ``invalid_cursor``.
+- Streams a question names (``stream_hints``): the children's, in member order, the streams
+  of the merged hits not offered (``tools.stream_hints.merge_stream_hints``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from pdpp_gateway.render.common import RETRIEVAL
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.tools.args import SearchArgs, args_of
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
+from pdpp_gateway.tools.stream_hints import merge_stream_hints
 
 DEFAULT_SEARCH_LIMIT: Final = 25
 ORDER: Final = "round_robin_by_child_rank"
@@ -215,6 +218,9 @@ def merge_search(
         structured[RETRIEVAL] = {**fused[0][1], "sources": [_label(lane.member) for lane, _ in fused]}
     elif found:  # every member searched the question's content words alike
         structured[RETRIEVAL] = found[0][1]
+    merge_stream_hints(
+        structured, [outcome.structured for outcome in outcomes if isinstance(outcome, ToolResult)]
+    )
     return ToolResult(structured=structured)
 
 

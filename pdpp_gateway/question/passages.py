@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from pdpp_gateway.question.words import WORD, stem
+from pdpp_gateway.question.words import WORD, stands_for, stem
 
 SPAN_CHARS: Final = 240
 FIGURE: Final = "\0figure"  # a number in the text, for a question that asks for one
@@ -59,7 +59,7 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
     wanted = {stem(word) for word in words}
     hits: list[tuple[int, int, str]] = []
     for match in WORD.finditer(text):
-        key = _matching(stem(match.group()), wanted)
+        key = stands_for(stem(match.group()), wanted)
         if key is not None:
             hits.append((match.start(), match.end(), key))
         elif figure and match.group()[0].isdigit():
@@ -99,23 +99,11 @@ def passage_at(text: str, start: int, end: int, words: Sequence[str]) -> Passage
     marks: list[tuple[int, int]] = []
     keys: set[str] = set()
     for match in WORD.finditer(text, start, end):
-        key = _matching(stem(match.group()), wanted)
+        key = stands_for(stem(match.group()), wanted)
         if key is not None:
             marks.append((match.start(), match.end()))
             keys.add(key)
     return Passage(start=start, end=end, marks=tuple(marks), matched=len(keys), asked=len(wanted))
-
-
-def _matching(token: str, wanted: set[str]) -> str | None:
-    """The question word (stem) a text word (stem) stands for: the same stem, or one the
-    other begins with when both have four letters or more ("confirm" in "confirmation")."""
-    if token in wanted:
-        return token
-    if len(token) >= 4:
-        for key in wanted:
-            if len(key) >= 4 and (token.startswith(key) or key.startswith(token)):
-                return key
-    return None
 
 
 def _widen(text: str, start: int, end: int, limit: int) -> tuple[int, int]:

@@ -12,6 +12,9 @@ Contract (plain text in, plain values out; no I/O):
   -ation), lower-cased, never under three letters: enough that "payable" meets "pay" and
   "approval" meets "approve" when text is matched word by word. It is for matching only: a
   stem is never shown or sent as a query.
+- ``stands_for(token, wanted)`` is the question word (a stem in ``wanted``) a text word's
+  stem stands for: the same stem, or one the other begins with when both have four
+  letters or more ("confirm" in "confirmation"); ``None`` when it stands for none.
 - ``asks_for_figure(question)``: whether the question asks for a number, an amount, a time or
   a code ("how much", "when", "what time", "cost", "password", ...), so the answer's passage
   likely holds digits.
@@ -85,6 +88,17 @@ def stem(word: str) -> str:
         if folded.endswith(suffix) and len(folded) - len(suffix) + len(replacement) >= _MIN_STEM:
             return folded[: len(folded) - len(suffix)] + replacement
     return folded
+
+
+def stands_for(token: str, wanted: set[str]) -> str | None:
+    """The question word (stem) in ``wanted`` that ``token`` (a stem) stands for, if any."""
+    if token in wanted:
+        return token
+    if len(token) >= 4:
+        for key in wanted:
+            if len(key) >= 4 and (token.startswith(key) or key.startswith(token)):
+                return key
+    return None
 
 
 def most_distinctive(words: Sequence[str], count: int) -> list[str]:

@@ -40,6 +40,7 @@ from pdpp_gateway.render.common import (
 )
 from pdpp_gateway.tools.args import SearchArgs
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
+from pdpp_gateway.tools.stream_hints import STREAM_HINTS
 
 BUDGET: Final = 5_000
 MAX_HITS: Final = 8
@@ -76,6 +77,7 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         lines.append(_hybrid_more(args))
     elif not hits and mode == "lexical" and not args.cursor:
         lines.append(_nothing_lexical(args))
+    lines.extend(_stream_hint_line(as_mapping(hint)) for hint in result.structured.get(STREAM_HINTS) or ())
     meta = as_mapping(envelope.get("meta"))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
@@ -139,6 +141,18 @@ def _fused_line(retrieval: Mapping[str, Any]) -> str:
         f"{where} record holds every word of the question, so these hits fuse {parts} (reciprocal rank: "
         "a record both found ranks first). Meaning-based hits are approximate: check that the evidence "
         "answers the question."
+    )
+
+
+def _stream_hint_line(hint: Mapping[str, Any]) -> str:
+    """A stream the question names (``tools.stream_hints``), with the read that answers from it."""
+    words = ", ".join(dumps(word) for word in hint.get("words") or ())
+    fields = ", ".join(str(field) for field in hint.get("fields") or ())
+    call = as_mapping(hint.get("call"))
+    return (
+        f"Structured data may answer this: stream {hint.get('stream')} of {hint.get('source')} matches "
+        f"{words}{f' (fields {fields})' if fields else ''}; its records {hint.get('order')}: "
+        + call_text(str(call.get("tool")), as_mapping(call.get("arguments")))
     )
 
 

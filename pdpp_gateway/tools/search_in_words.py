@@ -35,6 +35,13 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    carries ``read_near``, the ``read_record_field`` call aimed at the question (``near``). A
    failed scan only leaves its hit without evidence.
 
+4. Streams the question names: alongside step 2's reads, the grant's compact schema is read
+   through the caller's memo (no RS read in steady state; none at all after a first page
+   with hits), and the streams whose name or fields the content words name, not among the
+   hits, are offered as ready ``query_records`` calls under ``stream_hints``
+   (``tools.stream_hints``), on a fused answer or an empty one. A failed schema read only
+   drops them.
+
 Structured output says how the answer was found under ``retrieval``: ``{mode: "lexical",
 searched}`` when words were dropped from a lexical page with hits, else ``{mode: "fused",
 instead_of: "lexical", why, searched: [{mode, query, hits}], order}``.
@@ -43,6 +50,7 @@ instead_of: "lexical", why, searched: [{mode, query, hits}], order}``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -60,6 +68,7 @@ from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.args import SearchArgs
 from pdpp_gateway.tools.passage_reads import find_passage, passage_evidence
+from pdpp_gateway.tools.stream_hints import add_stream_hints
 
 SEARCH_PATHS: Final = {
     "lexical": "/v1/search",
@@ -84,7 +93,16 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
     if results or args.cursor is not None or response.body.get("has_more"):
         retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
         return _answer(context, response, results, retrieval)
-    return await _fused(context, args) or _answer(context, response, results)
+    schema = asyncio.create_task(_granted_schema(context))  # read alongside the fused reads
+    try:
+        answer = await _fused(context, args) or _answer(context, response, results)
+    except BaseException:
+        schema.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await schema
+        raise
+    add_stream_hints(answer.structured, await schema, args)
+    return answer
 
 
 async def _fused(context: GatewayContext, args: SearchArgs) -> ToolResult | None:
@@ -283,6 +301,16 @@ def _answer(
     retrieval: Mapping[str, Any] | None = None,
 ) -> ToolResult:
     return ToolResult(structured=_envelope(context, response, results, retrieval))
+
+
+async def _granted_schema(context: GatewayContext) -> Mapping[str, Any] | None:
+    """The grant's compact schema, read through the caller's memo (``None`` when it fails:
+    the answer then has no stream hints)."""
+    try:
+        response: RsResponse = await memoised_read(context.rs, "/v1/schema", (("view", "compact"),))
+    except RsError:
+        return None
+    return response.body
 
 
 async def _meaning_mode(context: GatewayContext) -> str | None:

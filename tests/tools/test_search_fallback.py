@@ -7,19 +7,25 @@ gateway where the RS shows only the field's opening. A pinned mode is exactly th
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any
 from urllib.parse import parse_qs
 
 from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.question.words import content_words
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
+from pdpp_gateway.tools.stream_hints import stream_hints
+from tests.package.helpers import mail_and_chat
+from tests.upstreams import upstream_proxy
 
 QUESTION = "when does my flight to Porto leave booking"  # no record holds every word
 LISBON = "what did I pay for the Lisbon apartment deposit"
 SEAT = "seat number on my Porto flight"  # meaning finds the body; no lexical search does
 PORTO_BODY = "/v1/streams/message_bodies/records/body_porto_trip/field-window"
+SCHEMA_READ = ("/v1/schema", "")  # the compact schema, read alongside a fused answer's searches
 
 
 async def _search(sandbox: Any, **arguments: Any) -> tuple[Any, list[tuple[str, str]]]:
@@ -45,9 +51,14 @@ async def test_a_question_searches_its_content_words_first(shared_sandbox: Any) 
 
 async def test_the_lisbon_deposit_is_found_in_a_person_s_words(shared_sandbox: Any) -> None:
     result, reads = await _search(shared_sandbox, query=LISBON)
-    # the content words, then (together) meaning-based search and the two most distinctive words
+    # the content words, then (together) meaning-based search, the two most distinctive words
+    # and the grant's schema (for the streams the question names: ``tools.stream_hints``)
     assert reads[0] == ("/v1/search", "pay Lisbon apartment deposit")
-    assert sorted(reads[1:]) == [("/v1/search", "apartment deposit"), ("/v1/search/hybrid", LISBON)]
+    assert sorted(reads[1:]) == [
+        SCHEMA_READ,
+        ("/v1/search", "apartment deposit"),
+        ("/v1/search/hybrid", LISBON),
+    ]
     retrieval = result.structured["retrieval"]
     assert retrieval["mode"] == "fused"
     assert retrieval["order"] == "reciprocal_rank_fusion"
@@ -67,10 +78,10 @@ async def test_the_lisbon_deposit_is_found_in_a_person_s_words(shared_sandbox: A
 async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sandbox: Any) -> None:
     result, reads = await _search(shared_sandbox, query=SEAT)
     assert reads[0] == ("/v1/search", "seat number Porto flight")
-    assert sorted(reads[1:3]) == [("/v1/search", "number flight"), ("/v1/search/hybrid", SEAT)]
+    assert sorted(reads[1:4]) == [SCHEMA_READ, ("/v1/search", "number flight"), ("/v1/search/hybrid", SEAT)]
     # the RS showed only the body's opening: the gateway read the field (its first two windows:
     # the first alone holds no passage with every word) to find where
-    assert reads[3:] == [(PORTO_BODY, "0"), (PORTO_BODY, "16384")]
+    assert reads[4:] == [(PORTO_BODY, "0"), (PORTO_BODY, "16384")]
     first = result.structured["results"][0]
     assert first["id"] == "cin_mail_work/message_bodies:body_porto_trip"
     # its words miss "number" and "flight", but the sentence nearest in meaning is this one
@@ -178,3 +189,134 @@ async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path:
     assert "QX7P2M" in merged.text  # the Porto booking's passage, from the mail member
     assert pinned.structured["results"] == []
     assert "retrieval" not in pinned.structured
+
+
+# --- streams the question names: a ready query_records call (``tools.stream_hints``) ---------
+
+PAYSLIP = "What was my take-home pay on my most recent payslip?"
+EARLIEST = "What was my gross salary on the earliest payslip I have?"
+ATTACHMENT = "Dev sent me a file with one of the budget review emails. What was the attachment?"
+
+
+def _printed_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """The query_records calls the text's stream lines spell out, as a model would copy them."""
+    decoder, calls = json.JSONDecoder(), []
+    for line in text.splitlines():
+        if line.startswith("Structured data may answer this:"):
+            start = line.index("query_records {") + len("query_records ")
+            calls.append(("query_records", decoder.raw_decode(line, start)[0]))
+    return calls
+
+
+def _schema_reads(sandbox: Any) -> int:
+    return sum(call.path == "/v1/schema" for call in sandbox.calls)
+
+
+async def test_a_payslip_question_offers_the_read_that_answers_it(shared_sandbox: Any) -> None:
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(
+            rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url
+        )
+        shared_sandbox.calls.clear()
+        latest = await build_pipeline()(ToolCall("search", {"query": PAYSLIP}, context))
+        first_reads = _schema_reads(shared_sandbox)
+        shared_sandbox.calls.clear()
+        earliest = await build_pipeline()(ToolCall("search", {"query": EARLIEST}, context))
+        steady_reads = _schema_reads(shared_sandbox)
+        ((tool, arguments),) = _printed_calls(latest.text)
+        net = await build_pipeline()(ToolCall(tool, arguments, context))
+        ((tool, arguments),) = _printed_calls(earliest.text)
+        gross = await build_pipeline()(ToolCall(tool, arguments, context))
+    assert (first_reads, steady_reads) == (1, 0)  # the schema is read once, then from the memo
+    assert latest.structured["retrieval"]["mode"] == "fused"  # no record holds every word
+    (hint,) = latest.structured["stream_hints"]
+    assert (hint["stream"], hint["connection_id"], hint["words"]) == (
+        "pay_statements",
+        "cin_northstar",
+        ["pay"],
+    )
+    assert (
+        "Structured data may answer this: stream pay_statements of northstar-hr (Northstar HR) matches "
+        '"pay"; its records newest first by issued_at: query_records {"stream":"pay_statements",'
+        '"connection_id":"cin_northstar","order":"desc","limit":3}'
+    ) in latest.text
+    assert not net.is_error, net.text
+    assert net.structured["data"]["data"][0]["data"]["net_amount"] == 3406.0  # the newest payslip
+    assert '"net_amount":3406.0' in net.text
+    # the earliest, projected to the field the question names: no record and no hit at all
+    assert earliest.structured["results"] == []
+    assert earliest.structured["stream_hints"][0]["call"]["arguments"] == {
+        "stream": "pay_statements",
+        "connection_id": "cin_northstar",
+        "fields": ["issued_at", "gross_amount"],
+        "order": "asc",
+        "limit": 3,
+    }
+    assert gross.structured["data"]["data"][0]["data"] == {
+        "issued_at": "2025-05-26T00:00:00.000Z",
+        "gross_amount": 4200.0,
+    }
+
+
+async def test_a_question_naming_no_stream_gets_no_stream_line(shared_sandbox: Any) -> None:
+    for arguments in (
+        {"query": QUESTION},
+        {"query": LISBON},  # its "pay": the first hit already says "payable"
+        {"query": PAYSLIP, "streams": ["messages", "message_bodies"]},  # pay_statements not searched
+        {"query": PAYSLIP, "connection_id": "cin_mail_work"},
+    ):
+        result, reads = await _search(shared_sandbox, **arguments)
+        assert SCHEMA_READ in reads
+        assert result.structured["retrieval"]["mode"] == "fused"
+        assert "stream_hints" not in result.structured
+        assert "Structured data may answer this" not in result.text
+        assert "query_records {" not in result.text
+
+
+async def test_a_lexical_hit_page_reads_no_schema(shared_sandbox: Any) -> None:
+    result, reads = await _search(shared_sandbox, query="offsite planning pay")  # "pay" names a stream
+    assert reads == [("/v1/search", "offsite planning pay")]  # one read: no schema, no hint
+    assert result.structured["results"]
+    assert "stream_hints" not in result.structured
+
+
+async def test_a_stream_among_the_hits_is_not_hinted(shared_sandbox: Any) -> None:
+    result, _ = await _search(shared_sandbox, query=ATTACHMENT)
+    async with RsClient(shared_sandbox.url) as rs:
+        schema = await rs.bind(shared_sandbox.tokens["client_broad"]).get_json(
+            "/v1/schema", [("view", "compact")]
+        )
+    shown = {hit["stream"] for hit in result.structured["results"]}
+    named = stream_hints(schema.body, content_words(ATTACHMENT), ATTACHMENT, ())
+    # messages names "emails" and "attachment" (from_email, has_attachments), but its records are hits
+    assert [hint["stream"] for hint in named] == ["attachments", "messages"]
+    assert "messages" in shown
+    assert [hint["stream"] for hint in result.structured["stream_hints"]] == ["attachments"]
+    assert result.text.count("Structured data may answer this") == 1
+
+
+async def test_a_failed_schema_read_only_drops_the_stream_line(shared_sandbox: Any) -> None:
+    async with (
+        upstream_proxy(shared_sandbox.url, refuse_compact=True) as proxy,
+        RsClient(proxy.url) as rs,
+    ):
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_broad"]), proxy.url)
+        result = await build_pipeline()(ToolCall("search", {"query": PAYSLIP}, context))
+    assert "GET /v1/schema?view=compact" in proxy.lines()
+    assert not result.is_error, result.text
+    assert result.structured["retrieval"]["mode"] == "fused"
+    assert "stream_hints" not in result.structured
+
+
+async def test_a_package_offers_its_member_s_stream(shared_sandbox: Any) -> None:
+    async with RsClient(shared_sandbox.url) as rs:
+        context = mail_and_chat(rs, rs, shared_sandbox.tokens, shared_sandbox.url)
+        found = await build_pipeline()(ToolCall("search", {"query": ATTACHMENT}, context))
+        ((tool, arguments),) = _printed_calls(found.text)
+        files = await build_pipeline()(ToolCall(tool, arguments, context))
+    assert arguments["connection_id"] == "cin_mail_work"  # the member granting it, so the call routes
+    assert not files.is_error, files.text
+    assert {record["data"]["filename"] for record in files.structured["data"]["data"]} == {
+        "receipt.png",
+        "lease-2026.pdf",
+    }

@@ -274,6 +274,21 @@ async def test_search_ids_fetch_without_extra_arguments_on_a_multi_source_grant(
     assert orjson.loads(fetch_text) == document  # content[] mirrors the document exactly
 
 
+async def test_a_question_about_structured_data_offers_the_read_that_answers_it(
+    stdio_gateway: Client,
+) -> None:
+    question = "What was my take-home pay on my most recent payslip?"
+    result, text = await call(stdio_gateway, "search", query=question)
+    assert not result.is_error, text
+    (hint,) = result.structured_content["stream_hints"]  # declared in outputSchema, checked strictly
+    printed = re.search(r"^Structured data may answer this: .*?query_records (\{.*\})$", text, re.MULTILINE)
+    assert printed, text[:800]
+    assert orjson.loads(printed.group(1)) == hint["call"]["arguments"]
+    records, records_text = await call(stdio_gateway, "query_records", **hint["call"]["arguments"])
+    assert not records.is_error, records_text
+    assert '"net_amount":3406.0' in records_text  # the newest payslip's take-home pay
+
+
 async def test_legacy_id_of_a_record_in_two_connections_surfaces_ambiguous_connection(
     stdio_gateway: Client,
 ) -> None:

@@ -1,0 +1,189 @@
+"""Streams a question names: the structured data no text search reaches, as ready reads.
+
+Contract (pure: a schema document and the question's words in, hints out; no I/O):
+
+``stream_hints(schema, words, question, shown)`` answers, for a search in a person's words
+that found no record holding every word, at most ``MAX_HINTS`` granted streams whose name
+or field names the question's content words ``words`` name, each as a ``query_records``
+call that answers directly. ``schema`` is an RS ``/v1/schema`` body (compact or full);
+``shown`` the streams already among the search's hits (never hinted: their records are on
+the page); ``streams`` and ``connection_id`` keep them within a search's scope.
+``add_stream_hints`` puts them in a search's structured output under ``STREAM_HINTS``: the
+streams of its results are shown, and the words its first hit's
+evidence already holds name no stream (that hit speaks of them: "what did I pay for the
+Lisbon apartment deposit", whose first hit says "payable", is not pointed at pay
+statements). ``merge_stream_hints`` gives a merged package page its members' hints.
+
+- A name is split on ``_``; a part names a word when ``words.stands_for`` matches their
+  stems, or their lower-cased forms ("file" in "filename": the stem of "file" is too
+  short for the prefix rule). Generic parts (``GENERIC_PARTS``: id, text, name, type, ...)
+  name nothing, nor do a stream's primary key, its fields not granted (flag ``g=false``),
+  its times (a question's "sent" or "updated" says when, not what) and objects (blobs);
+  words that say an order (``ORDER_WORDS``: latest, earliest, ...) set the order instead.
+- A stream is hinted when at least one word names it or one of its fields; streams rank
+  by the distinct words they match (a match on the stream's own name first on a tie),
+  then in schema order.
+- Its call reads that stream (``connection_id`` when one granted connection holds it, or
+  the search named one, so a package routes it and a name shared with another source does
+  not merge them), at
+  most ``HINT_LIMIT`` records, ordered by its cursor field: newest first (``desc``), or
+  oldest first (``asc``) when the question asks for the earliest, first or oldest. When
+  fields matched words the stream's name does not, ``fields`` projects the records to the
+  cursor field and those fields ("gross salary" reads issued_at and gross_amount; "pay"
+  names pay_statements itself, so its records come whole).
+- A hint is ``{stream, source, connection_id?, words, fields, order, call: {tool,
+  arguments}}`` (``order``: e.g. "newest first by issued_at"); ``source`` is the
+  connector key and the connection's display name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from pdpp_gateway.documents import parse_marks
+from pdpp_gateway.question.words import WORD, stands_for, stem
+from pdpp_gateway.schema_view import compact_projection, unwrap_schema
+from pdpp_gateway.tools.args import SearchArgs
+
+STREAM_HINTS: Final = "stream_hints"  # the structured output key holding them
+MAX_HINTS: Final = 2
+HINT_LIMIT: Final = 3
+GENERIC_PARTS: Final = frozenset(
+    {"id", "ids", "text", "name", "type", "key", "data", "value", "url", "number", "count"}
+)
+ORDER_WORDS: Final = frozenset({"latest", "last", "newest", "recent", "earliest", "first", "oldest"})
+_EARLIEST: Final = re.compile(r"\b(earliest|first|oldest)\b", re.IGNORECASE)
+
+
+def stream_hints(
+    schema: Mapping[str, Any],
+    words: Sequence[str],
+    question: str,
+    shown: Collection[str],
+    *,
+    streams: Collection[str] | None = None,
+    connection_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """The ready reads of the streams the question names (see the module contract)."""
+    asked = [word for word in words if word.lower() not in ORDER_WORDS]
+    if not asked:
+        return []
+    oldest = _EARLIEST.search(question) is not None
+    ranked: list[tuple[int, bool, int, dict[str, Any]]] = []
+    document = compact_projection(unwrap_schema(schema), connection_id=connection_id)
+    for connector in document.get("connectors") or ():
+        for row in connector.get("streams") or ():
+            name = str(row.get("name") or "")
+            if not name or name in shown or (streams is not None and name not in streams):
+                continue
+            by_name = set(_named(name, asked))
+            keys = set(row.get("primary_key") or ())
+            by_field = {
+                field: named
+                for field, flags in (row.get("field_capabilities") or {}).items()
+                if field not in keys and _names_a_thing(str(flags)) and (named := set(_named(field, asked)))
+            }
+            matched = by_name.union(*by_field.values())
+            if matched:
+                narrowing = [field for field, named in by_field.items() if named - by_name]
+                hint = _hint(connector, row, sorted(matched, key=asked.index), narrowing, oldest)
+                ranked.append((len(matched), bool(by_name), -len(ranked), hint))
+    ranked.sort(key=lambda entry: entry[:3], reverse=True)
+    return [hint for *_, hint in ranked[:MAX_HINTS]]
+
+
+def add_stream_hints(structured: dict[str, Any], schema: Mapping[str, Any] | None, args: SearchArgs) -> None:
+    """``structured`` (the structured output of the search ``args``) with its hints under
+    ``STREAM_HINTS``, within the search's streams and connection; unchanged without a schema
+    or a hint."""
+    if schema is None:
+        return
+    results = [hit for hit in structured.get("results") or () if isinstance(hit, Mapping)]
+    shown = {str(hit.get("stream")) for hit in results}
+    said = {stem(token) for token in WORD.findall(_evidence_text(results[0] if results else {}))}
+    unsaid = [word for word in args.words if not any(stands_for(token, {stem(word)}) for token in said)]
+    streams = args.arguments.get("streams")
+    hints = stream_hints(
+        schema,
+        unsaid,
+        args.text,
+        shown,
+        streams=streams if isinstance(streams, list) else None,
+        connection_id=args.connection_id,
+    )
+    if hints:
+        structured[STREAM_HINTS] = hints
+
+
+def merge_stream_hints(structured: dict[str, Any], answers: Iterable[Mapping[str, Any]]) -> None:
+    """A merged package page's hints: those of its members' ``answers`` (structured outputs,
+    in member order), the streams of its ``results`` not hinted, at most ``MAX_HINTS``."""
+    shown = {str(hit.get("stream")) for hit in structured.get("results") or () if isinstance(hit, Mapping)}
+    hints = [
+        hint
+        for answer in answers
+        for hint in answer.get(STREAM_HINTS) or ()
+        if isinstance(hint, Mapping) and hint.get("stream") not in shown
+    ]
+    if hints:
+        structured[STREAM_HINTS] = hints[:MAX_HINTS]
+
+
+def _evidence_text(hit: Mapping[str, Any]) -> str:
+    """What a hit's evidence shows, without its marks."""
+    previews = (item.get("preview") for item in hit.get("evidence") or () if isinstance(item, Mapping))
+    return " ".join(parse_marks(str(preview))[0] for preview in previews if preview)
+
+
+def _names_a_thing(flags: str) -> bool:
+    """Whether a field with these compact flags can name what a question asks about: granted,
+    and neither a time nor an object."""
+    parts = flags.split(",")
+    return "g=false" not in parts and not {"t=date-time", "t=date", "t=object"} & set(parts)
+
+
+def _named(name: str, words: Sequence[str]) -> list[str]:
+    """The ``words`` some part of ``name`` names."""
+    parts = [part for part in name.lower().split("_") if part and part not in GENERIC_PARTS]
+    return [
+        word
+        for word in words
+        if any(
+            stands_for(stem(part), {stem(word)}) is not None or stands_for(part, {word.lower()}) is not None
+            for part in parts
+        )
+    ]
+
+
+def _hint(
+    connector: Mapping[str, Any],
+    row: Mapping[str, Any],
+    words: list[str],
+    fields: list[str],
+    oldest: bool,
+) -> dict[str, Any]:
+    connections = row.get("granted_connections") or connector.get("granted_connections") or []
+    connection = connections[0] if len(connections) == 1 else {}
+    source = str(connector.get("connector_key") or connector.get("connector_id") or "")
+    if connection.get("display_name"):
+        source = f"{source} ({connection['display_name']})" if source else str(connection["display_name"])
+    arguments: dict[str, Any] = {"stream": row["name"]}
+    if connection.get("connection_id"):
+        arguments["connection_id"] = connection["connection_id"]
+    cursor = row.get("cursor_field") if isinstance(row.get("cursor_field"), str) else None
+    if fields:
+        arguments["fields"] = list(dict.fromkeys([*([cursor] if cursor else []), *fields]))
+    order = "default order"
+    if cursor:
+        arguments["order"] = "asc" if oldest else "desc"
+        order = f"{'oldest' if oldest else 'newest'} first by {cursor}"
+    arguments["limit"] = HINT_LIMIT
+    hint: dict[str, Any] = {"stream": row["name"], "source": source}
+    if "connection_id" in arguments:
+        hint["connection_id"] = arguments["connection_id"]
+    hint.update(
+        words=words, fields=fields, order=order, call={"tool": "query_records", "arguments": arguments}
+    )
+    return hint
