@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pdpp_gateway.sandbox.dataset import EMITTED_AT
+from pdpp_gateway.sandbox.store import semantic_input
 from tests.sandbox.rs_http import WORK, get
 
 
@@ -95,3 +96,32 @@ async def test_meaning_search_finds_longer_forms_of_a_word_and_weighs_titles(sha
         ["subject"],
         "Quarterly budget review",
     )
+
+
+async def test_meaning_search_sees_a_field_s_first_2048_characters_and_lexical_the_whole(
+    shared_sandbox: Any,
+) -> None:
+    """The reference RS embeds only a semantic field's first 2,048 characters: a word 1.5k
+    characters into a long body is found by meaning, its buried fact 12k characters in only by
+    lexical search, which indexes whole fields."""
+    _, early, _ = await get(shared_sandbox, "/v1/search/semantic?q=concierge&" + WORK)
+    assert [(h["record_key"], h["matched_fields"]) for h in early["data"]] == [
+        ("body_spare_key", ["body_text"])
+    ]
+    _, deep, _ = await get(shared_sandbox, "/v1/search/semantic?q=flowerpot&" + WORK)
+    assert deep["data"] == []
+    _, lexical, _ = await get(shared_sandbox, "/v1/search?q=flowerpot&" + WORK)
+    assert [h["record_key"] for h in lexical["data"]] == ["body_spare_key"]
+    _, hybrid, _ = await get(shared_sandbox, "/v1/search/hybrid?q=flowerpot&" + WORK)
+    assert [(h["record_key"], h["retrieval_sources"]) for h in hybrid["data"]] == [
+        ("body_spare_key", ["lexical"])
+    ]
+
+
+def test_the_meaning_search_cap_counts_characters_as_javascript_does() -> None:
+    """The reference cuts with ``value.slice(0, 2048)``: UTF-16 code units, so a character
+    outside the BMP counts two, and one that the cut would halve is left out."""
+    assert semantic_input("é" * 2048) == "é" * 2048
+    assert semantic_input("é" * 2049) == "é" * 2048
+    assert semantic_input("🙂" * 1024 + "x") == "🙂" * 1024
+    assert semantic_input("x" + "🙂" * 1024) == "x" + "🙂" * 1023
