@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from pdpp_gateway.sandbox.dataset import EMITTED_AT
+from pdpp_gateway.sandbox.sample_facts import MAIL_FACTS
+from pdpp_gateway.sandbox.sample_mail import OPENINGS
 from pdpp_gateway.sandbox.store import semantic_input
 from tests.sandbox.rs_http import WORK, get
 
@@ -125,3 +127,22 @@ def test_the_meaning_search_cap_counts_characters_as_javascript_does() -> None:
     assert semantic_input("é" * 2049) == "é" * 2048
     assert semantic_input("🙂" * 1024 + "x") == "🙂" * 1024
     assert semantic_input("x" + "🙂" * 1024) == "x" + "🙂" * 1023
+
+
+async def test_a_long_mail_is_found_by_meaning_through_its_opening(shared_sandbox: Any) -> None:
+    """A long mail holding a buried fact opens as its sender wrote it, on its subject: a
+    meaning-based question finds the body by that opening (all of it the RS embeds), and the
+    snippet, the body's opening, holds nothing of the fact 10k+ characters in."""
+    asked = {
+        "body_spare_key": ("what do I need to know about the apartment handover", "flowerpot"),
+        "body_school_trip": ("consent for my child to go on the school day trip", "Sintra"),
+        "body_porto_trip": ("baggage allowance for my weekend in Porto", "QX7P2M"),
+    }
+    openings = {**OPENINGS, **{f"body_{item.key}": item.opening for item in MAIL_FACTS}}
+    for body, (question, fact_word) in asked.items():
+        path = f"/v1/search/semantic?q={question.replace(' ', '+')}&streams=message_bodies&{WORK}"
+        _, found, _ = await get(shared_sandbox, path)
+        top = found["data"][0]
+        assert (top["record_key"], top["matched_fields"]) == (body, ["body_text"]), question
+        assert top["snippet"]["text"].startswith(openings[body][:60])
+        assert fact_word not in top["snippet"]["text"]
