@@ -110,6 +110,13 @@ def with_decoys(text: str, decoys: tuple[str, ...], spacing: int = 1500) -> str:
     return text
 
 
+def buried(rng: random.Random, size: int, opening: str, fact: str, decoys: tuple[str, ...]) -> str:
+    """A long message of about ``size`` characters: ``opening`` (what its sender writes first),
+    then filler with ``decoys`` early in it and ``fact`` half-way through."""
+    first = with_decoys(prose(rng, size // 2), decoys)
+    return f"{opening}\n\n{first}\n\n{fact}\n\n{prose(rng, size // 2)}"
+
+
 def png(width: int = 4, height: int = 4) -> bytes:
     def chunk(kind: bytes, body: bytes) -> bytes:
         return (

@@ -7,8 +7,9 @@ purpose what the gateway must cope with:
 
 - one record id (``msg_shared_0001``) in both connections (ambiguous without
   ``connection_id``);
-- three long bodies (tens of KB) with a fact buried deep inside (``BURIED_FACTS``) and,
-  earlier, decoys carrying the fact's key words without the answer (``DECOYS``);
+- three long bodies (tens of KB) that open on their subject as a sender writes
+  (``OPENINGS``), with a fact buried deep inside (``BURIED_FACTS``) and, earlier, decoys
+  carrying the fact's key words without the answer (``DECOYS``);
 - two deleted messages (tombstones for ``changes_since``).
 """
 
@@ -23,12 +24,12 @@ from pdpp_gateway.sandbox.manifests import MAIL_PERSONAL, MAIL_WORK
 from pdpp_gateway.sandbox.sample_content import (
     START,
     blob_ref,
+    buried,
     iso,
     pdf,
     png,
     prose,
     random_moment,
-    with_decoys,
 )
 
 # Facts placed deep inside long bodies: (record id, phrase). Tests search for a word of the
@@ -47,6 +48,27 @@ DECOYS: Final = {
     ),
     "body_storage_unit": ("Locker code changes are announced by email.", "Storage unit prices rise in May."),
     "body_porto_trip": ("A confirmation email follows separately.", "Porto airport opens at 05:00."),
+}
+
+# How each of those bodies opens, as its sender would write: on the subject, without the fact or
+# its answer (a meaning-based search reads a field's first 2,048 characters, not the fact).
+OPENINGS: Final = {
+    "body_lisbon_lease": (
+        "Dear tenant, your lease on the apartment ends soon, and we are glad to offer you a renewal "
+        "for another year. The new terms are set out below, together with the house rules, the rent "
+        "and the deposit; the lease itself is attached as a PDF. Please read everything before you "
+        "sign, and write to us if anything is unclear."
+    ),
+    "body_storage_unit": (
+        "Hello, and thank you for renting a storage unit with us. This email has everything you need "
+        "to get in and out: how to find the site, how the gate and your locker work, and who to call "
+        "if you get locked out. Please keep it somewhere safe."
+    ),
+    "body_porto_trip": (
+        "Thank you for booking your weekend in Porto with us. Your flight details, baggage allowance "
+        "and check-in instructions are below. Please check that the names match your passports, and "
+        "keep this email to hand on the day you travel."
+    ),
 }
 
 # Messages that carry the attachments rows of ``add_mail`` (their ``has_attachments`` flag agrees).
@@ -138,8 +160,7 @@ def add_mail(dataset: Dataset, rng: random.Random) -> None:
     )
     for record_id, subject, sender, email, size in long_bodies:
         moment = random_moment(rng)
-        first = with_decoys(prose(rng, size // 2), DECOYS[record_id])
-        text = first + "\n\n" + BURIED_FACTS[record_id] + "\n\n" + prose(rng, size // 2)
+        text = buried(rng, size, OPENINGS[record_id], BURIED_FACTS[record_id], DECOYS[record_id])
         add_long_message(
             dataset,
             record_id[5:],

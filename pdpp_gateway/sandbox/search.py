@@ -20,9 +20,12 @@ evidence). Hybrid hits are the reference's merge: ``retrieval_sources``, per-sou
 cursor; hybrid never pages and refuses ``cursor`` (``has_more`` only says the merged list
 was cut at ``limit``). Lexical ranking reads only ids and bm25 scores; record bodies and
 snippets are built for the returned page alone. Meaning-based ranking is BM25 over passages
-(``Store.search(index="passages")``): any content word of the query counts (stop and question
-words dropped, words stemmed, a word of five letters or more also finding its longer forms:
-"quarter" finds "quarterly"), a passage of a title field weighs ``TITLE_WEIGHT`` times one of a
+of each semantic field's first 2,048 characters, as much of a field as the reference RS embeds
+(``Store.search(index="passages")``, ``store.SEMANTIC_INPUT_MAX_CHARS``: a fact deeper in a
+long body is found by lexical search or by reading the field, not by meaning; lexical search
+sees whole fields): any content word of the query counts (stop and question words dropped,
+words stemmed, a word of five letters or more also finding its longer forms: "quarter" finds
+"quarterly"), a passage of a title field weighs ``TITLE_WEIGHT`` times one of a
 body (BM25F's field weights), a record ranks by its best passage, so one record about the
 thing asked outranks many that share a title with it (the k-th record whose best passage
 repeats a better-ranked one's counts ``1 / (1 + ln k)`` of its score, as a search engine folds
@@ -301,8 +304,8 @@ def _materialise(page: Sequence[Hit], store: Store) -> list[dict[str, Any]]:
 
 def _semantic_hits(request: web.Request, store: Store, sources: Sequence[Source]) -> list[dict[str, Any]]:
     """Meaning-based hits: records ranked by their best passage (BM25 over porter-stemmed
-    passages of the granted semantic fields, any content word of the query counting), each
-    with its matched field and, as the reference gives it, that field's opening as snippet."""
+    passages of the granted semantic fields' first 2,048 characters, any content word of the
+    query counting), each with its matched field and, as the reference gives it, that field's opening as snippet."""
     if not _TOKEN.findall(request.query.get("q", "")):
         raise RsHttpError(400, "invalid_request", "q must contain at least one word", param="q")
     terms = content_words(request.query.get("q", ""))

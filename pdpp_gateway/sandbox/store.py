@@ -7,10 +7,12 @@ copied with ``sqlite3.Connection.backup`` into each new store (in memory, or the
 ``(cursor_value, record_id)``; filters run in SQL over ``json_extract`` (lists, counts,
 windows, the changes feed and search scopes alike). Search ranks ids and bm25 scores
 only; record bodies and ``snippet()`` are fetched for the page a caller returns. Meaning-based
-search ranks passages instead (``passages``: each semantic field cut at paragraphs, a long
-paragraph into overlapping runs of words, stemmed by FTS5's porter tokenizer), so a record is
-as relevant as its best passage, however long the record. Every value from a request reaches
-SQLite as a bound parameter, never as SQL text.
+search ranks passages instead (``passages``: the first ``SEMANTIC_INPUT_MAX_CHARS`` of each
+semantic field, as much as the reference RS embeds, cut at paragraphs, a long paragraph into
+overlapping runs of words, stemmed by FTS5's porter tokenizer), so a record is as relevant as
+its best passage within that opening; the lexical ``fts`` index holds whole fields, as the
+reference's does. Every value from a request reaches SQLite as a bound parameter, never as
+SQL text.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ _template_lock = threading.Lock()
 SQL_OPS: Final = {"eq": "=", "gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
 INDEXES: Final = frozenset({"fts", "passages"})  # the FTS tables ``search`` may rank
 PASSAGE_WORDS: Final = 50  # a long paragraph's passages: this many words, every half of it
+# What meaning-based search sees of a semantic field: its first 2,048 characters, as the reference
+# RS embeds only that much of each field (DEFAULT_SEMANTIC_EMBEDDING_INPUT_MAX_CHARS in
+# reference-implementation/server/search-semantic.ts); its lexical index keeps the whole field.
+SEMANTIC_INPUT_MAX_CHARS: Final = 2048
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _WORD_SPAN = re.compile(r"\S+")
 
@@ -339,7 +345,7 @@ def _build(dataset: Dataset) -> sqlite3.Connection:
             for field in manifest.semantic:
                 value = row.data.get(field)
                 if isinstance(value, str) and value:
-                    passage_rows.extend((passage, seq, field) for passage in passages(value))
+                    passage_rows.extend((p, seq, field) for p in passages(semantic_input(value)))
     db.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", record_rows)
     db.executemany("INSERT INTO fts (text, rid, field) VALUES (?, ?, ?)", fts_rows)
     db.executemany("INSERT INTO passages (text, rid, field) VALUES (?, ?, ?)", passage_rows)
@@ -349,6 +355,17 @@ def _build(dataset: Dataset) -> sqlite3.Connection:
     )
     db.commit()
     return db
+
+
+def semantic_input(text: str) -> str:
+    """What of a semantic field meaning-based search sees, by the reference's rule
+    (``normalizeSemanticEmbeddingInput``: ``value.slice(0, 2048)`` when longer): the first
+    ``SEMANTIC_INPUT_MAX_CHARS`` characters counted as JavaScript counts them, in UTF-16 code
+    units (a character outside the BMP counts two; one cut in half is dropped)."""
+    units = text.encode("utf-16-le")
+    if len(units) <= 2 * SEMANTIC_INPUT_MAX_CHARS:
+        return text
+    return units[: 2 * SEMANTIC_INPUT_MAX_CHARS].decode("utf-16-le", errors="ignore")
 
 
 def passages(text: str) -> list[str]:

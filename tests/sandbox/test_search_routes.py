@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pdpp_gateway.sandbox.dataset import EMITTED_AT
+from pdpp_gateway.sandbox.sample_facts import MAIL_FACTS
+from pdpp_gateway.sandbox.sample_mail import OPENINGS
+from pdpp_gateway.sandbox.store import semantic_input
 from tests.sandbox.rs_http import WORK, get
 
 
@@ -95,3 +98,51 @@ async def test_meaning_search_finds_longer_forms_of_a_word_and_weighs_titles(sha
         ["subject"],
         "Quarterly budget review",
     )
+
+
+async def test_meaning_search_sees_a_field_s_first_2048_characters_and_lexical_the_whole(
+    shared_sandbox: Any,
+) -> None:
+    """The reference RS embeds only a semantic field's first 2,048 characters: a word 1.5k
+    characters into a long body is found by meaning, its buried fact 12k characters in only by
+    lexical search, which indexes whole fields."""
+    _, early, _ = await get(shared_sandbox, "/v1/search/semantic?q=concierge&" + WORK)
+    assert [(h["record_key"], h["matched_fields"]) for h in early["data"]] == [
+        ("body_spare_key", ["body_text"])
+    ]
+    _, deep, _ = await get(shared_sandbox, "/v1/search/semantic?q=flowerpot&" + WORK)
+    assert deep["data"] == []
+    _, lexical, _ = await get(shared_sandbox, "/v1/search?q=flowerpot&" + WORK)
+    assert [h["record_key"] for h in lexical["data"]] == ["body_spare_key"]
+    _, hybrid, _ = await get(shared_sandbox, "/v1/search/hybrid?q=flowerpot&" + WORK)
+    assert [(h["record_key"], h["retrieval_sources"]) for h in hybrid["data"]] == [
+        ("body_spare_key", ["lexical"])
+    ]
+
+
+def test_the_meaning_search_cap_counts_characters_as_javascript_does() -> None:
+    """The reference cuts with ``value.slice(0, 2048)``: UTF-16 code units, so a character
+    outside the BMP counts two, and one that the cut would halve is left out."""
+    assert semantic_input("é" * 2048) == "é" * 2048
+    assert semantic_input("é" * 2049) == "é" * 2048
+    assert semantic_input("🙂" * 1024 + "x") == "🙂" * 1024
+    assert semantic_input("x" + "🙂" * 1024) == "x" + "🙂" * 1023
+
+
+async def test_a_long_mail_is_found_by_meaning_through_its_opening(shared_sandbox: Any) -> None:
+    """A long mail holding a buried fact opens as its sender wrote it, on its subject: a
+    meaning-based question finds the body by that opening (all of it the RS embeds), and the
+    snippet, the body's opening, holds nothing of the fact 10k+ characters in."""
+    asked = {
+        "body_spare_key": ("what do I need to know about the apartment handover", "flowerpot"),
+        "body_school_trip": ("consent for my child to go on the school day trip", "Sintra"),
+        "body_porto_trip": ("baggage allowance for my weekend in Porto", "QX7P2M"),
+    }
+    openings = {**OPENINGS, **{f"body_{item.key}": item.opening for item in MAIL_FACTS}}
+    for body, (question, fact_word) in asked.items():
+        path = f"/v1/search/semantic?q={question.replace(' ', '+')}&streams=message_bodies&{WORK}"
+        _, found, _ = await get(shared_sandbox, path)
+        top = found["data"][0]
+        assert (top["record_key"], top["matched_fields"]) == (body, ["body_text"]), question
+        assert top["snippet"]["text"].startswith(openings[body][:60])
+        assert fact_word not in top["snippet"]["text"]

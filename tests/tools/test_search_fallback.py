@@ -82,15 +82,17 @@ async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sa
     # the RS showed only the body's opening: the gateway read the field (its first two windows:
     # the first alone holds no passage with every word) to find where
     assert reads[4:] == [(PORTO_BODY, "0"), (PORTO_BODY, "16384")]
-    first = result.structured["results"][0]
-    assert first["id"] == "cin_mail_work/message_bodies:body_porto_trip"
+    # meaning-based search found the body by its opening (the RS embeds a field's first 2,048
+    # characters), among message subjects that share the question's words
+    (body,) = [hit for hit in result.structured["results"] if hit["id"].endswith(":body_porto_trip")]
+    assert body["found_by"] == ["hybrid"]
     # its words miss "number" and "flight", but the sentence nearest in meaning is this one
-    (evidence,) = first["evidence"]
+    (evidence,) = body["evidence"]
     assert evidence["provenance"] == "passage"
     assert evidence["at_chars"] > 20_000  # deep in the body, past the decoys
     assert evidence["read"]["arguments"]["offset_chars"] == evidence["at_chars"] - 300
     assert "22A" in evidence["preview"]
-    assert f"evidence body_text (passage at char {evidence['at_chars']} of 56838)" in result.text
+    assert f"evidence body_text (passage at char {evidence['at_chars']} of 57069)" in result.text
     assert "<mark>seat</mark> 22A" in result.text
 
 
@@ -178,6 +180,7 @@ async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path:
     async with contextlib.AsyncExitStack() as stack:
         context = await caller_context(stack, members, tmp_path)
         merged = await build_pipeline()(ToolCall("search", {"query": QUESTION}, context))
+        seat = await build_pipeline()(ToolCall("search", {"query": SEAT}, context))
         pinned = await build_pipeline()(ToolCall("search", {"query": QUESTION, "mode": "lexical"}, context))
         schema = await build_pipeline()(ToolCall("schema", {}, context))
     # a local package of client grants says what its caller is (it said mcp_package)
@@ -186,7 +189,10 @@ async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path:
     assert merged.structured["retrieval"]["mode"] == "fused"
     assert merged.structured["retrieval"]["sources"]
     assert "no record holds every word of the question, so these hits fuse" in merged.text
-    assert "QX7P2M" in merged.text  # the Porto booking's passage, from the mail member
+    # the Porto booking leads, from the mail member; its opening holds the question's words as
+    # its deep passage does, and a question with the passage's own words reaches that passage
+    assert merged.structured["results"][0]["id"] == "cin_mail_work/message_bodies:body_porto_trip"
+    assert "QX7P2M for <mark>seat</mark> 22A" in seat.text
     assert pinned.structured["results"] == []
     assert "retrieval" not in pinned.structured
 
