@@ -16,8 +16,8 @@ Contract (plain text in, plain values out; no I/O):
   stem stands for: the same stem, or one the other begins with when both have four
   letters or more ("confirm" in "confirmation"); ``None`` when it stands for none.
 - ``asks_for_figure(question)``: whether the question asks for a number, an amount, a time or
-  a code ("how much", "when", "what time", "cost", "password", ...), so the answer's passage
-  likely holds digits.
+  a code ("how much", "when", "what time", "cost", "password", "ref", ...), so the answer's
+  passage likely holds digits.
 - ``most_distinctive(words, count)`` picks the words most likely to single out a record: the
   longest, ties to the earlier, returned in the question's order.
 """
@@ -63,7 +63,7 @@ _SUFFIXES: Final = (
 _MIN_STEM: Final = 3
 _FIGURE_ASKED: Final = re.compile(
     r"\b(how (much|many|long|old|far)|when|what (time|date|day)|cost|costs|price|paid|pay|worth|"
-    r"number|code|amount|password|pin|total)\b",
+    r"number|code|ref|reference|amount|password|pin|total)\b",
     re.IGNORECASE,
 )
 

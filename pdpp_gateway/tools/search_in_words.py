@@ -18,23 +18,24 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    are worth). Either read failing leaves the other's hits; both failing is the meaning
    read's error. A fused page has no cursor (its lists page differently): the text offers
    the lexical search that pages.
-3. Evidence for hits that have none: the best-ranked hit whose matched text field is longer
-   than the RS showed (its snippet cut), when no better-ranked hit shows evidence (a title
-   match counts, unless the question asks for a figure and the title holds none), has that
-   field read (``passage_reads.find_passage``, at most ``SCAN_CHARS``) and its best passage
-   shown (``provenance: "passage"``; a question asking for a figure,
-   ``words.asks_for_figure``, prefers a passage holding one) with the call that reads around
-   it; when it lacks some of the question's words (or holds none), the sentence nearest the
-   question in meaning (``meaning.closest_sentence``, computed in a thread) is shown after
-   it, unless it lies inside it: a decoy repeating the question's common words outranks, on
-   words, an answer that says them otherwise. While the passage found by words is weak
-   (none, or fewer than half the question's words: a meaning-based rank is approximate, the
-   record that answers is often the next one), the next such hit is read the same way, one
-   after another, at most ``MAX_SCANS`` in all; a strong passage ends the reads. A hit whose snippet is the whole short field shows it
-   with the question's words marked (``provenance: "meaning_match"``); every other cut hit
-   carries ``read_near``, the ``read_record_field`` call aimed at the question (``near``). A
-   failed scan only leaves its hit without evidence.
-
+3. Evidence that answers: the best-ranked hit whose long field the RS cut (a meaning-based
+   hit, or a relaxed lexical hit whose snippet does not read as an answer: it holds fewer
+   than half the question's words, or no number when the question asks for one,
+   ``words.asks_for_figure``), when no better-ranked hit shows evidence that reads as an
+   answer (a title match counts, unless the question asks for a figure and the title holds
+   none), has that field read (``passage_reads.find_passage``, at most ``SCAN_CHARS``) and
+   its best passage shown (``provenance: "passage"``; a figure question prefers a passage
+   holding one) with the call that reads around it; when that passage lacks some of the
+   question's words (or there is none), the sentence nearest the question in meaning
+   (``meaning.closest_sentence``, computed in a thread) is shown after it, unless it lies
+   inside it: a decoy repeating the question's common words outranks, on words, an answer
+   that says them otherwise. While the passage found by words is weak (none, or fewer than
+   half the question's words: a meaning-based rank is approximate, the record that answers
+   is often the next one), the next such hit is read the same way, one after another, at
+   most ``MAX_SCANS`` in all; a strong passage ends the reads. A hit whose snippet is the
+   whole short field shows it with the question's words marked (``provenance:
+   "meaning_match"``); every other cut hit carries ``read_near``, the ``read_record_field``
+   call aimed at the question (``near``). A failed scan only leaves its hit as it was.
 4. Streams the question names: alongside step 2's reads, the grant's compact schema is read
    through the caller's memo (no RS read in steady state; none at all after a first page
    with hits), and the streams whose name or fields the content words name, not among the
@@ -182,22 +183,29 @@ def _rrf(lists: Sequence[list[dict[str, Any]]], limit: int) -> list[dict[str, An
 
 
 async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], args: SearchArgs) -> None:
-    """Step 3 of the module contract: the first hit's passage when it has no evidence, marked
-    short snippets, and the aimed call for every other hit whose field was cut."""
+    """Step 3 of the module contract: passages of the best cut hits while no better one
+    answers, marked short snippets, and the aimed call for every other hit whose field was cut."""
     words = args.words or (args.text,)
     figure = asks_for_figure(args.text)
     scans: list[tuple[dict[str, Any], dict[str, str], str]] = []  # (hit, naming, field)
-    shown = False  # whether a better-ranked hit already shows evidence
+    shown = False  # whether a better-ranked hit already shows evidence that reads as an answer
     for hit in hits:
-        if hit.get("evidence") or not hit.get("matched_fields"):
-            shown = shown or bool(hit.get("evidence"))
+        evidence = hit.get("evidence") or []
+        if evidence:  # the relaxed lexical search's own snippet of a field
+            if _answers(evidence, words, figure):
+                shown = True
+            elif not shown and len(scans) < MAX_SCANS and evidence[0].get("truncated"):
+                scans.append((hit, _naming(hit), str(evidence[0].get("field"))))
+            continue
+        if not hit.get("matched_fields"):
             continue
         field = str(hit["matched_fields"][0])
         snippet = str(hit.get("snippet") or "")
         naming = _naming(hit)
         if not snippet.endswith("…"):
             _mark_snippet(hit, field, snippet, words)
-            shown = shown or bool(hit.get("evidence")) or _answers_in_title(hit, field, figure)
+            shown = shown or _answers(hit.get("evidence") or [], words, figure)
+            shown = shown or _answers_in_title(hit, field, figure)
             continue
         hit["read_near"] = {
             "tool": "read_record_field",
@@ -208,7 +216,7 @@ async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], arg
     for hit, naming, field in scans:  # one after another: a strong passage ends the scans
         passage = await _scan(context, hit, naming, field, words, args.text, figure=figure)
         if hit.get("evidence"):
-            del hit["read_near"]
+            hit.pop("read_near", None)
         if passage is not None and 2 * passage.matched >= passage.asked:
             break
 
@@ -239,6 +247,18 @@ async def _scan(
     if found:
         hit["evidence"] = [passage_evidence(scanned, each, naming, field) for each in found]
     return passage
+
+
+def _answers(evidence: Sequence[Mapping[str, Any]], words: Sequence[str], figure: bool) -> bool:
+    """Whether a hit's evidence reads as an answer: a preview holding half the question's
+    words or more, and a number when the question asks for one."""
+    for item in evidence:
+        text = documents.parse_marks(str(item.get("preview") or ""))[0]
+        passage = best_passage(text, words)
+        holds_words = passage is not None and 2 * passage.matched >= passage.asked
+        if holds_words and (not figure or any(character.isdigit() for character in text)):
+            return True
+    return False
 
 
 def _answers_in_title(hit: Mapping[str, Any], field: str, figure: bool) -> bool:

@@ -9,10 +9,11 @@ call that answers directly. ``schema`` is an RS ``/v1/schema`` body (compact or 
 ``shown`` the streams already among the search's hits (never hinted: their records are on
 the page); ``streams`` and ``connection_id`` keep them within a search's scope.
 ``add_stream_hints`` puts them in a search's structured output under ``STREAM_HINTS``: the
-streams of its results are shown, and the words its first hit's
-evidence already holds name no stream (that hit speaks of them: "what did I pay for the
-Lisbon apartment deposit", whose first hit says "payable", is not pointed at pay
-statements). ``merge_stream_hints`` gives a merged package page its members' hints.
+streams of its results are shown, and when its first hit's evidence holds half the content
+words or more, those words name no stream (that hit speaks of them: "what did I pay for the
+Lisbon apartment deposit", whose first hit says "deposit ... Lisbon apartment ... payable",
+is not pointed at pay statements; a first hit that holds only "pay" of "my take-home pay on
+my most recent payslip" is a guess, and the question still names them). ``merge_stream_hints`` gives a merged package page its members' hints.
 
 - A name is split on ``_``; a part names a word when ``words.stands_for`` matches their
   stems, or their lower-cased forms ("file" in "filename": the stem of "file" is too
@@ -103,7 +104,11 @@ def add_stream_hints(structured: dict[str, Any], schema: Mapping[str, Any] | Non
     results = [hit for hit in structured.get("results") or () if isinstance(hit, Mapping)]
     shown = {str(hit.get("stream")) for hit in results}
     said = {stem(token) for token in WORD.findall(_evidence_text(results[0] if results else {}))}
-    unsaid = [word for word in args.words if not any(stands_for(token, {stem(word)}) for token in said)]
+    held = [word for word in args.words if any(stands_for(token, {stem(word)}) for token in said)]
+    # a first hit holding half the words or more speaks of them; one holding fewer is a guess
+    unsaid = (
+        [word for word in args.words if word not in held] if 2 * len(held) >= len(args.words) else args.words
+    )
     streams = args.arguments.get("streams")
     hints = stream_hints(
         schema,

@@ -97,17 +97,32 @@ async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sa
 
 
 async def test_a_weak_passage_has_the_next_long_hit_read(shared_sandbox: Any) -> None:
-    result, reads = await _search(shared_sandbox, query="where did my landlord stash the extra key")
+    result, reads = await _search(shared_sandbox, query="when will I see the dentist next")
     first, second = result.structured["results"][:2]
-    scanned = [path for path, _ in reads[3:]]
-    # the first hit's best passage holds one word of four: the second hit is read too, after it
+    scanned = [path for path, _ in reads if path.endswith("/field-window")]
+    # the first hit's best passage holds one word of three: the second hit is read too, after it
     assert scanned.index(_window(first)) < scanned.index(_window(second))
     weak = first["evidence"][0]
     assert weak["words_matched"] * 2 < weak["words_asked"]
-    assert second["id"] == "cin_mail_work/message_bodies:body_spare_key"
-    assert "blue flowerpot" in second["evidence"][0]["preview"]
-    assert "blue flowerpot" in result.text
+    assert second["id"] == "cin_mail_work/message_bodies:body_dentist"
+    assert "14 April" in second["evidence"][0]["preview"]
+    assert "14 April at 09:30" in result.text
     assert "read_near" not in second  # its passage is shown: no aimed call instead
+
+
+async def test_a_relaxed_lexical_snippet_that_holds_no_figure_is_read_for_its_passage(
+    shared_sandbox: Any,
+) -> None:
+    result, reads = await _search(shared_sandbox, query="what is the booking ref of the porto flight")
+    # "booking flight" found the body by its opening, which names both but gives no code
+    assert ("/v1/search", "booking flight") in reads
+    first = result.structured["results"][0]
+    assert first["id"] == "cin_mail_work/message_bodies:body_porto_trip"
+    assert [offset for path, offset in reads if path == PORTO_BODY] == ["0", "16384"]
+    (evidence,) = first["evidence"]
+    assert evidence["provenance"] == "passage"
+    assert "QX7P2M" in evidence["preview"]  # the passage with the code, 28k characters in
+    assert evidence["at_chars"] > 20_000
 
 
 async def test_the_sentence_nearest_in_meaning_shows_when_the_best_lacks_words(shared_sandbox: Any) -> None:
