@@ -12,7 +12,8 @@ Contract (text in, a span out; no I/O but loading the model, once per process):
 - The embeddings are WordLlama's bundled model: static token embeddings averaged, 256
   dimensions, 16 MB, shipped inside its wheel (loaded from there, downloads forbidden: no
   network, no GPU; about 200 ms to load, a few ms for a 32k-character text). It loads on
-  first use, under a lock, and stays for the process. CPU-bound: call it from a thread in a
+  first use, under a lock, and stays for the process; ``embedding_model()`` hands the same
+  model to the sandbox RS's meaning-based search. CPU-bound: call it from a thread in a
   server (``asyncio.to_thread``).
 - A model that cannot load (a wheel without its weights) is logged once and every answer is
   ``None``: a search then shows the passages found by words alone.
@@ -42,8 +43,7 @@ def closest_sentence(text: str, question: str) -> tuple[int, int] | None:
     spans = sentences(text)
     if not spans:
         return None
-    with _LOCK:
-        model = _model()
+    model = embedding_model()
     if model is None:
         return None
     asked = model.embed([question], norm=True)[0]
@@ -67,6 +67,14 @@ def sentences(text: str) -> list[tuple[int, int]]:
         if any(character.isalnum() for character in text[start:end]):
             spans.append((start, end))
     return spans
+
+
+def embedding_model() -> WordLlamaInference | None:
+    """WordLlama's bundled model, loaded once per process (under a lock), or ``None`` when it
+    cannot load (logged once). Its ``embed(texts, norm=True)`` gives unit vectors: their dot
+    product is the cosine similarity."""
+    with _LOCK:
+        return _model()
 
 
 @cache

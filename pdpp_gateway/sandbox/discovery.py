@@ -10,9 +10,7 @@ data 400 ``invalid_request``).
 
 The metadata documents carry every member of the reference's (captures 01/02) that the
 sandbox can state truthfully. Left out on purpose, because the sandbox has no such thing:
-``capabilities.client_event_subscriptions`` (no webhooks), the embedding-model members
-of ``semantic_retrieval`` (``dimensions``, ``score.comparable_with``, ``language_bias``:
-the scorer is token overlap), and ``pdpp_agent_discovery.cli`` / ``.skill_name`` /
+``capabilities.client_event_subscriptions`` (no webhooks) and ``pdpp_agent_discovery.cli`` / ``.skill_name`` /
 ``.mcp.authorization`` (it serves no device-code or agent-connect endpoint; its
 authorization-code flow is described by its own RFC 8414 metadata, see ``oauth``). Active answers carry
 ``iss`` (the sandbox origin), ``aud`` (the RS origin, or a fixture's foreign audience), ``exp``, ``pdpp_token_kind`` and the
@@ -30,6 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
+from pdpp_gateway.sandbox import vectors
 from pdpp_gateway.sandbox.access import CONNECTION_SUFFIX, STATUS_OVERRIDES, principal_of
 from pdpp_gateway.sandbox.config import PRINCIPALS, TOKENS, Principal, SandboxConfig, with_suffix
 from pdpp_gateway.sandbox.envelope import json_response, origin
@@ -98,14 +97,25 @@ def protected_resource(request: web.Request, config: SandboxConfig) -> web.Respo
                     "index_state": "built",
                     "lexical_blending": False,
                     "query_input": "text",
-                    "model": "sandbox-bm25-passages",
-                    "distance_metric": "bm25_passage",
+                    "model": vectors.MODEL,
+                    "dimensions": vectors.DIMENSIONS,
+                    "distance_metric": vectors.DISTANCE_METRIC,
                     "score": {
+                        "comparable_with": {
+                            "backend_identity": f"profile={vectors.PROFILE};model={vectors.MODEL};"
+                            f"dtype={vectors.DTYPE};dimensions={vectors.DIMENSIONS};metric={vectors.DISTANCE_METRIC}",
+                            "dimensions": vectors.DIMENSIONS,
+                            "distance_metric": vectors.DISTANCE_METRIC,
+                            "model": vectors.MODEL,
+                            "profile_id": vectors.PROFILE,
+                            "dtype": vectors.DTYPE,
+                        },
                         "kind": "semantic_distance",
                         "order": "lower_is_better",
                         "supported": True,
                         "value_semantics": "distance",
                     },
+                    "language_bias": {"note": "English word embeddings (WordLlama).", "primary": "en"},
                 },
                 "hybrid_retrieval": {
                     "supported": True,

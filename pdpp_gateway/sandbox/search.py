@@ -1,4 +1,4 @@
-"""Search routes: lexical (SQLite FTS5 + bm25), semantic and hybrid (deterministic scorer).
+"""Search routes: lexical (SQLite FTS5 + bm25), semantic (embeddings) and hybrid (their merge).
 
 Contract: ``q`` is required; ``limit`` 25/100 clamped; unknown keys 400; a client's
 ``streams[]`` outside the grant is 403 ``grant_stream_not_allowed``; ``filter`` needs
@@ -19,27 +19,28 @@ evidence). Hybrid hits are the reference's merge: ``retrieval_sources``, per-sou
 (mismatch: 400 ``invalid_cursor``), and ``links.next`` repeats the request with the next
 cursor; hybrid never pages and refuses ``cursor`` (``has_more`` only says the merged list
 was cut at ``limit``). Lexical ranking reads only ids and bm25 scores; record bodies and
-snippets are built for the returned page alone. Meaning-based ranking is BM25 over passages
-of each semantic field's first 2,048 characters, as much of a field as the reference RS embeds
-(``Store.search(index="passages")``, ``store.SEMANTIC_INPUT_MAX_CHARS``: a fact deeper in a
-long body is found by lexical search or by reading the field, not by meaning; lexical search
-sees whole fields): any content word of the query counts (stop and question words dropped,
-words stemmed, a word of five letters or more also finding its longer forms: "quarter" finds
-"quarterly"), a passage of a title field weighs ``TITLE_WEIGHT`` times one of a
-body (BM25F's field weights), a record ranks by its best passage, so one record about the
-thing asked outranks many that share a title with it (the k-th record whose best passage
-repeats a better-ranked one's counts ``1 / (1 + ln k)`` of its score, as a search engine folds
-near-duplicates: the first copy keeps its place); the distance is ``1 / (1 + score)``.
-Deterministic, and like the reference its snippet is the matched field's opening (160
-characters), not the passage: where in the field the match lies is for the caller to find.
+snippets are built for the returned page alone.
+
+Meaning-based ranking is the reference's: the embedding of each granted semantic field's
+first 2,048 characters (``Store.semantic``, ``store.SEMANTIC_INPUT_MAX_CHARS``: a fact deeper
+in a long body is found by lexical search or by reading the field, not by meaning) at its
+cosine distance from the question's (``vectors``: WordLlama's bundled model where the reference
+runs all-MiniLM-L6-v2); per connector the ``per_connector_limit(limit)`` nearest fields; one
+hit per record at its nearest field's distance (``score``: ``semantic_distance``,
+``lower_is_better``), ties in the reference's order (connector, connection, ``[stream,field]``,
+record key), its ``matched_fields`` every field of it kept, nearest first. No lexical part,
+no threshold and no folding of near-duplicates, as on the reference. Like the reference its
+snippet is the nearest field's opening (160 characters), not a passage: where in the field
+the answer lies is for the caller to find. Hybrid is the reference's fusion: the first
+``limit`` hits of each, taken in turn (lexical first), one per record, cut at ``limit``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -47,7 +48,6 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from pdpp_gateway.question.words import content_words
 from pdpp_gateway.sandbox.access import Access, Source
 from pdpp_gateway.sandbox.envelope import RsHttpError, finalise, json_response, next_link
 from pdpp_gateway.sandbox.params import (
@@ -62,10 +62,7 @@ from pdpp_gateway.sandbox.record_query import connection_param
 from pdpp_gateway.sandbox.store import Condition, SearchScope, Store, StoredRecord
 
 CANDIDATE_WINDOW: Final = 2000
-SEMANTIC_WINDOW: Final = 5000  # passages ranked per meaning-based search
 OPENING_CHARS: Final = 160
-TITLE_WEIGHT: Final = 2.0  # a title passage's BM25 counts this many times a body passage's (BM25F)
-PREFIX_FROM: Final = 5  # letters from which a meaning-based query word also finds its longer forms
 _KEYS: Final = ("q", "limit", "cursor", "streams", "streams[]", "connection_id", "connector_instance_id")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 PROVEN_ROLES: Final = ("text", "title")
@@ -302,72 +299,95 @@ def _materialise(page: Sequence[Hit], store: Store) -> list[dict[str, Any]]:
     return out
 
 
-def _semantic_hits(request: web.Request, store: Store, sources: Sequence[Source]) -> list[dict[str, Any]]:
-    """Meaning-based hits: records ranked by their best passage (BM25 over porter-stemmed
-    passages of the granted semantic fields' first 2,048 characters, any content word of the
-    query counting), each with its matched field and, as the reference gives it, that field's opening as snippet."""
-    if not _TOKEN.findall(request.query.get("q", "")):
+@dataclass(frozen=True, slots=True)
+class _FieldHit:
+    """One semantic field of one record at its distance from the question (the reference's
+    vector-index hit), ordered as the reference orders hits: distance, then identity."""
+
+    distance: float
+    connector_id: str
+    connection_id: str
+    scope_key: str  # the reference's JSON ``[stream, field]``
+    record_id: str
+    rowid: int
+    field: str
+    source: Source
+
+
+def _semantic_hits(
+    request: web.Request, store: Store, sources: Sequence[Source], limit: int
+) -> list[dict[str, Any]]:
+    """Meaning-based hits, ranked as the reference ranks them: each granted semantic field's
+    embedding at its cosine distance from the question's; per connector the nearest
+    ``per_connector_limit(limit)`` fields; merged, then one hit per record at its nearest
+    field's distance, ``matched_fields`` every field of it among those, nearest first, and the
+    nearest field's opening as snippet."""
+    query = request.query.get("q", "")
+    if not _TOKEN.findall(query):
         raise RsHttpError(400, "invalid_request", "q must contain at least one word", param="q")
-    terms = content_words(request.query.get("q", ""))
-    if not terms:
-        return []
+    vectors = store.semantic
+    if vectors is None:
+        raise RsHttpError(
+            503,
+            "semantic_unavailable",
+            "The embedding model did not load, so meaning-based search is off; search with /v1/search.",
+        )
     conditions = _conditions(request, sources)
-    scopes: dict[tuple[str, str], Source] = {}
-    for source in sources:
-        for connection in source.connections:
-            scopes[(connection, source.manifest.name)] = source
-    candidates = store.search(
-        " OR ".join(_meaning_term(term) for term in terms),
-        [SearchScope(c, s, tuple(conditions.get(id(v), ()))) for (c, s), v in scopes.items()],
-        SEMANTIC_WINDOW,
-        index="passages",
+    scopes = {(c, s.manifest.name): s for s in sources for c in s.connections}
+    located = store.scoped(
+        SearchScope(c, s, tuple(conditions.get(id(v), ()))) for (c, s), v in scopes.items()
     )
-    best: dict[int, tuple[float, str, Source, int]] = {}
-    for passage, rowid, field, score, connection_id, stream, _ in candidates:
-        source = scopes[(connection_id, stream)]
+    per_connector: dict[str, list[_FieldHit]] = {}
+    for rowid, field, distance in zip(vectors.rowids, vectors.fields, vectors.distances(query), strict=True):
+        where = located.get(rowid)
+        if where is None:
+            continue
+        source = scopes[(where.connection_id, where.stream)]
         if field not in source.manifest.semantic or not source.field_granted(field):
             continue
-        if source.manifest.fields[field].role == "title":
-            score *= TITLE_WEIGHT
-        if rowid not in best or score < best[rowid][0]:
-            best[rowid] = (score, field, source, passage)
-    texts = store.passage_texts(entry[3] for entry in best.values())
-    seen: Counter[str] = Counter()
-    ranked = []
-    for rowid, (score, field, source, passage) in sorted(
-        best.items(), key=lambda item: (item[1][0], item[0])
-    ):
-        # the k-th record whose best passage repeats an earlier one's (a subject used again and
-        # again) counts 1 / (1 + ln k) of its score: the first copy stands, the rest make room
-        key = " ".join(texts[passage].lower().split())
-        seen[key] += 1
-        ranked.append((score / (1 + math.log(seen[key])), rowid, field, source))
-    ranked.sort(key=lambda entry: (entry[0], entry[1]))
-    records = store.records(best)
-    hits = []
-    for score, rowid, field, source in ranked:
-        record = records[rowid]
-        hit = _hit(record, source, store)
-        hit.update(
-            retrieval_mode="semantic",
-            matched_fields=[field],
-            score={
-                "kind": "semantic_distance",
-                "value": round(1 / (1 - score), 6),  # bm25 is negative, better lower
-                "order": "lower_is_better",
-            },
-            snippet={"field": field, "text": _opening(str(record.data[field]))},
+        per_connector.setdefault(source.connector.key, []).append(
+            _FieldHit(
+                float(distance),
+                source.connector.key,
+                where.connection_id,
+                json.dumps([where.stream, field], ensure_ascii=False, separators=(",", ":")),
+                where.record_id,
+                rowid,
+                field,
+                source,
+            )
         )
-        hits.append(hit)
-    return hits
+    keep = per_connector_limit(limit)
+    nearest: dict[int, list[_FieldHit]] = {}  # per record, its fields among the kept, nearest first
+    kept = (hit for hits in per_connector.values() for hit in sorted(hits, key=_order)[:keep])
+    for hit in sorted(kept, key=_order):
+        nearest.setdefault(hit.rowid, []).append(hit)
+    records = store.records(nearest)
+    out = []
+    for fields in sorted(nearest.values(), key=lambda fields: _order(fields[0])):
+        top = fields[0]
+        record = records[top.rowid]
+        found = _hit(record, top.source, store)
+        found.update(
+            retrieval_mode="semantic",
+            matched_fields=list(dict.fromkeys(f.field for f in fields)),
+            score={"kind": "semantic_distance", "value": top.distance, "order": "lower_is_better"},
+            snippet={"field": top.field, "text": _opening(str(record.data[top.field]))},
+        )
+        out.append(found)
+    return out
 
 
-def _meaning_term(word: str) -> str:
-    """One query word as the meaning-based index matches it: its porter stem, and for words of
-    ``PREFIX_FROM`` letters or more any longer form too ("quarter" finds "quarterly", "deliver"
-    "delivery"), the nearness a real embedding gives related forms of a word."""
-    quoted = '"' + word.replace('"', "") + '"'
-    return quoted + "*" if len(word) >= PREFIX_FROM else quoted
+def _order(hit: _FieldHit) -> tuple[float, str, str, str, str]:
+    """The reference's total order of semantic hits (``compareHits``)."""
+    return (hit.distance, hit.connector_id, hit.connection_id, hit.scope_key, hit.record_id)
+
+
+def per_connector_limit(page_limit: int) -> int:
+    """How many nearest fields the reference keeps per connector for a page of ``page_limit``
+    (``resolveSemanticPerConnectorLimit``): enough to fill the page after folding a record's fields."""
+    normalized = max(1, min(page_limit, 100))
+    return min(100, max(25, math.ceil(normalized * 1.5), normalized + 10))
 
 
 def _opening(text: str) -> str:
@@ -423,12 +443,12 @@ async def search(
             },
         }
     elif mode == "semantic":
-        hits = _semantic_hits(request, store, _scopes(request, access, warnings, semantic=True))
-    else:
+        hits = _semantic_hits(request, store, _scopes(request, access, warnings, semantic=True), limit)
+    else:  # the reference merges the first page of each (its lexical and semantic runs at ``limit``)
         ranked, _ = _lexical_hits(request, store, _scopes(request, access, warnings, semantic=False))
-        lexical = [hit.as_hit() for hit in ranked]
-        semantic = _semantic_hits(request, store, _scopes(request, access, warnings, semantic=True))
-        hits = _round_robin(lexical, semantic)
+        lexical = [hit.as_hit() for hit in ranked[:limit]]
+        semantic = _semantic_hits(request, store, _scopes(request, access, warnings, semantic=True), limit)
+        hits = _round_robin(lexical, semantic[:limit])
     page = _materialise(hits[offset : offset + limit], store)
     if mode == "hybrid":
         page = [_hybrid_shape(hit) for hit in page]

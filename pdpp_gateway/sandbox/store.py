@@ -5,19 +5,18 @@ is built once per process (per ``bulk_records`` value) as an in-memory template 
 copied with ``sqlite3.Connection.backup`` into each new store (in memory, or the file
 ``config.db_path``), so starting a sandbox is cheap. Reads are keyset-paginated on
 ``(cursor_value, record_id)``; filters run in SQL over ``json_extract`` (lists, counts,
-windows, the changes feed and search scopes alike). Search ranks ids and bm25 scores
-only; record bodies and ``snippet()`` are fetched for the page a caller returns. Meaning-based
-search ranks passages instead (``passages``: the first ``SEMANTIC_INPUT_MAX_CHARS`` of each
-semantic field, as much as the reference RS embeds, cut at paragraphs, a long paragraph into
-overlapping runs of words, stemmed by FTS5's porter tokenizer), so a record is as relevant as
-its best passage within that opening; the lexical ``fts`` index holds whole fields, as the
-reference's does. Every value from a request reaches SQLite as a bound parameter, never as
-SQL text.
+windows, the changes feed and search scopes alike). Lexical search ranks ids and bm25 scores
+only; record bodies and ``snippet()`` are fetched for the page a caller returns. Its ``fts``
+index holds whole fields, as the reference's does. Meaning-based search has ``semantic``
+instead: one embedding per semantic field of each live record, of the field's first
+``SEMANTIC_INPUT_MAX_CHARS`` characters, as much as the reference RS embeds (``vectors``;
+built with the template, so once per process; ``None`` when the model cannot load), and
+``scoped`` names the records a search may rank. Every value from a request reaches SQLite as
+a bound parameter, never as SQL text.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -30,6 +29,7 @@ from pdpp_gateway.sandbox.config import SandboxConfig
 from pdpp_gateway.sandbox.data import generate
 from pdpp_gateway.sandbox.dataset import Dataset
 from pdpp_gateway.sandbox.manifests import BULK_CONNECTOR, CONNECTORS, Catalog
+from pdpp_gateway.sandbox.vectors import FieldVectors
 
 _SCHEMA: Final = """
 CREATE TABLE records (
@@ -40,20 +40,15 @@ CREATE TABLE records (
 CREATE INDEX records_page ON records (stream, connection_id, cursor_value, record_id);
 CREATE INDEX records_id ON records (stream, record_id);
 CREATE VIRTUAL TABLE fts USING fts5(text, rid UNINDEXED, field UNINDEXED, tokenize = 'unicode61');
-CREATE VIRTUAL TABLE passages USING fts5(text, rid UNINDEXED, field UNINDEXED, tokenize = 'porter unicode61');
 CREATE TABLE blobs (blob_id TEXT PRIMARY KEY, mime_type TEXT NOT NULL, content BLOB NOT NULL);
 """
-_templates: dict[int, sqlite3.Connection] = {}
+_templates: dict[int, tuple[sqlite3.Connection, FieldVectors | None]] = {}
 _template_lock = threading.Lock()
 SQL_OPS: Final = {"eq": "=", "gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
-INDEXES: Final = frozenset({"fts", "passages"})  # the FTS tables ``search`` may rank
-PASSAGE_WORDS: Final = 50  # a long paragraph's passages: this many words, every half of it
 # What meaning-based search sees of a semantic field: its first 2,048 characters, as the reference
 # RS embeds only that much of each field (DEFAULT_SEMANTIC_EMBEDDING_INPUT_MAX_CHARS in
 # reference-implementation/server/search-semantic.ts); its lexical index keeps the whole field.
 SEMANTIC_INPUT_MAX_CHARS: Final = 2048
-_PARAGRAPH = re.compile(r"\n\s*\n")
-_WORD_SPAN = re.compile(r"\S+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +91,25 @@ class Candidate(NamedTuple):
     record_id: str
 
 
+class Located(NamedTuple):
+    """Where a record lives, as a search hit names it."""
+
+    connection_id: str
+    stream: str
+    record_id: str
+
+
 class Store:
-    def __init__(self, connection: sqlite3.Connection, catalog: Catalog) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, catalog: Catalog, semantic: FieldVectors | None
+    ) -> None:
         self._db = connection
         self.catalog = catalog
+        self.semantic = semantic
 
     @classmethod
     def open(cls, config: SandboxConfig) -> Store:
-        template = _template(config.bulk_records)
+        template, semantic = _template(config.bulk_records)
         target = sqlite3.connect(config.db_path or ":memory:", check_same_thread=False)
         with _template_lock:
             template.backup(target)
@@ -121,7 +127,7 @@ class Store:
                 )
                 for c in connectors
             )
-        return cls(target, Catalog(connectors))
+        return cls(target, Catalog(connectors), semantic)
 
     def close(self) -> None:
         self._db.close()
@@ -201,41 +207,34 @@ class Store:
         total, earliest, latest = self._db.execute(sql, params).fetchone()
         return int(total), earliest, latest
 
-    def search(
-        self, expression: str, scopes: Iterable[SearchScope], limit: int, index: str = "fts"
-    ) -> list[Candidate]:
-        """The best ``limit`` matches of ``expression`` in ``index`` (``fts``: whole lexical
-        fields; ``passages``: passages of semantic fields) within ``scopes``, bm25 order.
+    def search(self, expression: str, scopes: Iterable[SearchScope], limit: int) -> list[Candidate]:
+        """The best ``limit`` matches of ``expression`` in the lexical ``fts`` index (whole
+        fields) within ``scopes``, bm25 order.
 
         Ranking only: no record bodies and no snippets here (``snippet()`` over every
         candidate dominated a common-word search); ``records`` and ``snippets`` load them
         for the page actually returned.
         """
-        if index not in INDEXES:
-            raise ValueError(f"no such index: {index}")
-        scope_list = list(scopes)
-        if not scope_list:
+        clauses, params = self._scopes(scopes)
+        if not clauses:
             return []
-        clauses: list[str] = []
-        params: list[Any] = [expression]
-        for scope in scope_list:
-            where, bound = self._conditions(scope.conditions, column="r.data")
-            clauses.append("(" + " AND ".join(["r.connection_id = ?", "r.stream = ?", *where]) + ")")
-            params.extend([scope.connection_id, scope.stream, *bound])
         sql = (
-            f"SELECT f.rowid, f.rid, f.field, bm25({index}), r.connection_id, r.stream, r.record_id "  # noqa: S608 - fixed fragments, values bound
-            f"FROM {index} f JOIN records r ON r.rowid = f.rid WHERE {index} MATCH ? AND ({' OR '.join(clauses)}) "
-            f"AND r.deleted_at IS NULL ORDER BY bm25({index}), r.rowid LIMIT ?"
+            "SELECT f.rowid, f.rid, f.field, bm25(fts), r.connection_id, r.stream, r.record_id "  # noqa: S608 - fixed fragments, values bound
+            f"FROM fts f JOIN records r ON r.rowid = f.rid WHERE fts MATCH ? AND ({' OR '.join(clauses)}) "
+            "AND r.deleted_at IS NULL ORDER BY bm25(fts), r.rowid LIMIT ?"
         )
-        return [Candidate._make(row) for row in self._db.execute(sql, [*params, limit])]
+        return [Candidate._make(row) for row in self._db.execute(sql, [expression, *params, limit])]
 
-    def passage_texts(self, passage_rowids: Iterable[int]) -> dict[int, str]:
-        """The text of these ``passages`` rows."""
-        wanted = sorted(set(passage_rowids))
-        if not wanted:
+    def scoped(self, scopes: Iterable[SearchScope]) -> dict[int, Located]:
+        """The live records within ``scopes``, by rowid: those a meaning-based search may rank."""
+        clauses, params = self._scopes(scopes)
+        if not clauses:
             return {}
-        sql = f"SELECT rowid, text FROM passages WHERE rowid IN ({','.join('?' * len(wanted))})"  # noqa: S608
-        return {int(row[0]): str(row[1]) for row in self._db.execute(sql, wanted)}
+        sql = (
+            "SELECT r.rowid, r.connection_id, r.stream, r.record_id FROM records r "  # noqa: S608 - fixed fragments, values bound
+            f"WHERE ({' OR '.join(clauses)}) AND r.deleted_at IS NULL"
+        )
+        return {int(row[0]): Located(*row[1:]) for row in self._db.execute(sql, params)}
 
     def records(self, rowids: Iterable[int]) -> dict[int, StoredRecord]:
         wanted = sorted(set(rowids))
@@ -266,6 +265,16 @@ class Store:
             "AND r.deleted_at IS NULL"
         )
         return self._rows(sql, [blob_id])
+
+    def _scopes(self, scopes: Iterable[SearchScope]) -> tuple[list[str], list[Any]]:
+        """One SQL clause per search scope over ``records r`` (OR them), and their parameters."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        for scope in scopes:
+            where, bound = self._conditions(scope.conditions, column="r.data")
+            clauses.append("(" + " AND ".join(["r.connection_id = ?", "r.stream = ?", *where]) + ")")
+            params.extend([scope.connection_id, scope.stream, *bound])
+        return clauses, params
 
     def _scope(
         self, stream: str, connections: Sequence[str], conditions: Sequence[Condition]
@@ -302,20 +311,20 @@ def _record(row: Sequence[Any]) -> StoredRecord:
     )
 
 
-def _template(bulk_records: int) -> sqlite3.Connection:
+def _template(bulk_records: int) -> tuple[sqlite3.Connection, FieldVectors | None]:
     with _template_lock:
         if bulk_records not in _templates:
             _templates[bulk_records] = _build(generate(bulk_records))
         return _templates[bulk_records]
 
 
-def _build(dataset: Dataset) -> sqlite3.Connection:
+def _build(dataset: Dataset) -> tuple[sqlite3.Connection, FieldVectors | None]:
     db = sqlite3.connect(":memory:", check_same_thread=False)
     db.executescript(_SCHEMA)
     catalog = Catalog((*CONNECTORS, BULK_CONNECTOR))
     record_rows = []
     fts_rows = []
-    passage_rows: list[tuple[str, int, str]] = []
+    semantic_rows: list[tuple[int, str, str]] = []
     for seq, row in enumerate(dataset.rows, 1):
         connector = next(c for c in catalog.connectors if c.key == row.connector)
         manifest = connector.stream(row.stream)
@@ -345,16 +354,15 @@ def _build(dataset: Dataset) -> sqlite3.Connection:
             for field in manifest.semantic:
                 value = row.data.get(field)
                 if isinstance(value, str) and value:
-                    passage_rows.extend((p, seq, field) for p in passages(semantic_input(value)))
+                    semantic_rows.append((seq, field, semantic_input(value)))
     db.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", record_rows)
     db.executemany("INSERT INTO fts (text, rid, field) VALUES (?, ?, ?)", fts_rows)
-    db.executemany("INSERT INTO passages (text, rid, field) VALUES (?, ?, ?)", passage_rows)
     db.executemany(
         "INSERT INTO blobs VALUES (?, ?, ?)",
         [(b.blob_id, b.mime_type, b.content) for b in dataset.blobs.values()],
     )
     db.commit()
-    return db
+    return db, FieldVectors.build(semantic_rows)
 
 
 def semantic_input(text: str) -> str:
@@ -366,18 +374,3 @@ def semantic_input(text: str) -> str:
     if len(units) <= 2 * SEMANTIC_INPUT_MAX_CHARS:
         return text
     return units[: 2 * SEMANTIC_INPUT_MAX_CHARS].decode("utf-16-le", errors="ignore")
-
-
-def passages(text: str) -> list[str]:
-    """``text`` cut at its paragraphs, a paragraph over ``PASSAGE_WORDS`` words into runs of
-    that many words starting every half run (so a sentence across a cut is whole in one)."""
-    out: list[str] = []
-    for paragraph in _PARAGRAPH.split(text):
-        spans = [m.span() for m in _WORD_SPAN.finditer(paragraph)]
-        if not spans:
-            continue
-        step = PASSAGE_WORDS // 2
-        for first in range(0, max(1, len(spans) - step), step):
-            last = min(len(spans), first + PASSAGE_WORDS) - 1
-            out.append(paragraph[spans[first][0] : spans[last][1]])
-    return out

@@ -89,9 +89,6 @@ OPAQUE = (
 NOT_SERVED = {
     "01": (
         "$.capabilities.client_event_subscriptions",  # no webhooks
-        "$.capabilities.semantic_retrieval.dimensions",  # passage BM25 scorer, no embedding
-        "$.capabilities.semantic_retrieval.score.comparable_with",
-        "$.capabilities.semantic_retrieval.language_bias",
     ),
     "02": (
         "$.pdpp_agent_discovery.cli",  # no agent-connect endpoint for the CLI to use

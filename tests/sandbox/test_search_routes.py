@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from pdpp_gateway.question.meaning import embedding_model
+from pdpp_gateway.sandbox import store as store_module
+from pdpp_gateway.sandbox import vectors
+from pdpp_gateway.sandbox.data import generate
 from pdpp_gateway.sandbox.dataset import EMITTED_AT
+from pdpp_gateway.sandbox.runner import start_sandbox
 from pdpp_gateway.sandbox.sample_facts import MAIL_FACTS
-from pdpp_gateway.sandbox.sample_mail import OPENINGS
 from pdpp_gateway.sandbox.store import semantic_input
 from tests.sandbox.rs_http import WORK, get
 
@@ -81,43 +87,54 @@ async def test_semantic_and_hybrid_search_apply_filters(shared_sandbox: Any) -> 
             assert record["data"]["is_seen"] is False
 
 
-async def test_meaning_search_finds_longer_forms_of_a_word_and_weighs_titles(shared_sandbox: Any) -> None:
-    """ "quarter" is in no record, "quarterly" in many: meaning-based search finds the longer form
-    (as an embedding would), and a subject that says the thing asked outranks bodies of filler that
-    repeat the question's words (a title passage weighs more, as in BM25F)."""
-    _, lexical, _ = await get(shared_sandbox, "/v1/search?q=quarter&" + WORK)
+async def test_meaning_search_ranks_by_embeddings_as_the_reference_does(shared_sandbox: Any) -> None:
+    """A question sharing no word with the record about it finds that record first (a gym
+    membership, asked after as a "fitness club"), where lexical search finds nothing; hits come
+    nearest first, and records whose nearest field says the same thing tie at one distance,
+    in the reference's order (connection, then record key): no folding of near-duplicates."""
+    asked = "fitness+club+fee+every+month"
+    _, lexical, _ = await get(shared_sandbox, f"/v1/search?q={asked}&" + WORK)
     assert lexical["data"] == []
-    _, quarter, _ = await get(shared_sandbox, "/v1/search/semantic?q=quarter&limit=5&" + WORK)
-    assert quarter["data"]
-    _, meeting, _ = await get(
-        shared_sandbox, "/v1/search/semantic?q=notes+from+the+budget+meeting+this+quarter&limit=3&" + WORK
-    )
-    top = meeting["data"][0]
-    assert (top["stream"], top["matched_fields"], top["snippet"]["text"]) == (
-        "messages",
-        ["subject"],
-        "Quarterly budget review",
+    _, gym, _ = await get(shared_sandbox, f"/v1/search/semantic?q={asked}&limit=3&" + WORK)
+    top = gym["data"][0]
+    assert top["record_key"] == "msg_long_gym"
+    assert set(top["matched_fields"]) <= {"subject", "snippet"}
+    assert top["score"]["kind"] == "semantic_distance"
+    assert top["score"]["order"] == "lower_is_better"
+    _, porto, _ = await get(shared_sandbox, "/v1/search/semantic?q=baggage+allowance+for+my+weekend+in+Porto")
+    hits = porto["data"]
+    distances = [hit["score"]["value"] for hit in hits]
+    assert distances == sorted(distances)
+    assert 0 <= distances[0] < distances[-1] <= 2
+    same_title = [hit for hit in hits if hit["snippet"]["text"] == "Porto weekend trip booking"]
+    assert len(same_title) > 5
+    assert len({hit["score"]["value"] for hit in same_title}) == 1
+    assert [(h["connection_id"], h["record_key"]) for h in same_title] == sorted(
+        (h["connection_id"], h["record_key"]) for h in same_title
     )
 
 
 async def test_meaning_search_sees_a_field_s_first_2048_characters_and_lexical_the_whole(
     shared_sandbox: Any,
 ) -> None:
-    """The reference RS embeds only a semantic field's first 2,048 characters: a word 1.5k
-    characters into a long body is found by meaning, its buried fact 12k characters in only by
-    lexical search, which indexes whole fields."""
-    _, early, _ = await get(shared_sandbox, "/v1/search/semantic?q=concierge&" + WORK)
-    assert [(h["record_key"], h["matched_fields"]) for h in early["data"]] == [
-        ("body_spare_key", ["body_text"])
-    ]
-    _, deep, _ = await get(shared_sandbox, "/v1/search/semantic?q=flowerpot&" + WORK)
-    assert deep["data"] == []
+    """The reference RS embeds only a semantic field's first 2,048 characters: a long body's
+    distance is that of its opening, whatever lies deeper, and its buried fact 12k characters
+    in is found by lexical search, which indexes whole fields."""
+    body = next(r.data["body_text"] for r in generate().rows if r.record_id == "body_spare_key")
+    model = embedding_model()
+    assert model is not None
+    asked = "The spare key for the apartment is hidden in the blue flowerpot"
+    opening, whole, question = model.embed([semantic_input(body), body, asked], norm=True)
+    path = f"/v1/search/semantic?q={asked.replace(' ', '+')}&streams=message_bodies&limit=100&" + WORK
+    _, semantic, _ = await get(shared_sandbox, path)
+    hit = next(h for h in semantic["data"] if h["record_key"] == "body_spare_key")
+    assert hit["score"]["value"] == pytest.approx(1 - float(opening @ question), abs=1e-5)
+    assert hit["score"]["value"] != pytest.approx(1 - float(whole @ question), abs=1e-3)
     _, lexical, _ = await get(shared_sandbox, "/v1/search?q=flowerpot&" + WORK)
     assert [h["record_key"] for h in lexical["data"]] == ["body_spare_key"]
     _, hybrid, _ = await get(shared_sandbox, "/v1/search/hybrid?q=flowerpot&" + WORK)
-    assert [(h["record_key"], h["retrieval_sources"]) for h in hybrid["data"]] == [
-        ("body_spare_key", ["lexical"])
-    ]
+    assert hybrid["data"][0]["record_key"] == "body_spare_key"
+    assert hybrid["data"][0]["retrieval_sources"][0] == "lexical"
 
 
 def test_the_meaning_search_cap_counts_characters_as_javascript_does() -> None:
@@ -131,18 +148,43 @@ def test_the_meaning_search_cap_counts_characters_as_javascript_does() -> None:
 
 async def test_a_long_mail_is_found_by_meaning_through_its_opening(shared_sandbox: Any) -> None:
     """A long mail holding a buried fact opens as its sender wrote it, on its subject: a
-    meaning-based question finds the body by that opening (all of it the RS embeds), and the
-    snippet, the body's opening, holds nothing of the fact 10k+ characters in."""
+    meaning-based question finds the message first by that subject and opening, and the
+    snippet, the opening, holds nothing of the fact 10k+ characters into its body."""
     asked = {
-        "body_spare_key": ("what do I need to know about the apartment handover", "flowerpot"),
-        "body_school_trip": ("consent for my child to go on the school day trip", "Sintra"),
-        "body_porto_trip": ("baggage allowance for my weekend in Porto", "QX7P2M"),
+        "msg_long_spare_key": ("what do I need to know about the apartment handover", "flowerpot"),
+        "msg_long_school_trip": ("consent for my child to go on the school day trip", "Sintra"),
+        "msg_long_porto_trip": ("baggage allowance for my weekend in Porto", "QX7P2M"),
     }
-    openings = {**OPENINGS, **{f"body_{item.key}": item.opening for item in MAIL_FACTS}}
-    for body, (question, fact_word) in asked.items():
-        path = f"/v1/search/semantic?q={question.replace(' ', '+')}&streams=message_bodies&{WORK}"
-        _, found, _ = await get(shared_sandbox, path)
+    for message, (question, fact_word) in asked.items():
+        _, found, _ = await get(shared_sandbox, f"/v1/search/semantic?q={question.replace(' ', '+')}&{WORK}")
         top = found["data"][0]
-        assert (top["record_key"], top["matched_fields"]) == (body, ["body_text"]), question
-        assert top["snippet"]["text"].startswith(openings[body][:60])
+        assert top["record_key"] == message, question
+        assert set(top["matched_fields"]) == {"subject", "snippet"}
         assert fact_word not in top["snippet"]["text"]
+    _, bodies, _ = await get(
+        shared_sandbox,
+        f"/v1/search/semantic?q=consent+for+my+child+to+go+on+the+school+day+trip&streams=message_bodies&{WORK}",
+    )
+    top = bodies["data"][0]
+    opening = next(item.opening for item in MAIL_FACTS if item.key == "school_trip")
+    assert (top["record_key"], top["matched_fields"]) == ("body_school_trip", ["body_text"])
+    assert top["snippet"]["text"].startswith(opening[:60])
+    assert "Sintra" not in top["snippet"]["text"]
+
+
+async def test_without_the_embedding_model_meaning_search_says_so_and_lexical_still_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sandbox whose model cannot load (a broken install) refuses meaning-based and hybrid
+    search with a typed error that names the search that still works."""
+    monkeypatch.setattr(store_module, "_templates", {})  # build this sandbox's data afresh
+    monkeypatch.setattr(vectors, "embedding_model", lambda: None)
+    async with start_sandbox() as sandbox:
+        for mode in ("semantic", "hybrid"):
+            status, body, _ = await get(sandbox, f"/v1/search/{mode}?q=apartment+handover")
+            assert status == 503
+            assert body["error"]["code"] == "semantic_unavailable"
+            assert "/v1/search" in body["error"]["message"]
+        status, lexical, _ = await get(sandbox, "/v1/search?q=flowerpot&" + WORK)
+        assert status == 200
+        assert [h["record_key"] for h in lexical["data"]] == ["body_spare_key"]
