@@ -134,7 +134,7 @@ async def test_query_records_and_aggregate_name_the_same_merged_sources(stdio_ga
 
 
 async def test_hybrid_more_hits_say_how_to_reach_them(stdio_gateway: Client) -> None:
-    result, text = await _call(stdio_gateway, "search", query="invoice", mode="hybrid", limit=3)
+    result, text = await _call(stdio_gateway, "search", query="budget", mode="hybrid", limit=3)
     envelope = result.structured_content["data"]
     assert envelope["has_more"] is True
     assert "next_cursor" not in envelope
