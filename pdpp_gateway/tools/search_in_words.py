@@ -40,7 +40,7 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    grant's schema (step 4's read) is read through its body record instead, in its rank's
    turn and counted among the ``MAX_SCANS``: ``body_link.find_body`` finds the body by the
    hit's opening and proves it by the body's own foreign key (the hit's opening 1 read, a
-   search 1, verification at most ``body_link.BODY_CANDIDATES`` together), then its text
+   search 1, verification 1: ``body_link.BODY_CANDIDATES``), then its text
    field is read as above (windows 1-2); its passages are the hit's evidence, each naming
    the body record (``record``: its handle) with the ``read_record_field`` call on it. A
    failed scan or lookup only leaves its hit as it was.
