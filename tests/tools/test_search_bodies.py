@@ -12,11 +12,13 @@ import json
 from typing import Any
 from urllib.parse import parse_qs
 
+from aiohttp import web
 from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.upstreams import Fault, upstream_proxy
 
 GYM = "when does my gym membership renew"  # meaning-based search ranks the message first
 GYM_FACT = "Your gym membership renews on 1 June at 39 EUR a month."
@@ -126,3 +128,26 @@ async def test_a_grant_without_a_body_stream_makes_no_extra_read(shared_sandbox:
         "/.well-known/oauth-protected-resource",
     }
     assert not any("streams" in query for _, query in reads)
+
+
+class _RefusesBodyRecords(Fault):
+    """The RS failing every read of one body record but its text windows: the verify read."""
+
+    async def answer(self, request: web.Request) -> web.StreamResponse | None:
+        if request.path == "/v1/streams/message_bodies/records/body_gym":
+            return await super().answer(request)
+        return None
+
+
+async def test_a_failed_verify_read_leaves_the_hit_as_it_was(shared_sandbox: Any) -> None:
+    fault = _RefusesBodyRecords("status", 500)
+    async with upstream_proxy(shared_sandbox.url, fault=fault) as proxy, RsClient(proxy.url) as rs:
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_broad"]), proxy.url)
+        result = await build_pipeline()(ToolCall("search", {"query": GYM}, context))
+    assert "/v1/streams/message_bodies/records/body_gym" in proxy.paths()  # the verify read failed
+    assert not any(path.endswith("/field-window") and "body_gym" in path for path in proxy.paths())
+    assert not result.is_error, result.text
+    first = result.structured["results"][0]
+    assert first["id"] == "cin_mail_work/messages:msg_long_gym"
+    assert not first["evidence"]
+    assert "no text evidence (matched subject, snippet)" in result.text.split("\n[2] ")[0]
