@@ -14,10 +14,12 @@ Contract (``find_body(rs, schema, hit)``, GETs only through the caller's own cli
   whose flags say nothing, as the reference's ``declared``, leaves the field to the
   search's ``matched_fields``). None: no lookup and no read at all.
 - The hit's opening is its text field (the first of its ``matched_fields`` that is no title,
-  else its stream's ``role=text`` field), read with ``fields=<that field>`` (1 read: a
-  hit's snippet shows its title field). A word the field cut off at its end is dropped, and
-  its first ``OPENING_WORDS`` content words are searched lexically (1 read) within the body
-  streams and the hit's connection, at most ``BODY_CANDIDATES`` candidates.
+  else its stream's ``role=text`` field), its first ``OPENING_CHARS`` read through the
+  field-window route (1 read: a hit's snippet shows its title field); a longer field is the
+  record's own text, not a body's preview, and ends the lookup. A word the field cut off at
+  its end is dropped, and its first ``OPENING_WORDS`` content words are searched lexically
+  (1 read) within the body streams and the hit's connection, at most ``BODY_CANDIDATES``
+  candidates.
 - Each candidate is read with ``fields=<foreign key>`` (concurrently, ``BODY_CANDIDATES``
   reads: one) and kept only when that value equals the hit's record id: the first kept in
   the search's rank order is the body, never another message's body that happens to hold
@@ -43,12 +45,14 @@ from pdpp_gateway.render.common import as_mapping
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.schema_view import compact_projection, unwrap_schema
+from pdpp_gateway.tools.passage_reads import scan_field
 
 # the restricted search's hits, each verified by its foreign key (one read each): of the 17
 # lookups questions.json makes on the sandbox, each found its own body first or not among the
 # first two, so a second candidate costs a read and finds nothing
 BODY_CANDIDATES: Final = 1
 OPENING_WORDS: Final = 8  # content words of the hit's opening searched (all must be in the body)
+OPENING_CHARS: Final = 512  # a longer text field is the record's own text, not a body's preview
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,9 +173,12 @@ def _singular(stream: str) -> str:
 
 
 async def _opening_words(rs: RsReader, ref: RecordRef, field: str) -> list[str]:
-    """The content words of the record's ``field``, but a last word the field cut off."""
-    value = await _value(rs, ref, field)
-    text = value if isinstance(value, str) else ""
+    """The content words of the record's ``field``, but a last word the field cut off; none
+    when the field is longer than ``OPENING_CHARS`` (the record's own text, not a preview)."""
+    scanned = await scan_field(rs, ref, field, OPENING_CHARS)
+    if scanned.total > OPENING_CHARS:
+        return []
+    text = scanned.text
     opening = text.rstrip("…").rstrip()
     if opening and (opening[-1].isalnum() or text.endswith("…")):  # cut off, perhaps mid-word
         opening = opening[: opening.rfind(" ")] if " " in opening else ""

@@ -61,12 +61,18 @@ async def test_a_message_hit_shows_its_body_s_passage_with_a_read_that_lands_on_
     # the body: the message's opening read, searched within the body stream and the message's
     # connection, each candidate's own message_id read, then the body's text for the passage
     paths = [path for path, _ in reads]
-    lookup = reads[paths.index("/v1/streams/messages/records/msg_long_gym") :]
-    assert lookup[0][1] == {"fields": ["snippet"], "connection_id": ["cin_mail_work"]}
+    lookup = reads[paths.index("/v1/streams/messages/records/msg_long_gym/field-window") :]
+    assert lookup[0][1] == {
+        "connection_id": ["cin_mail_work"],
+        "field": ["snippet"],
+        "offset_chars": ["0"],
+        "limit_chars": ["512"],
+    }
     assert lookup[1][0] == "/v1/search"
     assert lookup[1][1]["streams"] == ["message_bodies"]
     assert lookup[1][1]["connection_id"] == ["cin_mail_work"]
-    assert lookup[1][1]["q"] == ["Hi membership coming renewal find plan new"]  # the opening's words
+    # the opening's content words; its last, "price", is "prices" cut off by the snippet
+    assert lookup[1][1]["q"] == ["Hi membership coming renewal find plan new"]
     assert lookup[2] == (
         "/v1/streams/message_bodies/records/body_gym",
         {"fields": ["message_id"], "connection_id": ["cin_mail_work"]},
@@ -104,9 +110,8 @@ async def test_another_message_s_body_holding_the_same_words_is_never_shown(shar
     assert search["connection_id"] == ["cin_mail_personal"]
     verified = sorted(path for path, query in reads if path.startswith("/v1/streams/message_bodies/records/"))
     # the candidate's own message_id was read: it is another message's body, so it is neither
-    # read for a passage nor shown
+    # read for a passage (no field-window read of it) nor shown
     assert verified == ["/v1/streams/message_bodies/records/body_personal_0031"]
-    assert not any(path.endswith("/field-window") for path, _ in reads)
     assert not first["evidence"]
     block = result.text.split("\n[1] ")[1].split("\n[2] ")[0]  # the first hit's lines
     assert "body_personal_0031" not in block
