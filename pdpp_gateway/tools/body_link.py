@@ -13,13 +13,13 @@ Contract (``find_body(rs, schema, hit)``, GETs only through the caller's own cli
   ``messages``) and a searchable text field (flag ``role=text``, else ``lex``; a schema
   whose flags say nothing, as the reference's ``declared``, leaves the field to the
   search's ``matched_fields``). None: no lookup and no read at all.
-- The hit's opening is its text field (the first of its ``matched_fields`` that is no title,
-  else its stream's ``role=text`` field), its first ``OPENING_CHARS`` read through the
-  field-window route (1 read: a hit's snippet shows its title field); a longer field is the
-  record's own text, not a body's preview, and ends the lookup. A word the field cut off at
-  its end is dropped, and its first ``OPENING_WORDS`` content words are searched lexically
-  (1 read) within the body streams and the hit's connection, at most ``BODY_CANDIDATES``
-  candidates.
+- The hit's opening is its text field (its stream's ``role=text`` field, a matched one
+  first; without roles, the first of its ``matched_fields`` that is no title), its first
+  ``OPENING_CHARS`` read through the field-window route (1 read: a hit's snippet shows its
+  title field); a longer field is the record's own text, not a body's preview, and ends the
+  lookup. A word the field cut off at its end is dropped, and its first ``OPENING_WORDS``
+  content words are searched lexically (1 read) within the body streams and the hit's
+  connection, at most ``BODY_CANDIDATES`` candidates.
 - Each candidate is read with ``fields=<foreign key>`` (concurrently, ``BODY_CANDIDATES``
   reads: one) and kept only when that value equals the hit's record id: the first kept in
   the search's rank order is the body, never another message's body that happens to hold
@@ -140,14 +140,15 @@ def _connector_of(
 def _opening_field(
     schema: Mapping[str, Any] | None, stream: str, connection_id: str, matched: Sequence[Any]
 ) -> str | None:
-    """The hit's text field: a matched field that is no title, else its stream's text field."""
-    first = _first_text(matched)
-    if first is not None:
-        return first
+    """The hit's text field: its stream's ``role=text`` field (a matched one first), else,
+    when the schema's flags say no role, its first matched field that is no title."""
     connector = _connector_of(schema, stream, connection_id)
     rows = [row for row in (connector or {}).get("streams") or () if row.get("name") == stream]
     flags = {str(k): str(v) for row in rows for k, v in as_mapping(row.get("field_capabilities")).items()}
-    return next((name for name, value in flags.items() if "role=text" in value.split(",")), None)
+    texts = [name for name, value in flags.items() if "role=text" in value.split(",")]
+    if texts:
+        return next((str(name) for name in matched if str(name) in texts), texts[0])
+    return _first_text(matched)
 
 
 def _first_text(matched: object) -> str | None:
