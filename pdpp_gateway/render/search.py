@@ -15,8 +15,9 @@ how to list them (a smaller ``limit``, then ``next_cursor``). ``connection_id`` 
 separately, and in every continuation's arguments, only for a hit whose id could not
 embed it. A hit proven in a text field shows up to ``MAX_EVIDENCE`` previews (at most
 ``PREVIEW_CHARS`` visible chars, tags well-formed) with the exact ``read_record_field``
-arguments; a hit matched only on metadata shows no invented body window, only how to
-read it.
+arguments; evidence found in the hit's body record (``record``: a message's
+``message_bodies`` record) names that record, and its read call reads it. A hit matched
+only on metadata shows no invented body window, only how to read it.
 """
 
 from __future__ import annotations
@@ -256,9 +257,9 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
         lines.append(f"    snippet: {preview_around_mark(snippet, SNIPPET_CHARS)[0]}")
     for item in evidence[:MAX_EVIDENCE]:
         preview = preview_around_mark(_flat(str(item.get("preview", ""))), PREVIEW_CHARS)[0]
-        where = ""
+        where = f" of body record {item['record']}" if item.get("record") else ""
         if item.get("provenance") == "passage":
-            where = f" (passage at char {item.get('at_chars')} of {item.get('total_chars')})"
+            where += f" (passage at char {item.get('at_chars')} of {item.get('total_chars')})"
         lines.append(f"    evidence {item.get('field')}{where}: {preview}")
         read = item.get("read")
         if isinstance(read, Mapping):

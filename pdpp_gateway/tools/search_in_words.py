@@ -35,7 +35,15 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    most ``MAX_SCANS`` in all; a strong passage ends the reads. A hit whose snippet is the
    whole short field shows it with the question's words marked (``provenance:
    "meaning_match"``); every other cut hit carries ``read_near``, the ``read_record_field``
-   call aimed at the question (``near``). A failed scan only leaves its hit as it was.
+   call aimed at the question (``near``). The best-ranked hit with no evidence at all (a
+   mail's message, matched on its subject and snippet) whose stream has a body stream in the
+   grant's schema (step 4's read) is read through its body record instead, in its rank's
+   turn and counted among the ``MAX_SCANS``: ``body_link.find_body`` finds the body by the
+   hit's opening and proves it by the body's own foreign key (the hit's opening 1 read, a
+   search 1, verification 1: ``body_link.BODY_CANDIDATES``), then its text
+   field is read as above (windows 1-2); its passages are the hit's evidence, each naming
+   the body record (``record``: its handle) with the ``read_record_field`` call on it. A
+   failed scan or lookup only leaves its hit as it was.
 4. Streams the question names: alongside step 2's reads, the grant's compact schema is read
    through the caller's memo (no RS read in steady state; none at all after a first page
    with hits), and the streams whose name or fields the content words name, not among the
@@ -52,7 +60,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
@@ -68,6 +77,7 @@ from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.args import SearchArgs
+from pdpp_gateway.tools.body_link import body_streams, find_body
 from pdpp_gateway.tools.passage_reads import find_passage, passage_evidence
 from pdpp_gateway.tools.stream_hints import add_stream_hints
 
@@ -96,7 +106,7 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
         return _answer(context, response, results, retrieval)
     schema = asyncio.create_task(_granted_schema(context))  # read alongside the fused reads
     try:
-        answer = await _fused(context, args) or _answer(context, response, results)
+        answer = await _fused(context, args, schema) or _answer(context, response, results)
     except BaseException:
         schema.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -106,7 +116,9 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
     return answer
 
 
-async def _fused(context: GatewayContext, args: SearchArgs) -> ToolResult | None:
+async def _fused(
+    context: GatewayContext, args: SearchArgs, schema: Awaitable[Mapping[str, Any] | None]
+) -> ToolResult | None:
     """Meaning and fewer words after an empty page, fused, with passages (step 2 and 3)."""
     meaning = await _meaning_mode(context)
     relaxed = (
@@ -135,7 +147,7 @@ async def _fused(context: GatewayContext, args: SearchArgs) -> ToolResult | None
         return None
     limit = args.limit or FUSED_LIMIT
     fused = _rrf([results for *_, results in answered], limit)
-    await _add_evidence(context, fused, args)
+    await _add_evidence(context, fused, args, await schema)
     base = answered[-1][2]
     retrieval = {
         "mode": "fused",
@@ -182,43 +194,82 @@ def _rrf(lists: Sequence[list[dict[str, Any]]], limit: int) -> list[dict[str, An
     return fused
 
 
-async def _add_evidence(context: GatewayContext, hits: list[dict[str, Any]], args: SearchArgs) -> None:
-    """Step 3 of the module contract: passages of the best cut hits while no better one
-    answers, marked short snippets, and the aimed call for every other hit whose field was cut."""
+async def _add_evidence(
+    context: GatewayContext,
+    hits: list[dict[str, Any]],
+    args: SearchArgs,
+    schema: Mapping[str, Any] | None,
+) -> None:
+    """Step 3 of the module contract: passages of the best cut hits (or of the best bare
+    hit's body record) while no better one answers, marked short snippets, and the aimed call
+    for every other hit whose field was cut."""
     words = args.words or (args.text,)
     figure = asks_for_figure(args.text)
-    scans: list[tuple[dict[str, Any], dict[str, str], str]] = []  # (hit, naming, field)
+    scans: list[Callable[[], Awaitable[Passage | None]]] = []  # in rank order
     shown = False  # whether a better-ranked hit already shows evidence that reads as an answer
+    bodied = False  # whether a hit's body record is already among the scans
+
+    def scan(hit: dict[str, Any], field: str) -> None:
+        scans.append(partial(_scan, context, hit, _naming(hit), field, words, args.text, figure=figure))
+
     for hit in hits:
         evidence = hit.get("evidence") or []
         if evidence:  # the relaxed lexical search's own snippet of a field
             if _answers(evidence, words, figure):
                 shown = True
             elif not shown and len(scans) < MAX_SCANS and evidence[0].get("truncated"):
-                scans.append((hit, _naming(hit), str(evidence[0].get("field"))))
+                scan(hit, str(evidence[0].get("field")))
             continue
         if not hit.get("matched_fields"):
             continue
         field = str(hit["matched_fields"][0])
         snippet = str(hit.get("snippet") or "")
-        naming = _naming(hit)
         if not snippet.endswith("…"):
             _mark_snippet(hit, field, snippet, words)
+            if not (shown or bodied or hit.get("evidence")) and len(scans) < MAX_SCANS:
+                connection = hit.get("connection_id")
+                if isinstance(connection, str) and body_streams(schema, str(hit.get("stream")), connection):
+                    bodied = True
+                    scans.append(partial(_scan_body, context, hit, schema, words, args.text, figure=figure))
             shown = shown or _answers(hit.get("evidence") or [], words, figure)
             shown = shown or _answers_in_title(hit, field, figure)
             continue
         hit["read_near"] = {
             "tool": "read_record_field",
-            "arguments": {**naming, "field": field, "near": args.text},
+            "arguments": {**_naming(hit), "field": field, "near": args.text},
         }
         if not shown and len(scans) < MAX_SCANS:
-            scans.append((hit, naming, field))
-    for hit, naming, field in scans:  # one after another: a strong passage ends the scans
-        passage = await _scan(context, hit, naming, field, words, args.text, figure=figure)
-        if hit.get("evidence"):
-            hit.pop("read_near", None)
+            scan(hit, field)
+    for each in scans:  # one after another: a strong passage ends the scans
+        passage = await each()
         if passage is not None and 2 * passage.matched >= passage.asked:
             break
+
+
+async def _scan_body(
+    context: GatewayContext,
+    hit: dict[str, Any],
+    schema: Mapping[str, Any] | None,
+    words: Sequence[str],
+    question: str,
+    *,
+    figure: bool,
+) -> Passage | None:
+    """The hit's body record (``body_link.find_body``) read as ``_scan`` reads a field, its
+    passages set as the hit's evidence naming that record (``record``), their read calls
+    aimed at it. Answers the passage found by words (``None``: no body, or none in it)."""
+    body = await find_body(context.rs, schema, hit)
+    if body is None:
+        return None
+    record: dict[str, Any] = {
+        "stream": body.ref.stream,
+        "record_id": body.ref.record_id,
+        "connection_id": body.ref.connection_id,
+    }
+    passage = await _scan(context, record, _naming(record), body.field, words, question, figure=figure)
+    if record.get("evidence"):
+        hit["evidence"] = [{**item, "record": _naming(record)["id"]} for item in record["evidence"]]
+    return passage
 
 
 async def _scan(
@@ -246,6 +297,7 @@ async def _scan(
             found.append(passage_at(scanned.text, *span, words))
     if found:
         hit["evidence"] = [passage_evidence(scanned, each, naming, field) for each in found]
+        hit.pop("read_near", None)
     return passage
 
 
