@@ -90,9 +90,9 @@ async def test_semantic_and_hybrid_search_apply_filters(shared_sandbox: Any) -> 
 async def test_meaning_search_ranks_by_embeddings_as_the_reference_does(shared_sandbox: Any) -> None:
     """A question sharing no word with the mail about it finds that mail first, its body (on its
     subject throughout) and its message (a gym membership, asked after as a "fitness club"),
-    where lexical search finds nothing; hits come
-    nearest first, and records whose nearest field says the same thing tie at one distance,
-    in the reference's order (connection, then record key): no folding of near-duplicates."""
+    where lexical search finds nothing; hits come nearest first, and records whose nearest field
+    says the same thing tie at one distance, in the reference's order (connection, then record
+    key): no folding of near-duplicates."""
     asked = "fitness+club+fee+every+month"
     _, lexical, _ = await get(shared_sandbox, f"/v1/search?q={asked}&" + WORK)
     assert lexical["data"] == []
