@@ -6,10 +6,10 @@ their bodies (``MAIL_FACTS``: 20-30k characters that open as their sender would,
 subject and without the fact or its answer, then filler with the fact 10k or more into it and
 two decoys earlier that carry the fact's key words without the answer), three Acme Slack
 messages with a fact each (``CHAT_FACTS``), and buries one fact in each of two long GitHub
-issue bodies (``ISSUE_FACTS``) the same way, each body then opening with its issue's summary.
-Every fact is one sentence that appears nowhere else. The openings are what a meaning-based
-search sees of these bodies (it reads a field's first 2,048 characters, as the reference RS
-does); the facts lie far past them.
+issue bodies (``ISSUE_FACTS``) the same way, each body then opening on its issue's subject.
+Every fact is one sentence that appears nowhere else. The openings (``sample_openings``) are
+what a meaning-based search sees of these bodies (it reads a field's first 2,048 characters,
+as the reference RS does); the facts lie far past them.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pdpp_gateway.sandbox.dataset import Dataset, Row
 from pdpp_gateway.sandbox.manifests import SLACK
 from pdpp_gateway.sandbox.sample_content import START, buried, iso, random_moment, with_decoys
 from pdpp_gateway.sandbox.sample_mail import add_long_message
+from pdpp_gateway.sandbox.sample_openings import OPENINGS
 
 
 class Buried(NamedTuple):
@@ -42,11 +43,7 @@ MAIL_FACTS: Final = (
         24_000,
         "The spare key for the apartment is hidden in the blue flowerpot by the back door.",
         ("Keys for the mailbox are kept by the concierge.", "The apartment handover is on Friday."),
-        (
-            "Hi, here are the notes for the apartment handover, so that you have everything in one "
-            "place when you move in. They cover the keys, the meters, the heating and the bins, and a "
-            "few contacts in the building. Let us know if anything is missing."
-        ),
+        OPENINGS["body_spare_key"],
     ),
     Buried(
         "office_wifi",
@@ -55,11 +52,7 @@ MAIL_FACTS: Final = (
         24_000,
         "The office wifi password is harbour-lights-42 on the network Acme-Guest.",
         ("The wifi in the meeting rooms is slow in the afternoon.", "Password resets are handled by IT."),
-        (
-            "Hi everyone, and welcome to the new office! This note covers the practical things for "
-            "your first weeks: door badges, desks and meeting rooms, the printers and the wifi. Have "
-            "a read when you get a moment, and tell me if anything doesn't work."
-        ),
+        OPENINGS["body_office_wifi"],
     ),
     Buried(
         "dentist",
@@ -68,11 +61,7 @@ MAIL_FACTS: Final = (
         22_000,
         "Your dentist appointment with Dr. Almeida is on 14 April at 09:30.",
         ("Appointment changes need 24 hours notice.", "Dr. Almeida is away in August."),
-        (
-            "Dear patient, this is a reminder of your upcoming visit to our clinic. Below you will "
-            "find how to reach us, what to bring, and how to move or cancel your appointment. We look "
-            "forward to seeing you."
-        ),
+        OPENINGS["body_dentist"],
     ),
     Buried(
         "car_service",
@@ -81,11 +70,7 @@ MAIL_FACTS: Final = (
         30_000,
         "The mechanic replaced the front brake pads; the repair cost 340 EUR in total.",
         ("Brake fluid is checked at every second service.", "The mechanic recommends new tyres next year."),
-        (
-            "Hello, your car is ready to collect. Below is the report of the service we carried out: "
-            "the checks we made, the parts we replaced and what the work cost. Please read it before "
-            "you come in, and call us with any questions."
-        ),
+        OPENINGS["body_car_service"],
     ),
     Buried(
         "insurance",
@@ -94,11 +79,7 @@ MAIL_FACTS: Final = (
         22_000,
         "Your travel insurance policy number is TI-88213-PT and covers medical costs up to 50,000 EUR.",
         ("Policy documents are attached as a PDF.", "Travel insurance claims take ten working days."),
-        (
-            "Dear customer, thank you for taking out travel insurance with us. This email sets out "
-            "your policy: what it covers, the limits that apply, and how to make a claim while you "
-            "are away. Please keep it with your travel documents."
-        ),
+        OPENINGS["body_insurance"],
     ),
     Buried(
         "pension",
@@ -107,11 +88,7 @@ MAIL_FACTS: Final = (
         26_000,
         "Your pension pot was worth 48,200 EUR on 31 December.",
         ("Pension contributions rise in April.", "This statement covers the last tax year."),
-        (
-            "Dear member, please find your annual pension statement below. It shows what was paid "
-            "into your pension this year, how your investments did and the value of your pension pot. "
-            "Please check your personal details and tell us if anything has changed."
-        ),
+        OPENINGS["body_pension"],
     ),
     Buried(
         "school_trip",
@@ -120,12 +97,7 @@ MAIL_FACTS: Final = (
         20_000,
         "The school trip to Sintra costs 35 EUR and the coach leaves at 08:15 on 2 May.",
         ("Trip consent forms are due next week.", "Sintra is about 30 km from Lisbon."),
-        (
-            "Dear parents and guardians, our pupils are going on a day trip this term, and we need "
-            "your consent for your child to take part. The details of the day, the cost and what to "
-            "bring are below, followed by the consent form. Please sign it and return it to the "
-            "school office."
-        ),
+        OPENINGS["body_school_trip"],
     ),
     Buried(
         "gym",
@@ -134,11 +106,7 @@ MAIL_FACTS: Final = (
         21_000,
         "Your gym membership renews on 1 June at 39 EUR a month.",
         ("Membership cards can be replaced at reception.", "The gym is closed on public holidays."),
-        (
-            "Hi, your membership is coming up for renewal. Below you will find your plan, the new "
-            "prices, and how to change or cancel your membership before it renews. Thanks for "
-            "training with us!"
-        ),
+        OPENINGS["body_gym"],
     ),
 )
 CHAT_FACTS: Final = (
@@ -146,23 +114,20 @@ CHAT_FACTS: Final = (
     "The new VPN server address is vpn2.acme.test, the old one goes away in March.",
     "Parking permits for the garage are with Erin, ask her before Thursday.",
 )
-# (issue record id, fact, decoys, summary): the fact and decoys buried in the issue's existing
-# long body, which then opens with the summary (a real issue says first what it is about).
+# (issue record id, fact, decoys, opening): the fact and decoys buried in the issue's existing
+# long body, which then opens on its subject (a real issue says first what it is about).
 ISSUE_FACTS: Final = (
     (
         "I0009",
         "The crash only happens with the pt_PT locale; the workaround is to export LC_ALL=C.",
         ("Locale handling was rewritten last year.", "Crash reports are uploaded every night."),
-        "The app crashes on start-up for some users, but only on machines set to certain locales; "
-        "with the default locale it starts fine. Steps to reproduce are below, with what we have "
-        "found so far.",
+        OPENINGS["I0009"],
     ),
     (
         "I0018",
         "The release is blocked until the signing key is rotated on 12 May.",
         ("Release notes live in the wiki.", "Signing runs in CI for every tag."),
-        "The next release is on hold until one blocker is resolved. This issue tracks that blocker "
-        "and the release checklist; please don't tag a new version until it is closed.",
+        OPENINGS["I0018"],
     ),
 )
 
@@ -194,8 +159,8 @@ def add_facts(dataset: Dataset) -> None:
             )
         )
     issues = {row.record_id: row for row in dataset.rows if row.stream == "issues"}
-    for record_id, fact, decoys, summary in ISSUE_FACTS:
+    for record_id, fact, decoys, opening in ISSUE_FACTS:
         data = issues[record_id].data
         body = with_decoys(str(data["body"]), decoys)
         middle = body.find("\n\n", len(body) // 2)
-        data["body"] = f"{summary}\n\n{body[:middle]}\n\n{fact}{body[middle:]}"
+        data["body"] = f"{opening}\n\n{body[:middle]}\n\n{fact}{body[middle:]}"

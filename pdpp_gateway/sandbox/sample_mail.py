@@ -8,8 +8,8 @@ purpose what the gateway must cope with:
 - one record id (``msg_shared_0001``) in both connections (ambiguous without
   ``connection_id``);
 - three long bodies (tens of KB) that open on their subject as a sender writes
-  (``OPENINGS``), with a fact buried deep inside (``BURIED_FACTS``) and, earlier, decoys
-  carrying the fact's key words without the answer (``DECOYS``);
+  (``sample_openings.OPENINGS``), with a fact buried deep inside (``BURIED_FACTS``) and,
+  earlier, decoys carrying the fact's key words without the answer (``DECOYS``);
 - two deleted messages (tombstones for ``changes_since``).
 """
 
@@ -31,6 +31,7 @@ from pdpp_gateway.sandbox.sample_content import (
     prose,
     random_moment,
 )
+from pdpp_gateway.sandbox.sample_openings import OPENINGS
 
 # Facts placed deep inside long bodies: (record id, phrase). Tests search for a word of the
 # phrase and must read a window around it to quote the whole fact.
@@ -48,27 +49,6 @@ DECOYS: Final = {
     ),
     "body_storage_unit": ("Locker code changes are announced by email.", "Storage unit prices rise in May."),
     "body_porto_trip": ("A confirmation email follows separately.", "Porto airport opens at 05:00."),
-}
-
-# How each of those bodies opens, as its sender would write: on the subject, without the fact or
-# its answer (a meaning-based search reads a field's first 2,048 characters, not the fact).
-OPENINGS: Final = {
-    "body_lisbon_lease": (
-        "Dear tenant, your lease on the apartment ends soon, and we are glad to offer you a renewal "
-        "for another year. The new terms are set out below, together with the house rules, the rent "
-        "and the deposit; the lease itself is attached as a PDF. Please read everything before you "
-        "sign, and write to us if anything is unclear."
-    ),
-    "body_storage_unit": (
-        "Hello, and thank you for renting a storage unit with us. This email has everything you need "
-        "to get in and out: how to find the site, how the gate and your locker work, and who to call "
-        "if you get locked out. Please keep it somewhere safe."
-    ),
-    "body_porto_trip": (
-        "Thank you for booking your weekend in Porto with us. Your flight details, baggage allowance "
-        "and check-in instructions are below. Please check that the names match your passports, and "
-        "keep this email to hand on the day you travel."
-    ),
 }
 
 # Messages that carry the attachments rows of ``add_mail`` (their ``has_attachments`` flag agrees).

@@ -88,17 +88,20 @@ async def test_semantic_and_hybrid_search_apply_filters(shared_sandbox: Any) -> 
 
 
 async def test_meaning_search_ranks_by_embeddings_as_the_reference_does(shared_sandbox: Any) -> None:
-    """A question sharing no word with the record about it finds that record first (a gym
-    membership, asked after as a "fitness club"), where lexical search finds nothing; hits come
-    nearest first, and records whose nearest field says the same thing tie at one distance,
-    in the reference's order (connection, then record key): no folding of near-duplicates."""
+    """A question sharing no word with the mail about it finds that mail first, its body (on its
+    subject throughout) and its message (a gym membership, asked after as a "fitness club"),
+    where lexical search finds nothing; hits come nearest first, and records whose nearest field
+    says the same thing tie at one distance, in the reference's order (connection, then record
+    key): no folding of near-duplicates."""
     asked = "fitness+club+fee+every+month"
     _, lexical, _ = await get(shared_sandbox, f"/v1/search?q={asked}&" + WORK)
     assert lexical["data"] == []
     _, gym, _ = await get(shared_sandbox, f"/v1/search/semantic?q={asked}&limit=3&" + WORK)
+    found = {hit["record_key"]: hit for hit in gym["data"][:2]}
+    assert set(found) == {"msg_long_gym", "body_gym"}
+    assert set(found["msg_long_gym"]["matched_fields"]) <= {"subject", "snippet"}
+    assert found["body_gym"]["matched_fields"] == ["body_text"]
     top = gym["data"][0]
-    assert top["record_key"] == "msg_long_gym"
-    assert set(top["matched_fields"]) <= {"subject", "snippet"}
     assert top["score"]["kind"] == "semantic_distance"
     assert top["score"]["order"] == "lower_is_better"
     _, porto, _ = await get(shared_sandbox, "/v1/search/semantic?q=baggage+allowance+for+my+weekend+in+Porto")
@@ -170,6 +173,22 @@ async def test_a_long_mail_is_found_by_meaning_through_its_opening(shared_sandbo
     assert (top["record_key"], top["matched_fields"]) == ("body_school_trip", ["body_text"])
     assert top["snippet"]["text"].startswith(opening[:60])
     assert "Sintra" not in top["snippet"]["text"]
+
+
+async def test_a_long_body_on_its_subject_ranks_by_meaning_with_its_message(shared_sandbox: Any) -> None:
+    """A long body reads on its subject for the 2,048 characters a meaning-based search sees,
+    as a real one does: asked about that subject, the body and its message are the first two
+    hits, ahead of every other record (filler text no longer dilutes the body's meaning)."""
+    asked = {
+        "spare_key": "what do I need to know about the apartment handover",
+        "insurance": "what is covered by my travel insurance",
+        "car_service": "what did the garage do to my car",
+    }
+    for key, question in asked.items():
+        _, found, _ = await get(shared_sandbox, f"/v1/search/semantic?q={question.replace(' ', '+')}&{WORK}")
+        assert {hit["record_key"] for hit in found["data"][:2]} == {f"msg_long_{key}", f"body_{key}"}, (
+            question
+        )
 
 
 async def test_without_the_embedding_model_meaning_search_says_so_and_lexical_still_answers(
