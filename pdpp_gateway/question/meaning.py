@@ -6,9 +6,11 @@ Contract (text in, a span out; no I/O but loading the model, once per process):
   and line breaks; a longer run is cut into ``SPAN_CHARS`` pieces at spaces) and answers the
   span ``(start, end)`` of the one whose meaning is nearest the question's (cosine similarity
   of their embeddings), or ``None`` when the text has no sentence or none comes within
-  ``MIN_SIMILARITY``. "where did the landlord stash the extra key" finds "The spare key for
-  the apartment is hidden in the blue flowerpot", which shares one word with it and loses,
-  on words alone, to "Keys for the mailbox are kept by the concierge".
+  ``MIN_SIMILARITY``; with ``figure`` (the question asks for a number, an amount, a time or a
+  code) only the sentences holding a digit compete, when there are any. "where did the
+  landlord stash the extra key" finds "The spare key for the apartment is hidden in the
+  blue flowerpot", which shares one word with it and loses, on words alone, to "Keys for
+  the mailbox are kept by the concierge".
 - The embeddings are WordLlama's bundled model: static token embeddings averaged, 256
   dimensions, 16 MB, shipped inside its wheel (loaded from there, downloads forbidden: no
   network, no GPU; about 200 ms to load, a few ms for a 32k-character text). It loads on
@@ -38,9 +40,11 @@ _LOCK: Final = threading.Lock()
 _LOG: Final = logging.getLogger(__name__)
 
 
-def closest_sentence(text: str, question: str) -> tuple[int, int] | None:
+def closest_sentence(text: str, question: str, *, figure: bool = False) -> tuple[int, int] | None:
     """The span of ``text``'s sentence nearest ``question`` in meaning (see the contract)."""
     spans = sentences(text)
+    if figure:  # the question asks for a number: the sentences holding one, when there are any
+        spans = [span for span in spans if any(c.isdigit() for c in text[span[0] : span[1]])] or spans
     if not spans:
         return None
     model = embedding_model()

@@ -37,6 +37,13 @@ class Passage:
     marks: tuple[tuple[int, int], ...]  # matched word spans inside [start, end)
     matched: int  # distinct question words in the passage
     asked: int  # distinct question words looked for
+    figure: bool = False  # whether it holds a number (looked for only when the question asks one)
+
+    @property
+    def answers(self) -> bool:
+        """Whether it reads as the answer: half the question's words or more, or a question
+        word beside the number asked for."""
+        return 2 * self.matched >= self.asked or (self.figure and self.matched > 0)
 
     def preview(self, text: str, limit: int) -> str:
         """The passage within whole sentences where ``limit`` allows, matches marked."""
@@ -90,6 +97,7 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
         marks=tuple((start, end) for start, end, key in chosen if key != FIGURE),
         matched=len({key for _, _, key in chosen} - {FIGURE}),
         asked=len(wanted),
+        figure=any(key == FIGURE for _, _, key in chosen),
     )
 
 

@@ -6,7 +6,9 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    question words dropped; the whole question when none is left). Its ``next_cursor`` pages
    on with the same words, so the text's next-page call (the question again, with the
    cursor) stays valid. A page with hits is the answer: one RS read, each hit's evidence
-   the RS's own snippet of its densest window.
+   the RS's own snippet of its densest window; but when the question asks for a figure and
+   the first hit's snippet of a long field shows none, that field is read for its passages
+   as step 3 reads one (``_figure_passage``: one or two field windows more).
 2. An empty first page (no record holds every content word): concurrently, the meaning-based
    mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``, read
    through the caller's memo) on the question as asked, and, when the question has more than
@@ -103,6 +105,8 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
     results = _results(context, response)
     if results or args.cursor is not None or response.body.get("has_more"):
         retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
+        if args.cursor is None and results:
+            await _figure_passage(context, results[0], args)
         return _answer(context, response, results, retrieval)
     schema = asyncio.create_task(_granted_schema(context))  # read alongside the fused reads
     try:
@@ -226,13 +230,15 @@ async def _add_evidence(
         snippet = str(hit.get("snippet") or "")
         if not snippet.endswith("…"):
             _mark_snippet(hit, field, snippet, words)
-            if not (shown or bodied or hit.get("evidence")) and len(scans) < MAX_SCANS:
+            answered = _answers(hit.get("evidence") or [], words, figure)
+            if not (shown or bodied or answered) and len(scans) < MAX_SCANS:
                 connection = hit.get("connection_id")
                 if isinstance(connection, str) and body_streams(schema, str(hit.get("stream")), connection):
                     bodied = True
-                    scans.append(partial(_scan_body, context, hit, schema, words, args.text, figure=figure))
-            shown = shown or _answers(hit.get("evidence") or [], words, figure)
-            shown = shown or _answers_in_title(hit, field, figure)
+                    scans.append(
+                        partial(_scan_body, context, hit, schema, hits, words, args.text, figure=figure)
+                    )
+            shown = shown or answered or _answers_in_title(hit, field, figure)
             continue
         hit["read_near"] = {
             "tool": "read_record_field",
@@ -242,14 +248,27 @@ async def _add_evidence(
             scan(hit, field)
     for each in scans:  # one after another: a strong passage ends the scans
         passage = await each()
-        if passage is not None and 2 * passage.matched >= passage.asked:
+        if passage is not None and passage.answers:
             break
+
+
+async def _figure_passage(context: GatewayContext, top: dict[str, Any], args: SearchArgs) -> None:
+    """Step 1's exception: a question asking for a figure whose first hit's snippet of a long
+    field shows none has that field read for its passages (``_scan``; the RS's snippet stays
+    when none is found)."""
+    figure = asks_for_figure(args.text)
+    words = args.words or (args.text,)
+    evidence = top.get("evidence") or []
+    if not (figure and evidence and evidence[0].get("truncated")) or _answers(evidence, words, figure):
+        return
+    await _scan(context, top, _naming(top), str(evidence[0].get("field")), words, args.text, figure=figure)
 
 
 async def _scan_body(
     context: GatewayContext,
     hit: dict[str, Any],
     schema: Mapping[str, Any] | None,
+    hits: Sequence[Mapping[str, Any]],
     words: Sequence[str],
     question: str,
     *,
@@ -257,15 +276,16 @@ async def _scan_body(
 ) -> Passage | None:
     """The hit's body record (``body_link.find_body``) read as ``_scan`` reads a field, its
     passages set as the hit's evidence naming that record (``record``), their read calls
-    aimed at it. Answers the passage found by words (``None``: no body, or none in it)."""
+    aimed at it; a body already among the ``hits`` with evidence of its own is not read again
+    nor shown twice. Answers the passage found by words (``None``: no body, a body already
+    shown, or no passage in it)."""
     body = await find_body(context.rs, schema, hit)
     if body is None:
         return None
-    record: dict[str, Any] = {
-        "stream": body.ref.stream,
-        "record_id": body.ref.record_id,
-        "connection_id": body.ref.connection_id,
-    }
+    handle = _naming(_as_hit(body.ref))["id"]
+    if any(each.get("id") == handle and each.get("evidence") for each in hits):
+        return None
+    record = _as_hit(body.ref)
     passage = await _scan(context, record, _naming(record), body.field, words, question, figure=figure)
     if record.get("evidence"):
         hit["evidence"] = [{**item, "record": _naming(record)["id"]} for item in record["evidence"]]
@@ -291,8 +311,8 @@ async def _scan(
     except RsError:
         return None
     found = [] if passage is None else [passage]
-    if passage is None or passage.matched < passage.asked:  # the answer may say it otherwise
-        span = await asyncio.to_thread(closest_sentence, scanned.text, question)
+    if passage is None or passage.matched < passage.asked or (figure and not passage.figure):
+        span = await asyncio.to_thread(closest_sentence, scanned.text, question, figure=figure)
         if span is not None and (passage is None or span[1] <= passage.start or span[0] >= passage.end):
             found.append(passage_at(scanned.text, *span, words))
     if found:
@@ -301,14 +321,18 @@ async def _scan(
     return passage
 
 
+def _as_hit(ref: RecordRef) -> dict[str, Any]:
+    """A record as the hits name one: stream, record id and connection."""
+    return {"stream": ref.stream, "record_id": ref.record_id, "connection_id": ref.connection_id}
+
+
 def _answers(evidence: Sequence[Mapping[str, Any]], words: Sequence[str], figure: bool) -> bool:
-    """Whether a hit's evidence reads as an answer: a preview holding half the question's
-    words or more, and a number when the question asks for one."""
+    """Whether a hit's evidence reads as an answer: a preview whose passage answers
+    (``Passage.answers``), holding a number when the question asks for one."""
     for item in evidence:
         text = documents.parse_marks(str(item.get("preview") or ""))[0]
-        passage = best_passage(text, words)
-        holds_words = passage is not None and 2 * passage.matched >= passage.asked
-        if holds_words and (not figure or any(character.isdigit() for character in text)):
+        passage = best_passage(text, words, figure=figure)
+        if passage is not None and passage.answers and (not figure or passage.figure):
             return True
     return False
 

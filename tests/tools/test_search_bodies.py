@@ -22,7 +22,7 @@ from tests.upstreams import Fault, upstream_proxy
 
 GYM = "when does my gym membership renew"  # meaning-based search ranks the message first
 GYM_FACT = "Your gym membership renews on 1 June at 39 EUR a month."
-STORAGE = "what time does the gate at the storage place open"  # a filler message ranks first
+STORAGE = "how do I get into the storage place"  # a filler message ranks first
 GYM_BODY = "cin_mail_work/message_bodies:body_gym"
 
 
@@ -115,7 +115,7 @@ async def test_another_message_s_body_holding_the_same_words_is_never_shown(shar
     assert not first["evidence"]
     block = result.text.split("\n[1] ")[1].split("\n[2] ")[0]  # the first hit's lines
     assert "body_personal_0031" not in block
-    assert "evidence" not in block  # the hit as it was: its title, nothing read for it
+    assert "no text evidence" in block  # the hit as it was: nothing read for it is shown
 
 
 async def test_a_grant_without_a_body_stream_makes_no_extra_read(shared_sandbox: Any) -> None:
@@ -150,9 +150,8 @@ async def test_a_failed_verify_read_leaves_the_hit_as_it_was(shared_sandbox: Any
         context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_broad"]), proxy.url)
         result = await build_pipeline()(ToolCall("search", {"query": GYM}, context))
     assert "/v1/streams/message_bodies/records/body_gym" in proxy.paths()  # the verify read failed
-    assert not any(path.endswith("/field-window") and "body_gym" in path for path in proxy.paths())
     assert not result.is_error, result.text
     first = result.structured["results"][0]
     assert first["id"] == "cin_mail_work/messages:msg_long_gym"
-    assert not first["evidence"]
+    assert not first["evidence"]  # not the body's passage: its owner could not be proven
     assert "no text evidence (matched subject, snippet)" in result.text.split("\n[2] ")[0]

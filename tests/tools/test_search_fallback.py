@@ -68,7 +68,9 @@ async def test_the_lisbon_deposit_is_found_in_a_person_s_words(shared_sandbox: A
     ]
     first = result.structured["results"][0]
     assert first["id"] == "cin_mail_work/message_bodies:body_lisbon_lease"
-    assert first["found_by"] == ["lexical", "hybrid"]  # both found it: it ranks first
+    # the fewer-word search found the body; the RS's meaning search sees only the first 2,048
+    # characters of a field, where the deposit is not, and ranks its message instead
+    assert first["found_by"] == ["lexical"]
     assert "1,850 EUR" in result.text  # the fact, in the first answer's text
     assert 'these hits fuse lexical "apartment deposit"' in result.text
     assert 'page its lexical hits with search {"query":"apartment deposit","mode":"lexical"}' in result.text
@@ -79,35 +81,40 @@ async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sa
     result, reads = await _search(shared_sandbox, query=SEAT)
     assert reads[0] == ("/v1/search", "seat number Porto flight")
     assert sorted(reads[1:4]) == [SCHEMA_READ, ("/v1/search", "number flight"), ("/v1/search/hybrid", SEAT)]
-    # the RS showed only the body's opening: the gateway read the field (its first two windows:
-    # the first alone holds no passage with every word) to find where
-    assert reads[4:] == [(PORTO_BODY, "0"), (PORTO_BODY, "16384")]
-    # meaning-based search found the body by its opening (the RS embeds a field's first 2,048
-    # characters), among message subjects that share the question's words
-    (body,) = [hit for hit in result.structured["results"] if hit["id"].endswith(":body_porto_trip")]
-    assert body["found_by"] == ["hybrid"]
-    # its words miss "number" and "flight", but the sentence nearest in meaning is this one
-    (evidence,) = body["evidence"]
+    # meaning-based search ranks the mail's message first (its subject and opening); its snippet
+    # names Porto and the flight but gives no number: its body record is found and read, the
+    # whole body for the passage (its first two windows: the first holds no passage that answers)
+    first = result.structured["results"][0]
+    assert first["id"] == "cin_mail_work/messages:msg_long_porto_trip"
+    assert reads[-2:] == [(PORTO_BODY, "0"), (PORTO_BODY, "16384")]
+    (evidence,) = first["evidence"]
     assert evidence["provenance"] == "passage"
+    assert evidence["record"] == "cin_mail_work/message_bodies:body_porto_trip"
     assert evidence["at_chars"] > 20_000  # deep in the body, past the decoys
     assert evidence["read"]["arguments"]["offset_chars"] == evidence["at_chars"] - 300
     assert "22A" in evidence["preview"]
-    assert f"evidence body_text (passage at char {evidence['at_chars']} of 57069)" in result.text
+    assert (
+        "evidence body_text of body record cin_mail_work/message_bodies:body_porto_trip "
+        f"(passage at char {evidence['at_chars']} of 58666)"
+    ) in result.text
     assert "<mark>seat</mark> 22A" in result.text
 
 
 async def test_a_weak_passage_has_the_next_long_hit_read(shared_sandbox: Any) -> None:
-    result, reads = await _search(shared_sandbox, query="when will I see the dentist next")
+    result, reads = await _search(shared_sandbox, query="am I seeing the dentist soon")
     first, second = result.structured["results"][:2]
-    scanned = [path for path, _ in reads if path.endswith("/field-window")]
-    # the first hit's best passage holds one word of three: the second hit is read too, after it
-    assert scanned.index(_window(first)) < scanned.index(_window(second))
+    assert first["id"] == "cin_mail_work/message_bodies:body_dentist"
+    # its passage by words holds one word of three ("seeing"): the next hit, the mail's
+    # message, is looked at too, after it, for its body record
     weak = first["evidence"][0]
     assert weak["words_matched"] * 2 < weak["words_asked"]
-    assert second["id"] == "cin_mail_work/message_bodies:body_dentist"
-    assert "14 April" in second["evidence"][0]["preview"]
-    assert "14 April at 09:30" in result.text
-    assert "read_near" not in second  # its passage is shown: no aimed call instead
+    windows = [path for path, _ in reads if path.endswith("/field-window")]
+    assert windows.index(_window(first)) < windows.index(_window(second))
+    # the sentence nearest in meaning is the appointment, shown with the weak one
+    assert "14 April at 09:30" in first["evidence"][1]["preview"]
+    # that body is already hit 1: the message does not show it a second time
+    assert not any("record" in item for item in second.get("evidence") or ())
+    assert result.text.count("14 April at 09:30") == 1
 
 
 async def test_a_relaxed_lexical_snippet_that_holds_no_figure_is_read_for_its_passage(
@@ -116,25 +123,40 @@ async def test_a_relaxed_lexical_snippet_that_holds_no_figure_is_read_for_its_pa
     result, reads = await _search(shared_sandbox, query="what is the booking ref of the porto flight")
     # "booking flight" found the body by its opening, which names both but gives no code
     assert ("/v1/search", "booking flight") in reads
-    first = result.structured["results"][0]
-    assert first["id"] == "cin_mail_work/message_bodies:body_porto_trip"
+    (body,) = [hit for hit in result.structured["results"] if hit["id"].endswith(":body_porto_trip")]
+    assert body["found_by"][0] == "lexical"
     assert [offset for path, offset in reads if path == PORTO_BODY] == ["0", "16384"]
-    (evidence,) = first["evidence"]
+    evidence = body["evidence"][0]
     assert evidence["provenance"] == "passage"
     assert "QX7P2M" in evidence["preview"]  # the passage with the code, 28k characters in
     assert evidence["at_chars"] > 20_000
 
 
-async def test_the_sentence_nearest_in_meaning_shows_when_the_best_lacks_words(shared_sandbox: Any) -> None:
-    result, _ = await _search(shared_sandbox, query="where did the landlord say the extra key is kept")
+async def test_a_first_page_whose_snippet_gives_no_figure_reads_that_field(shared_sandbox: Any) -> None:
+    result, reads = await _search(shared_sandbox, query="how much money is in my pension")
+    pension = "/v1/streams/message_bodies/records/body_pension/field-window"
+    # the first page holds both words, in a sentence with no amount: its field is read, nothing
+    # else is searched
+    assert reads == [
+        ("/v1/search", "money pension"),
+        (pension, "0"),
+    ]  # a first window holding every word ends the read
+    assert result.structured["retrieval"]["mode"] == "lexical"  # words dropped, nothing fused
     first = result.structured["results"][0]
-    assert first["id"] == "cin_mail_work/message_bodies:body_spare_key"
+    assert any("48,200 EUR" in item["preview"] for item in first["evidence"])
+    assert "48,200 EUR" in result.text
+
+
+async def test_the_sentence_nearest_in_meaning_shows_when_the_best_lacks_words(shared_sandbox: Any) -> None:
+    result, _ = await _search(shared_sandbox, query="what did the mechanic charge me last time")
+    first = result.structured["results"][0]
+    assert first["id"] == "cin_mail_work/message_bodies:body_car_service"
     by_words, by_meaning = first["evidence"]
-    # the decoy holds more of the words; the answer says "spare" and "hidden": shown after it
-    assert "mailbox" in by_words["preview"]
-    assert "blue flowerpot" in by_meaning["preview"]
+    # by words, "time" in the opening; the answer says "repair cost": shown after it
+    assert "340 EUR" not in by_words["preview"]
+    assert "the repair cost 340 EUR" in by_meaning["preview"]
     assert by_meaning["read"]["arguments"]["offset_chars"] == by_meaning["at_chars"] - 300
-    assert "blue flowerpot" in result.text
+    assert "340 EUR" in result.text
 
 
 def _window(hit: dict[str, Any]) -> str:
@@ -204,9 +226,9 @@ async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path:
     assert merged.structured["retrieval"]["mode"] == "fused"
     assert merged.structured["retrieval"]["sources"]
     assert "no record holds every word of the question, so these hits fuse" in merged.text
-    # the Porto booking leads, from the mail member; its opening holds the question's words as
-    # its deep passage does, and a question with the passage's own words reaches that passage
-    assert merged.structured["results"][0]["id"] == "cin_mail_work/message_bodies:body_porto_trip"
+    # the Porto booking's message leads, from the mail member; a question with the passage's
+    # own words reaches that passage
+    assert merged.structured["results"][0]["id"] == "cin_mail_work/messages:msg_long_porto_trip"
     assert "QX7P2M for <mark>seat</mark> 22A" in seat.text
     assert pinned.structured["results"] == []
     assert "retrieval" not in pinned.structured
@@ -264,8 +286,9 @@ async def test_a_payslip_question_offers_the_read_that_answers_it(shared_sandbox
     assert not net.is_error, net.text
     assert net.structured["data"]["data"][0]["data"]["net_amount"] == 3406.0  # the newest payslip
     assert '"net_amount":3406.0' in net.text
-    # the earliest, projected to the field the question names: no record and no hit at all
-    assert earliest.structured["results"] == []
+    # the earliest, projected to the field the question names: the meaning search's nearest
+    # mails answer nothing of it, and the hint still reads the stream that does
+    assert all(hit["stream"] != "pay_statements" for hit in earliest.structured["results"])
     assert earliest.structured["stream_hints"][0]["call"]["arguments"] == {
         "stream": "pay_statements",
         "connection_id": "cin_northstar",
