@@ -76,3 +76,15 @@ def test_without_the_model_every_answer_is_none_and_it_says_so_once(
         _model.cache_clear()
     warnings = [r for r in caplog.records if "passages by meaning are off" in r.getMessage()]
     assert len(warnings) == 1
+
+
+def test_a_figure_question_finds_the_sentence_with_the_number_even_when_it_shares_little() -> None:
+    answer = "The mechanic replaced the front brake pads; the repair cost 340 EUR in total."
+    text = f"{FILLER} Bring the car back and we will check it free of charge. {FILLER} {answer} {FILLER}"
+    question = "how much did the garage charge me for the car"
+    plain = closest_sentence(text, question)
+    assert plain is not None
+    assert "free of charge" in text[plain[0] : plain[1]]  # by meaning alone, the words win
+    span = closest_sentence(text, question, figure=True)
+    assert span is not None
+    assert text[span[0] : span[1]] == answer
