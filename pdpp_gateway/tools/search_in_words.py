@@ -13,13 +13,12 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``, read
    through the caller's memo) on the question as asked, and, when the question has more than
    ``RELAXED_WORDS`` content words, lexical search on its ``RELAXED_WORDS`` most distinctive
-   (longest) ones. The lists are fused by
-   reciprocal rank fusion (``RRF_K``): a record both found rises, each record once, ties to
-   the lexical hit (it carries evidence), at most ``limit`` hits (``FUSED_LIMIT`` when the
-   caller set none: approximate hits past the first ten cost a model more to read than they
-   are worth). Either read failing leaves the other's hits; both failing is the meaning
-   read's error. A fused page has no cursor (its lists page differently): the text offers
-   the lexical search that pages.
+   (longest) ones. The lists are fused by reciprocal rank fusion (``RRF_K``): a record both
+   found rises, each record once, ties to the lexical hit (it carries evidence), at most
+   ``limit`` hits (``FUSED_LIMIT`` when the caller set none: approximate hits past the first
+   ten cost a model more to read than they are worth). Either read failing leaves the other's
+   hits; both failing is the meaning read's error. A fused page has no cursor (its lists page
+   differently): the text offers the lexical search that pages.
 3. Evidence that answers: the best-ranked hit whose long field the RS cut (a meaning-based
    hit, or a relaxed lexical hit whose snippet does not read as an answer: it holds fewer
    than half the question's words, or no number when the question asks for one,
@@ -37,15 +36,16 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    most ``MAX_SCANS`` in all; a strong passage ends the reads. A hit whose snippet is the
    whole short field shows it with the question's words marked (``provenance:
    "meaning_match"``); every other cut hit carries ``read_near``, the ``read_record_field``
-   call aimed at the question (``near``). The best-ranked hit with no evidence at all (a
-   mail's message, matched on its subject and snippet) whose stream has a body stream in the
-   grant's schema (step 4's read) is read through its body record instead, in its rank's
-   turn and counted among the ``MAX_SCANS``: ``body_link.find_body`` finds the body by the
-   hit's opening and proves it by the body's own foreign key (the hit's opening 1 read, a
-   search 1, verification 1: ``body_link.BODY_CANDIDATES``), then its text
-   field is read as above (windows 1-2); its passages are the hit's evidence, each naming
-   the body record (``record``: its handle) with the ``read_record_field`` call on it. A
-   failed scan or lookup only leaves its hit as it was.
+   call aimed at the question (``near``). The best-ranked short hit whose evidence does not
+   read as an answer (a mail's message, matched on its subject and snippet) and whose stream
+   has a body stream in the grant's schema (step 4's read) is read through its body record,
+   in its rank's turn and counted among the ``MAX_SCANS``: ``body_link.find_body`` finds the
+   body by the hit's opening and proves it by the body's own foreign key (the hit's opening
+   1 read, a search 1, verification 1: ``body_link.BODY_CANDIDATES``), then its text field
+   is read as above (windows 1-2); its passages are the hit's evidence, each naming the body
+   record (``record``: its handle) with the ``read_record_field`` call on it, unless that body
+   is itself a hit already showing evidence (never shown twice). A failed scan or lookup
+   only leaves its hit as it was.
 4. Streams the question names: alongside step 2's reads, the grant's compact schema is read
    through the caller's memo (no RS read in steady state; none at all after a first page
    with hits), and the streams whose name or fields the content words name, not among the
@@ -282,13 +282,13 @@ async def _scan_body(
     body = await find_body(context.rs, schema, hit)
     if body is None:
         return None
-    handle = _naming(_as_hit(body.ref))["id"]
+    record = _as_hit(body.ref)
+    handle = _naming(record)["id"]
     if any(each.get("id") == handle and each.get("evidence") for each in hits):
         return None
-    record = _as_hit(body.ref)
     passage = await _scan(context, record, _naming(record), body.field, words, question, figure=figure)
     if record.get("evidence"):
-        hit["evidence"] = [{**item, "record": _naming(record)["id"]} for item in record["evidence"]]
+        hit["evidence"] = [{**item, "record": handle} for item in record["evidence"]]
     return passage
 
 
