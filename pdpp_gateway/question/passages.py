@@ -64,13 +64,7 @@ class Passage:
 def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Passage | None:
     """The densest stretch of ``text`` in the question's ``words`` (see the module contract)."""
     wanted = {stem(word) for word in words}
-    hits: list[tuple[int, int, str]] = []
-    for match in WORD.finditer(text):
-        key = stands_for(stem(match.group()), wanted)
-        if key is not None:
-            hits.append((match.start(), match.end(), key))
-        elif figure and match.group()[0].isdigit():
-            hits.append((match.start(), match.end(), FIGURE))
+    hits = _word_hits(text, wanted, 0, len(text), figure=figure)
     if not any(key != FIGURE for _, _, key in hits):
         return None
     counts: dict[str, int] = {}
@@ -91,27 +85,40 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
     assert best is not None
     _, _, _, first, last = best
     chosen = hits[first : last + 1]
-    return Passage(
-        start=chosen[0][0],
-        end=chosen[-1][1],
-        marks=tuple((start, end) for start, end, key in chosen if key != FIGURE),
-        matched=len({key for _, _, key in chosen} - {FIGURE}),
-        asked=len(wanted),
-        figure=any(key == FIGURE for _, _, key in chosen),
-    )
+    return _passage(chosen[0][0], chosen[-1][1], chosen, len(wanted))
 
 
 def passage_at(text: str, start: int, end: int, words: Sequence[str]) -> Passage:
     """``text[start:end]`` as a passage, the question's ``words`` in it marked."""
     wanted = {stem(word) for word in words}
-    marks: list[tuple[int, int]] = []
-    keys: set[str] = set()
+    return _passage(start, end, _word_hits(text, wanted, start, end, figure=False), len(wanted))
+
+
+def _word_hits(
+    text: str, wanted: set[str], start: int, end: int, *, figure: bool
+) -> list[tuple[int, int, str]]:
+    """The question words of ``text[start:end]`` in order, each ``(start, end, its question
+    word's stem)``, and with ``figure`` its numbers too (``FIGURE``)."""
+    hits: list[tuple[int, int, str]] = []
     for match in WORD.finditer(text, start, end):
         key = stands_for(stem(match.group()), wanted)
         if key is not None:
-            marks.append((match.start(), match.end()))
-            keys.add(key)
-    return Passage(start=start, end=end, marks=tuple(marks), matched=len(keys), asked=len(wanted))
+            hits.append((match.start(), match.end(), key))
+        elif figure and match.group()[0].isdigit():
+            hits.append((match.start(), match.end(), FIGURE))
+    return hits
+
+
+def _passage(start: int, end: int, hits: Sequence[tuple[int, int, str]], asked: int) -> Passage:
+    """The passage ``[start, end)`` holding ``hits``, its question words marked and counted."""
+    return Passage(
+        start=start,
+        end=end,
+        marks=tuple((first, last) for first, last, key in hits if key != FIGURE),
+        matched=len({key for _, _, key in hits} - {FIGURE}),
+        asked=asked,
+        figure=any(key == FIGURE for _, _, key in hits),
+    )
 
 
 def _widen(text: str, start: int, end: int, limit: int) -> tuple[int, int]:
