@@ -48,8 +48,8 @@ def closest_sentence(text: str, question: str, *, figure: bool = False) -> tuple
     """The span of ``text``'s sentence nearest ``question`` in meaning (see the contract)."""
     spans = sentences(text)
     least = MIN_SIMILARITY
-    numbered = [span for span in spans if any(c.isdigit() for c in text[span[0] : span[1]])]
-    if figure and numbered:  # the question asks for a number: the sentences holding one
+    numbered = [span for span in spans if any(c.isdigit() for c in text[span[0] : span[1]])] if figure else []
+    if numbered:  # the question asks for a number: the sentences holding one
         spans, least = numbered, MIN_FIGURE_SIMILARITY
     if not spans:
         return None
