@@ -15,9 +15,9 @@ how to list them (a smaller ``limit``, then ``next_cursor``). ``connection_id`` 
 separately, and in every continuation's arguments, only for a hit whose id could not
 embed it. A hit proven in a text field shows up to ``MAX_EVIDENCE`` previews (at most
 ``PREVIEW_CHARS`` visible chars, tags well-formed) with the exact ``read_record_field``
-arguments; evidence found in the hit's body record (``record``: a message's
-``message_bodies`` record) names that record, and its read call reads it. A hit matched
-only on metadata shows no invented body window, only how to read it.
+arguments; a hit whose field the gateway read for its passages shows them, not the
+field's opening (its snippet). A hit matched only on metadata shows no invented body
+window, only how to read it.
 """
 
 from __future__ import annotations
@@ -135,13 +135,21 @@ def _package_order(package: Mapping[str, Any]) -> str:
 def _fused_line(retrieval: Mapping[str, Any]) -> str:
     """How a fused answer was found: each search, its query and hit count, and the order."""
     searched = [as_mapping(s) for s in retrieval.get("searched") or ()]
-    parts = "; ".join(f"{s.get('mode')} {dumps(s.get('query'))}: {s.get('hits')} hit(s)" for s in searched)
+    fused = [s for s in searched if not s.get("streams")]
+    parts = "; ".join(f"{s.get('mode')} {dumps(s.get('query'))}: {s.get('hits')} hit(s)" for s in fused)
+    bodies = "".join(
+        f" A short hit's text is a preview, so {s.get('mode')} searched the long texts "
+        f"({', '.join(str(name) for name in s.get('streams') or ())}) for the question: {s.get('hits')} "
+        "hit(s), the best shown at that hit's rank."
+        for s in searched
+        if s.get("streams")
+    )
     sources = retrieval.get("sources")
     where = f"In {', '.join(str(s) for s in sources[:8])} no" if isinstance(sources, list) else "No"
     return (
         f"{where} record holds every word of the question, so these hits fuse {parts} (reciprocal rank: "
-        "a record both found ranks first). Meaning-based hits are approximate: check that the evidence "
-        "answers the question."
+        f"a record both found ranks first).{bodies} Meaning-based hits are approximate: check that the "
+        "evidence answers the question."
     )
 
 
@@ -253,13 +261,14 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
     previews = {_flat(str(e.get("preview", ""))) for e in evidence}
     snippet = _flat(str(hit.get("snippet") or ""))
-    if snippet and snippet not in previews and _flat(parse_marks(snippet)[0]) not in title:
+    passages = any(e.get("provenance") == "passage" for e in evidence)  # not its opening
+    if snippet and not passages and snippet not in previews and _flat(parse_marks(snippet)[0]) not in title:
         lines.append(f"    snippet: {preview_around_mark(snippet, SNIPPET_CHARS)[0]}")
     for item in evidence[:MAX_EVIDENCE]:
         preview = preview_around_mark(_flat(str(item.get("preview", ""))), PREVIEW_CHARS)[0]
-        where = f" of body record {item['record']}" if item.get("record") else ""
+        where = ""
         if item.get("provenance") == "passage":
-            where += f" (passage at char {item.get('at_chars')} of {item.get('total_chars')})"
+            where = f" (passage at char {item.get('at_chars')} of {item.get('total_chars')})"
         lines.append(f"    evidence {item.get('field')}{where}: {preview}")
         read = item.get("read")
         if isinstance(read, Mapping):

@@ -23,29 +23,30 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    hit, or a relaxed lexical hit whose snippet does not read as an answer: it holds fewer
    than half the question's words, or no number when the question asks for one,
    ``words.asks_for_figure``), when no better-ranked hit shows evidence that reads as an
-   answer (a title match counts, unless the question asks for a figure and the title holds
-   none), has that field read (``passage_reads.find_passage``, at most ``SCAN_CHARS``) and
-   its best passage shown (``provenance: "passage"``; a figure question prefers a passage
-   holding one) with the call that reads around it; when that passage lacks some of the
-   question's words (or there is none), the sentence nearest the question in meaning
-   (``meaning.closest_sentence``, computed in a thread) is shown after it, unless it lies
-   inside it: a decoy repeating the question's common words outranks, on words, an answer
-   that says them otherwise. While the passage found by words is weak (none, or fewer than
-   half the question's words: a meaning-based rank is approximate, the record that answers
-   is often the next one), the next such hit is read the same way, one after another, at
-   most ``MAX_SCANS`` in all; a strong passage ends the reads. A hit whose snippet is the
-   whole short field shows it with the question's words marked (``provenance:
-   "meaning_match"``); every other cut hit carries ``read_near``, the ``read_record_field``
-   call aimed at the question (``near``). The best-ranked short hit whose evidence does not
-   read as an answer (a mail's message, matched on its subject and snippet) and whose stream
-   has a body stream in the grant's schema (step 4's read) is read through its body record,
-   in its rank's turn and counted among the ``MAX_SCANS``: ``body_link.find_body`` finds the
-   body by the hit's opening and proves it by the body's own foreign key (the hit's opening
-   1 read, a search 1, verification 1: ``body_link.BODY_CANDIDATES``), then its text field
-   is read as above (windows 1-2); its passages are the hit's evidence, each naming the body
-   record (``record``: its handle) with the ``read_record_field`` call on it, unless that body
-   is itself a hit already showing evidence (never shown twice). A failed scan or lookup
-   only leaves its hit as it was.
+   answer (a title holding half the question's words counts, and a number when the question
+   asks for one), has that field read (``passage_reads.find_passage``, at most
+   ``SCAN_CHARS``) and its best passage shown (``provenance: "passage"``; a figure question
+   prefers a passage holding one) with the call that reads around it; when that passage
+   lacks some of the question's words (or there is none), the sentence nearest the question
+   in meaning (``meaning.closest_sentence``, computed in a thread) is shown after it, unless
+   it lies inside it: a decoy repeating the question's common words outranks, on words, an
+   answer that says them otherwise. While the passage found by words is weak (none, or fewer
+   than half the question's words: a meaning-based rank is approximate, the record that
+   answers is often the next one), the next such hit is read the same way, one after
+   another, at most ``MAX_SCANS`` in all, never one record twice; a strong passage ends the
+   reads. A hit whose snippet is the whole short field shows it with the question's words
+   marked (``provenance: "meaning_match"``); every other cut hit carries ``read_near``, the
+   ``read_record_field`` call aimed at the question (``near``). The best-ranked short hit
+   whose stream has a body stream in the grant's schema (step 4's read; a mail's message,
+   its snippet a preview of its body, so its words are no answer) and whose title does not
+   answer has, in its rank's turn and counted among the ``MAX_SCANS``, the body streams
+   searched on the question by the meaning-based mode (``body_search``: 1 read, within the
+   caller's ``streams`` and ``connection_id``, none under a ``filter``); the body found, unless
+   a scan read it or a hit shows its evidence already, is read as above (windows 1-2; a short
+   body's whole snippet marked) and, when it shows evidence, stands as a hit of its own at
+   that short hit's rank (it is not claimed as that hit's body: many messages share a
+   subject), the search listed under ``retrieval.searched`` with its ``streams``. A failed
+   scan or search only leaves the hits as they were.
 4. Streams the question names: alongside step 2's reads, the grant's compact schema is read
    through the caller's memo (no RS read in steady state; none at all after a first page
    with hits), and the streams whose name or fields the content words name, not among the
@@ -55,7 +56,7 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
 
 Structured output says how the answer was found under ``retrieval``: ``{mode: "lexical",
 searched}`` when words were dropped from a lexical page with hits, else ``{mode: "fused",
-instead_of: "lexical", why, searched: [{mode, query, hits}], order}``.
+instead_of: "lexical", why, searched: [{mode, query, hits, streams?}], order}``.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.args import SearchArgs
-from pdpp_gateway.tools.body_link import body_streams, find_body
+from pdpp_gateway.tools.body_search import BodyStream, body_streams, search_bodies, text_field
 from pdpp_gateway.tools.passage_reads import find_passage, passage_evidence
 from pdpp_gateway.tools.stream_hints import add_stream_hints
 
@@ -91,7 +92,7 @@ SEARCH_PATHS: Final = {
 NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
 RRF_K: Final = 60
 SCAN_CHARS: Final = 32_768  # two RS windows
-MAX_SCANS: Final = 3  # cut hits read for a passage, the next only while the last one's was weak
+MAX_SCANS: Final = 2  # cut hits read for a passage, the next only while the last one's was weak
 FUSED_LIMIT: Final = 10  # a fused page's hits when the caller set no limit
 
 
@@ -151,22 +152,27 @@ async def _fused(
         return None
     limit = args.limit or FUSED_LIMIT
     fused = _rrf([results for *_, results in answered], limit)
-    await _add_evidence(context, fused, args, await schema)
+    searched: list[dict[str, Any]] = [
+        {"mode": mode, "query": query, "hits": len(results)} for mode, query, _, results in answered
+    ]
+    await _add_evidence(context, fused, args, await schema, searched)
+    cut = len(fused) > limit  # a body found for the question took a place in the page
+    del fused[limit:]
     base = answered[-1][2]
     retrieval = {
         "mode": "fused",
         "instead_of": "lexical",
         "why": NO_RECORD_HAS_EVERY_WORD,
-        "searched": [
-            {"mode": mode, "query": query, "hits": len(results)} for mode, query, _, results in answered
-        ],
+        "searched": searched,
         "order": "reciprocal_rank_fusion",
     }
     structured = _envelope(context, base, fused, retrieval)
     data = structured["data"]
     data.pop("next_cursor", None)
-    data["has_more"] = any(bool(response.body.get("has_more")) for _, _, response, _ in answered) or any(
-        len(results) > limit for *_, results in answered
+    data["has_more"] = (
+        cut
+        or any(bool(response.body.get("has_more")) for _, _, response, _ in answered)
+        or any(len(results) > limit for *_, results in answered)
     )
     return ToolResult(structured=structured)
 
@@ -203,18 +209,27 @@ async def _add_evidence(
     hits: list[dict[str, Any]],
     args: SearchArgs,
     schema: Mapping[str, Any] | None,
+    searched: list[dict[str, Any]],
 ) -> None:
-    """Step 3 of the module contract: passages of the best cut hits (or of the best bare
-    hit's body record) while no better one answers, marked short snippets, and the aimed call
-    for every other hit whose field was cut."""
+    """Step 3 of the module contract: passages of the best cut hits (or of the body the
+    question finds for the best bare hit, its search added to ``searched``) while no better
+    one answers, marked short snippets, and the aimed call for every other hit whose field
+    was cut."""
     words = args.words or (args.text,)
     figure = asks_for_figure(args.text)
     scans: list[Callable[[], Awaitable[Passage | None]]] = []  # in rank order
     shown = False  # whether a better-ranked hit already shows evidence that reads as an answer
-    bodied = False  # whether a hit's body record is already among the scans
+    bodied = False  # whether a body search is already among the scans
+    read: set[str] = set()  # the hits whose field a scan read
 
     def scan(hit: dict[str, Any], field: str) -> None:
-        scans.append(partial(_scan, context, hit, _naming(hit), field, words, args.text, figure=figure))
+        async def once() -> Passage | None:
+            if hit.get("id") in read:  # the body search already read it, and moved it up
+                return None
+            read.add(str(hit.get("id")))
+            return await _scan(context, hit, _naming(hit), field, words, args.text, figure=figure)
+
+        scans.append(once)
 
     for hit in hits:
         evidence = hit.get("evidence") or []
@@ -230,15 +245,12 @@ async def _add_evidence(
         snippet = str(hit.get("snippet") or "")
         if not snippet.endswith("…"):
             _mark_snippet(hit, field, snippet, words)
-            answered = _answers(hit.get("evidence") or [], words, figure)
-            if not (shown or bodied or answered) and len(scans) < MAX_SCANS:
-                connection = hit.get("connection_id")
-                if isinstance(connection, str) and body_streams(schema, str(hit.get("stream")), connection):
-                    bodied = True
-                    scans.append(
-                        partial(_scan_body, context, hit, schema, hits, words, args.text, figure=figure)
-                    )
-            shown = shown or answered or _answers_in_title(hit, field, figure)
+            titled = _answers([{"preview": hit.get("title")}], words, figure)
+            bodies = _searchable_bodies(schema, hit, args)  # its snippet previews a body
+            if bodies and not (shown or bodied or titled) and len(scans) < MAX_SCANS:
+                bodied = True
+                scans.append(partial(_scan_bodies, context, hit, bodies, hits, args, searched, read))
+            shown = shown or titled or (not bodies and _answers(hit.get("evidence") or [], words, figure))
             continue
         hit["read_near"] = {
             "tool": "read_record_field",
@@ -264,31 +276,64 @@ async def _figure_passage(context: GatewayContext, top: dict[str, Any], args: Se
     await _scan(context, top, _naming(top), str(evidence[0].get("field")), words, args.text, figure=figure)
 
 
-async def _scan_body(
+def _searchable_bodies(
+    schema: Mapping[str, Any] | None, hit: Mapping[str, Any], args: SearchArgs
+) -> list[BodyStream]:
+    """The body streams of ``hit``'s stream (``body_search.body_streams``) that the search
+    may read: among the caller's ``streams`` when it named some, none when it set a filter
+    (a filter names one stream)."""
+    connection = hit.get("connection_id")
+    if not isinstance(connection, str) or any(name == "filter" for name, _ in args.scope):
+        return []
+    bodies = body_streams(schema, str(hit.get("stream")), connection)
+    named = {value for name, value in args.scope if name == "streams"}
+    return [body for body in bodies if body.name in named] if named else bodies
+
+
+async def _scan_bodies(
     context: GatewayContext,
     hit: dict[str, Any],
-    schema: Mapping[str, Any] | None,
-    hits: Sequence[Mapping[str, Any]],
-    words: Sequence[str],
-    question: str,
-    *,
-    figure: bool,
+    bodies: Sequence[BodyStream],
+    hits: list[dict[str, Any]],
+    args: SearchArgs,
+    searched: list[dict[str, Any]],
+    read: set[str],
 ) -> Passage | None:
-    """The hit's body record (``body_link.find_body``) read as ``_scan`` reads a field, its
-    passages set as the hit's evidence naming that record (``record``), their read calls
-    aimed at it; a body already among the ``hits`` with evidence of its own is not read again
-    nor shown twice. Answers the passage found by words (``None``: no body, a body already
-    shown, or no passage in it)."""
-    body = await find_body(context.rs, schema, hit)
-    if body is None:
+    """The body streams searched on the question by meaning (``body_search.search_bodies``,
+    within the caller's ``connection_id`` when it set one, the search added to
+    ``searched``); the body found, unless a scan read it or a hit already shows its
+    evidence, is read as ``_scan`` reads a field (its snippet marked when it is the whole
+    field) and, when it shows evidence, placed in ``hits`` at ``hit``'s rank (an entry of it
+    further down moves up). Answers its passage found by words (``None``: no meaning mode, a
+    failed search, no new body, or no passage in it)."""
+    mode = await _meaning_mode(context)
+    if mode is None:  # the lexical lists already searched every stream, bodies included
         return None
-    record = _as_hit(body.ref)
-    handle = _naming(record)["id"]
-    if any(each.get("id") == handle and each.get("evidence") for each in hits):
+    words, figure = args.words or (args.text,), asks_for_figure(args.text)
+    within = tuple(pair for pair in args.scope if pair[0] == "connection_id")
+    try:
+        response = await search_bodies(context.rs, bodies, args.text, SEARCH_PATHS[mode], within)
+    except RsError:
         return None
-    passage = await _scan(context, record, _naming(record), body.field, words, question, figure=figure)
-    if record.get("evidence"):
-        hit["evidence"] = [{**item, "record": handle} for item in record["evidence"]]
+    found = _results(context, response)
+    names = [body.name for body in bodies]
+    searched.append({"mode": mode, "query": args.text, "streams": names, "hits": len(found)})
+    shown = read | {str(each.get("id")) for each in hits if each.get("evidence")}
+    body = found[0] if found else None
+    field = None if body is None else text_field(bodies, body)
+    if body is None or field is None or body.get("id") in shown:
+        return None
+    body["found_by"] = [mode]
+    read.add(str(body["id"]))
+    snippet = str(body.get("snippet") or "")
+    if snippet and not snippet.endswith("…"):  # a short body: the RS showed all of it
+        _mark_snippet(body, field, snippet, words)
+        passage = best_passage(documents.parse_marks(snippet)[0], words, figure=figure)
+    else:
+        passage = await _scan(context, body, _naming(body), field, words, args.text, figure=figure)
+    if body.get("evidence"):
+        hits[:] = [each for each in hits if each.get("id") != body["id"]]
+        hits.insert(next(n for n, each in enumerate(hits) if each is hit), body)
     return passage
 
 
@@ -321,11 +366,6 @@ async def _scan(
     return passage
 
 
-def _as_hit(ref: RecordRef) -> dict[str, Any]:
-    """A record as the hits name one: stream, record id and connection."""
-    return {"stream": ref.stream, "record_id": ref.record_id, "connection_id": ref.connection_id}
-
-
 def _answers(evidence: Sequence[Mapping[str, Any]], words: Sequence[str], figure: bool) -> bool:
     """Whether a hit's evidence reads as an answer: a preview whose passage answers
     (``Passage.answers``), holding a number when the question asks for one."""
@@ -335,14 +375,6 @@ def _answers(evidence: Sequence[Mapping[str, Any]], words: Sequence[str], figure
         if passage is not None and passage.answers and (not figure or passage.figure):
             return True
     return False
-
-
-def _answers_in_title(hit: Mapping[str, Any], field: str, figure: bool) -> bool:
-    """Whether a hit's title shows its match as an answer: a match on a title field, holding a
-    number when the question asks for one (a subject without digits is no amount or code)."""
-    if field not in documents.TITLE_FIELDS:
-        return False
-    return not figure or any(character.isdigit() for character in str(hit.get("title", "")))
 
 
 def _mark_snippet(hit: dict[str, Any], field: str, snippet: str, words: Sequence[str]) -> None:

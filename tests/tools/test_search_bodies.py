@@ -1,9 +1,10 @@
-"""A mail's message hit whose long text is its body record shows the body's passage
-(``tools.body_link`` through ``tools.search_in_words`` step 3), pinned at the level of the RS
-reads made and the answer text a model reads: the body found by the message's opening within
-its body stream and connection, proven by the body's own ``message_id`` (never another
-message's body), its passage shown naming the body record with a read call that runs as
-printed; a grant without a body stream makes no extra read.
+"""A mail's message hit is a preview of a long body: the question finds the body that answers
+(``tools.body_search`` through ``tools.search_in_words`` step 3), pinned at the level of the RS
+reads made and the answer text a model reads: one meaning-based search of the body streams on
+the question (within the caller's streams and connection), the best body read for its passage
+and shown as a hit of its own at the message's rank, with a read call that runs as printed;
+it is found even in another connection than the message's, when filler messages share its
+subject; a grant without a body stream, or a search that fails, changes nothing.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from tests.upstreams import Fault, upstream_proxy
 
 GYM = "when does my gym membership renew"  # meaning-based search ranks the message first
 GYM_FACT = "Your gym membership renews on 1 June at 39 EUR a month."
-STORAGE = "how do I get into the storage place"  # a filler message ranks first
 GYM_BODY = "cin_mail_work/message_bodies:body_gym"
+PORTO = "confirmation number for my trip to Porto"  # filler messages share the mail's subject
+BODY_SEARCH = "/v1/search/hybrid"
 
 
 async def _ask(sandbox: Any, token: str, tool: str, arguments: dict[str, Any]) -> Any:
@@ -39,56 +41,44 @@ def _reads(sandbox: Any) -> list[tuple[str, dict[str, list[str]]]]:
     return [(call.path, parse_qs(call.query)) for call in sandbox.calls]
 
 
+def _body_searches(reads: list[tuple[str, dict[str, list[str]]]]) -> list[dict[str, list[str]]]:
+    return [
+        query for path, query in reads if path == BODY_SEARCH and "message_bodies" in query.get("streams", ())
+    ]
+
+
 def _printed_read(text: str, record: str) -> dict[str, Any]:
-    """The read_record_field call the text prints after the evidence of ``record``, as a model
-    would copy it."""
-    lines = text.splitlines()
-    (at,) = [n for n, line in enumerate(lines) if f"of body record {record} (passage at char" in line]
-    call = lines[at + 1].strip()
-    assert call.startswith("read more: read_record_field {"), call
+    """The read_record_field call the text prints after the passage of hit ``record``, as a
+    model would copy it."""
+    block = text.split(f"] id={record} ")[1].split("\n[")[0]
+    (call,) = [line.strip() for line in block.splitlines() if "read more: read_record_field {" in line]
     arguments: dict[str, Any] = json.loads(call.removeprefix("read more: read_record_field "))
     return arguments
 
 
-async def test_a_message_hit_shows_its_body_s_passage_with_a_read_that_lands_on_it(
-    shared_sandbox: Any,
-) -> None:
+async def test_the_question_finds_the_body_that_answers_at_the_message_s_rank(shared_sandbox: Any) -> None:
     result = await _ask(shared_sandbox, "client_broad", "search", {"query": GYM})
     reads = _reads(shared_sandbox)
-    first = result.structured["results"][0]
-    assert first["id"] == "cin_mail_work/messages:msg_long_gym"
-    assert first["stream"] == "messages"
-    # the body: the message's opening read, searched within the body stream and the message's
-    # connection, each candidate's own message_id read, then the body's text for the passage
-    paths = [path for path, _ in reads]
-    lookup = reads[paths.index("/v1/streams/messages/records/msg_long_gym/field-window") :]
-    assert lookup[0][1] == {
-        "connection_id": ["cin_mail_work"],
-        "field": ["snippet"],
-        "offset_chars": ["0"],
-        "limit_chars": ["512"],
-    }
-    assert lookup[1][0] == "/v1/search"
-    assert lookup[1][1]["streams"] == ["message_bodies"]
-    assert lookup[1][1]["connection_id"] == ["cin_mail_work"]
-    # the opening's content words; its last, "price", is "prices" cut off by the snippet
-    assert lookup[1][1]["q"] == ["Hi membership coming renewal find plan new"]
-    assert lookup[2] == (
-        "/v1/streams/message_bodies/records/body_gym",
-        {"fields": ["message_id"], "connection_id": ["cin_mail_work"]},
-    )
-    window = "/v1/streams/message_bodies/records/body_gym/field-window"
-    assert [(path, query["offset_chars"]) for path, query in lookup[3:]] == [(window, ["0"])]
-    # the passage, in the message hit's evidence, naming the body record
+    # one search of the body stream on the question as asked, in every connection, then the
+    # body's text for the passage: no record read, no read of the message's opening
+    (search,) = _body_searches(reads)
+    assert search == {"q": [GYM], "streams": ["message_bodies"], "limit": ["1"]}
+    after = reads[[query for _, query in reads].index(search) + 1 :]
+    assert [path for path, _ in after] == ["/v1/streams/message_bodies/records/body_gym/field-window"]
+    assert not any("fields" in query for _, query in reads)
+    # the body stands at the message's rank, the message right after it
+    first, second = result.structured["results"][:2]
+    assert first["id"] == GYM_BODY
+    assert second["id"] == "cin_mail_work/messages:msg_long_gym"
     evidence = first["evidence"][0]
-    assert evidence["record"] == GYM_BODY
-    assert evidence["field"] == "body_text"
+    assert evidence["provenance"] == "passage"
     assert evidence["at_chars"] > 10_000  # deep in the body, past its opening
     assert "39 EUR" in evidence["preview"]
-    assert (
-        f"evidence body_text of body record {GYM_BODY} (passage at char {evidence['at_chars']}" in result.text
-    )
-    assert "no text evidence" not in result.text.split("[2]")[0]
+    searched = result.structured["retrieval"]["searched"]
+    assert {"mode": "hybrid", "query": GYM, "streams": ["message_bodies"], "hits": 1} in searched
+    assert "searched the long texts (message_bodies) for the question: 1 hit(s)" in result.text
+    # the body's opening is no snippet line of its own: its passage is shown
+    assert "snippet: Hi, your membership" not in result.text
     # the read call, run as printed, returns the window holding the fact
     arguments = _printed_read(result.text, GYM_BODY)
     assert arguments["id"] == GYM_BODY
@@ -98,24 +88,33 @@ async def test_a_message_hit_shows_its_body_s_passage_with_a_read_that_lands_on_
     assert GYM_FACT in read.text
 
 
-async def test_another_message_s_body_holding_the_same_words_is_never_shown(shared_sandbox: Any) -> None:
-    result = await _ask(shared_sandbox, "client_broad", "search", {"query": STORAGE})
-    reads = _reads(shared_sandbox)
-    first = result.structured["results"][0]
-    # a filler message titled as the storage unit's mail, matched on its subject: the words of
-    # its opening (its snippet) are all in other messages' bodies, ranked before its own
-    assert first["id"] == "cin_mail_personal/messages:msg_personal_0006"
-    (search,) = [query for path, query in reads if path == "/v1/search" and "streams" in query]
-    assert search["streams"] == ["message_bodies"]
-    assert search["connection_id"] == ["cin_mail_personal"]
-    verified = sorted(path for path, query in reads if path.startswith("/v1/streams/message_bodies/records/"))
-    # the candidate's own message_id was read: it is another message's body, so it is neither
-    # read for a passage (no field-window read of it) nor shown
-    assert verified == ["/v1/streams/message_bodies/records/body_personal_0031"]
-    assert not first["evidence"]
-    block = result.text.split("\n[1] ")[1].split("\n[2] ")[0]  # the first hit's lines
-    assert "body_personal_0031" not in block
-    assert "no text evidence" in block  # the hit as it was: nothing read for it is shown
+async def test_a_body_in_another_connection_answers_when_filler_messages_share_the_subject(
+    shared_sandbox: Any,
+) -> None:
+    result = await _ask(shared_sandbox, "client_broad", "search", {"query": PORTO})
+    hits = result.structured["results"]
+    # a filler message of the Personal mail ranks first; the mail that answers is in Work
+    assert hits[1]["id"] == "cin_mail_personal/messages:msg_personal_0000"
+    assert hits[0]["id"] == "cin_mail_work/message_bodies:body_porto_trip"
+    assert "QX7P2M" in hits[0]["evidence"][0]["preview"]
+    assert "QX7P2M" in result.text.split("\n[2] ")[0]
+    assert len(hits) == 10  # the body took a place in the page: still ten hits
+    assert result.structured["data"]["has_more"] is True
+    assert len({hit["id"] for hit in hits}) == len(hits)  # each record once
+
+
+async def test_the_caller_s_streams_and_connection_bound_the_body_search(shared_sandbox: Any) -> None:
+    only_messages = await _ask(
+        shared_sandbox, "client_broad", "search", {"query": GYM, "streams": ["messages"]}
+    )
+    assert not _body_searches(_reads(shared_sandbox))  # the caller did not ask for bodies
+    assert all(hit["stream"] == "messages" for hit in only_messages.structured["results"])
+    within = await _ask(
+        shared_sandbox, "client_broad", "search", {"query": GYM, "connection_id": "cin_mail_work"}
+    )
+    (search,) = _body_searches(_reads(shared_sandbox))
+    assert search["connection_id"] == ["cin_mail_work"]
+    assert within.structured["results"][0]["id"] == GYM_BODY
 
 
 async def test_a_grant_without_a_body_stream_makes_no_extra_read(shared_sandbox: Any) -> None:
@@ -135,23 +134,24 @@ async def test_a_grant_without_a_body_stream_makes_no_extra_read(shared_sandbox:
     assert not any("streams" in query for _, query in reads)
 
 
-class _RefusesBodyRecords(Fault):
-    """The RS failing every read of one body record but its text windows: the verify read."""
+class _RefusesBodySearch(Fault):
+    """The RS failing the search restricted to the body streams, and only it."""
 
     async def answer(self, request: web.Request) -> web.StreamResponse | None:
-        if request.path == "/v1/streams/message_bodies/records/body_gym":
+        if request.path == BODY_SEARCH and "message_bodies" in request.query.getall("streams", ()):
             return await super().answer(request)
         return None
 
 
-async def test_a_failed_verify_read_leaves_the_hit_as_it_was(shared_sandbox: Any) -> None:
-    fault = _RefusesBodyRecords("status", 500)
+async def test_a_failed_body_search_leaves_the_hits_as_they_were(shared_sandbox: Any) -> None:
+    fault = _RefusesBodySearch("status", 500)
     async with upstream_proxy(shared_sandbox.url, fault=fault) as proxy, RsClient(proxy.url) as rs:
         context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_broad"]), proxy.url)
         result = await build_pipeline()(ToolCall("search", {"query": GYM}, context))
-    assert "/v1/streams/message_bodies/records/body_gym" in proxy.paths()  # the verify read failed
+    assert proxy.paths().count(BODY_SEARCH) == 2  # the question's own, and the failed one
     assert not result.is_error, result.text
     first = result.structured["results"][0]
     assert first["id"] == "cin_mail_work/messages:msg_long_gym"
-    assert not first["evidence"]  # not the body's passage: its owner could not be proven
+    assert not first["evidence"]
     assert "no text evidence (matched subject, snippet)" in result.text.split("\n[2] ")[0]
+    assert not any(hit["stream"] == "message_bodies" for hit in result.structured["results"][:1])

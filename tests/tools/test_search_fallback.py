@@ -82,21 +82,19 @@ async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sa
     assert reads[0] == ("/v1/search", "seat number Porto flight")
     assert sorted(reads[1:4]) == [SCHEMA_READ, ("/v1/search", "number flight"), ("/v1/search/hybrid", SEAT)]
     # meaning-based search ranks the mail's message first (its subject and opening); its snippet
-    # names Porto and the flight but gives no number: its body record is found and read, the
-    # whole body for the passage (its first two windows: the first holds no passage that answers)
-    first = result.structured["results"][0]
-    assert first["id"] == "cin_mail_work/messages:msg_long_porto_trip"
-    assert reads[-2:] == [(PORTO_BODY, "0"), (PORTO_BODY, "16384")]
+    # is a preview of its body: the body stream is searched on the question, and the body found
+    # read, the whole body for the passage (its first two windows: the first holds no passage
+    # that answers), and shown at the message's rank
+    first, second = result.structured["results"][:2]
+    assert second["id"] == "cin_mail_work/messages:msg_long_porto_trip"
+    assert first["id"] == "cin_mail_work/message_bodies:body_porto_trip"
+    assert reads[-3:] == [("/v1/search/hybrid", SEAT), (PORTO_BODY, "0"), (PORTO_BODY, "16384")]
     (evidence,) = first["evidence"]
     assert evidence["provenance"] == "passage"
-    assert evidence["record"] == "cin_mail_work/message_bodies:body_porto_trip"
     assert evidence["at_chars"] > 20_000  # deep in the body, past the decoys
     assert evidence["read"]["arguments"]["offset_chars"] == evidence["at_chars"] - 300
     assert "22A" in evidence["preview"]
-    assert (
-        "evidence body_text of body record cin_mail_work/message_bodies:body_porto_trip "
-        f"(passage at char {evidence['at_chars']} of 58666)"
-    ) in result.text
+    assert f"evidence body_text (passage at char {evidence['at_chars']} of 58666)" in result.text
     assert "<mark>seat</mark> 22A" in result.text
 
 
@@ -105,15 +103,18 @@ async def test_a_weak_passage_has_the_next_long_hit_read(shared_sandbox: Any) ->
     first, second = result.structured["results"][:2]
     assert first["id"] == "cin_mail_work/message_bodies:body_dentist"
     # its passage by words holds one word of three ("seeing"): the next hit, the mail's
-    # message, is looked at too, after it, for its body record
+    # message, is looked at too, after it: the body stream searched on the question
     weak = first["evidence"][0]
     assert weak["words_matched"] * 2 < weak["words_asked"]
-    windows = [path for path, _ in reads if path.endswith("/field-window")]
-    assert windows.index(_window(first)) < windows.index(_window(second))
+    assert second["id"] == "cin_mail_work/messages:msg_long_dentist"
+    body_search = ("/v1/search/hybrid", "am I seeing the dentist soon")
+    assert reads.count(body_search) == 2  # the question's own, then the body streams'
+    paths = [path for path, _ in reads]
+    assert paths.index(_window(first)) < len(reads) - 1 - reads[::-1].index(body_search)
     # the sentence nearest in meaning is the appointment, shown with the weak one
     assert "14 April at 09:30" in first["evidence"][1]["preview"]
-    # that body is already hit 1: the message does not show it a second time
-    assert not any("record" in item for item in second.get("evidence") or ())
+    # the body found is hit 1, read already: not read again, nor shown a second time
+    assert paths.count(_window(first)) == 2  # its two windows, once
     assert result.text.count("14 April at 09:30") == 1
 
 
