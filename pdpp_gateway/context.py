@@ -32,6 +32,7 @@ from typing import Any, Final, Protocol
 from mcp_gateway_middleware import Middleware, Next, ToolCall, ToolError
 
 from pdpp_gateway.caller import Caller, TokenKind
+from pdpp_gateway.package.first_pages import FirstPages
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 
 MAX_LISTED_CONNECTIONS: Final = 12
@@ -127,6 +128,9 @@ class GatewayContext:
     caller: Caller[PackageMember]
     # Set when a package call was routed to one member: the member this context reads from.
     source: PackageMember | None = None
+    # Set on the member calls of one fanned-out package search's first page: whether any
+    # member's lexical page found the words (``package.first_pages``).
+    first_pages: FirstPages | None = None
 
     @property
     def package(self) -> tuple[PackageMember, ...]:

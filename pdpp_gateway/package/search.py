@@ -25,6 +25,8 @@ Contract (for a ``search`` fanned out to several children of a package):
   warning says to page one source at a time with ``connection_id``.
 - A cursor of one child's own page (not a package cursor) is passed through only when the
   search reaches exactly that one child; otherwise it is refused as ``invalid_cursor``.
+- A first page asked of several children shares one ``first_pages.FirstPages``: a child
+  whose lexical page is empty turns to meaning-based search only when every child's is.
 - Streams a question names (``stream_hints``): the children's, in member order, the streams
   of the merged hits not offered (``tools.stream_hints.merge_stream_hints``).
 """
@@ -32,7 +34,7 @@ Contract (for a ``search`` fanned out to several children of a package):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from mcp_gateway_middleware import Outcome, ToolError, ToolResult
@@ -48,6 +50,7 @@ from pdpp_gateway.package.cursor import (
     is_package_cursor,
     member_keys,
 )
+from pdpp_gateway.package.first_pages import FirstPages
 from pdpp_gateway.render.common import RETRIEVAL
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.tools.args import SearchArgs, args_of
@@ -69,8 +72,10 @@ def is_continuation(call: Call) -> bool:
     return is_package_cursor(args_of(call, SearchArgs).cursor)
 
 
-def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> list[Call]:
-    """One routed search per child that may hold the requested streams (and the cursor's position)."""
+def search_calls(call: Call, members: Sequence[PackageMember], route: Route, *, wait: float) -> list[Call]:
+    """One routed search per child that may hold the requested streams (and the cursor's
+    position); on a first page, each child waits at most ``wait`` seconds for the others'
+    first lexical pages (``first_pages``)."""
     parsed = args_of(call, SearchArgs)
     args = parsed.arguments
     eligible = _eligible(args, members)
@@ -102,6 +107,9 @@ def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> 
         if position.rs_cursor is not None:
             sub_args["cursor"] = position.rs_cursor
         calls.append(route(call, member, sub_args))
+    if cursor is None and len(calls) > 1:  # a first page: the words are sought package-wide
+        pages = FirstPages(len(calls), wait)
+        calls = [replace(each, context=replace(each.context, first_pages=pages)) for each in calls]
     return calls
 
 

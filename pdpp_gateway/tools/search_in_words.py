@@ -9,8 +9,9 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    the RS's own snippet of its densest window; but when the question asks for a figure and
    the first hit's snippet of a long field shows none, that field is read for its passages
    as step 3 reads one (``_figure_passage``: one or two field windows more).
-2. An empty first page (no record holds every content word): concurrently, the meaning-based
-   mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``, read
+2. An empty first page (no record holds every content word; in a package, no member's first
+   page has a hit, ``package.first_pages``, else this member's page stays empty):
+   concurrently, the meaning-based mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``, read
    through the caller's memo) on the question as asked, and, when the question has more than
    ``RELAXED_WORDS`` content words, lexical search on its ``RELAXED_WORDS`` most distinctive
    (longest) ones. The lists are fused by reciprocal rank fusion (``RRF_K``): a record both
@@ -102,13 +103,23 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
         response = await context.rs.get_json(SEARCH_PATHS[args.mode], args.with_q(args.text))
         return _answer(context, response, _results(context, response))
     sent = " ".join(args.words) or args.text
-    response = await context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(sent))
+    pages = context.first_pages
+    try:
+        response = await context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(sent))
+    except BaseException:
+        if pages is not None:
+            pages.report(False)
+        raise
     results = _results(context, response)
     if results or args.cursor is not None or response.body.get("has_more"):
+        if pages is not None:
+            pages.report(True)
         retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
         if args.cursor is None and results:
             await _figure_passage(context, results[0], args)
         return _answer(context, response, results, retrieval)
+    if pages is not None and await pages.any_found(False):  # another package member's page
+        return _answer(context, response, results)
     schema = asyncio.create_task(_granted_schema(context))  # read alongside the fused reads
     try:
         answer = await _fused(context, args, schema) or _answer(context, response, results)

@@ -3,13 +3,12 @@ only text (``benchmarks/questions_bench.py``) against the sandbox RS, whose mean
 ranks as the reference's does (embeddings of each field's first 2,048 characters).
 
 The issue's goals: the fact in the first answer's text for at least nine in ten questions (met:
-41 of 44), within two calls for every one, three RS reads a question on average, and no more
-characters read for an answer than at the issue's start (median 4,729, measured with
-``questions_bench.py --against`` a checkout of a3cd574; met: 2,722). On this faithful sandbox two
-are not met yet: 42 of 44 within two calls (two facts are a mail's subject, and the first
-lexical page shows another record) and 3.05 reads a question. Those two are pinned at today's
-level, so that a change that loses an answer or adds reads fails here; the goals stay open in
-the issue.
+41 of 44), within two calls for every one, three RS reads a question on average at most (met:
+2.68), and no more characters read for an answer than at the issue's start (median 4,729,
+measured with ``questions_bench.py --against`` a checkout of a3cd574; met: 2,208). On this
+faithful sandbox one is not met yet: 42 of 44 within two calls (two facts are a mail's subject,
+and the first lexical page shows another record). It is pinned at today's level, so that a
+change that loses an answer fails here; the goal stays open in the issue.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ async def test_questions_in_a_person_s_words_reach_their_fact() -> None:
     summary = bench.summary(rows)
     assert summary["first"] >= 0.9 * summary["questions"], [r["q"] for r in rows if r["answered_at"] != 1]
     assert summary["two"] >= summary["questions"] - 2, [r["q"] for r in rows if r["answered_at"] is None]
-    assert summary["reads_per_question"] <= 3.1
+    assert summary["reads_per_question"] <= 3.0
     assert summary["chars_median"] <= 4_729
     deep = [
         r
