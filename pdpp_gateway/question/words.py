@@ -18,6 +18,9 @@ Contract (plain text in, plain values out; no I/O):
 - ``asks_for_figure(question)``: whether the question asks for a number, an amount, a time or
   a code ("how much", "when", "what time", "cost", "password", "ref", ...), so the answer's
   passage likely holds digits.
+- ``asks_who_or_when(question)``: whether the question asks who sent or made something, or
+  the date it came ("who", "from", "sent", "sender", "date", "company", "provider"), so
+  the answer is where a record comes from rather than what its text says.
 - ``most_distinctive(words, count)`` picks the words most likely to single out a record: the
   longest, ties to the earlier, returned in the question's order.
 """
@@ -66,6 +69,9 @@ _FIGURE_ASKED: Final = re.compile(
     r"number|code|ref|reference|amount|password|pin|total)\b",
     re.IGNORECASE,
 )
+_ORIGIN_ASKED: Final = re.compile(
+    r"\b(who|whom|whose|from|sent|send|sends|sender|date|company|provider)\b", re.IGNORECASE
+)
 
 
 def content_words(text: str) -> list[str]:
@@ -110,3 +116,8 @@ def most_distinctive(words: Sequence[str], count: int) -> list[str]:
 def asks_for_figure(question: str) -> bool:
     """Whether ``question`` asks for a number, amount, time or code."""
     return _FIGURE_ASKED.search(question) is not None
+
+
+def asks_who_or_when(question: str) -> bool:
+    """Whether ``question`` asks who sent something, or the date it came."""
+    return _ORIGIN_ASKED.search(question) is not None

@@ -248,6 +248,16 @@ def _hit_row(number: int, hit: Mapping[str, Any]) -> str:
     return f"{row} {preview_around_mark(_flat(source), ROW_EXCERPT_CHARS)[0]}"
 
 
+def _origin_line(hit_id: str, origin: Mapping[str, Any]) -> str:
+    """Who sent a hit and when (``tools.hit_origin``): its own fields, or those of the record
+    it belongs to, named with its title and id (fetch reads it whole)."""
+    values = " · ".join(f"{name}: {value}" for name, value in as_mapping(origin.get("fields")).items())
+    if origin.get("id") == hit_id:
+        return clip(f"    {values}", 300)
+    title = f" {dumps(origin['title'])}" if origin.get("title") else ""
+    return clip(f"    belongs to {origin.get('stream')} {origin.get('id')}{title}: {values}", 400)
+
+
 def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     hit_id = str(hit.get("id"))
     source = hit.get("connector_key") or ""
@@ -258,6 +268,9 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
         parts.append(f"source={source}")
     title = str(hit.get("title", ""))
     lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(title, 100)}"]
+    origin = hit.get("origin")
+    if isinstance(origin, Mapping):
+        lines.append(_origin_line(hit_id, origin))
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
     previews = {_flat(str(e.get("preview", ""))) for e in evidence}
     snippet = _flat(str(hit.get("snippet") or ""))

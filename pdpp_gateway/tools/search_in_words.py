@@ -75,13 +75,15 @@ from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef, handle_arguments
 from pdpp_gateway.question.meaning import closest_sentence
 from pdpp_gateway.question.passages import Passage, best_passage, passage_at
-from pdpp_gateway.question.words import RELAXED_WORDS, asks_for_figure, most_distinctive
+from pdpp_gateway.question.words import RELAXED_WORDS, asks_for_figure, asks_who_or_when, most_distinctive
 from pdpp_gateway.render.common import RETRIEVAL, as_mapping
 from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.args import SearchArgs
-from pdpp_gateway.tools.body_search import BodyStream, body_streams, search_bodies, text_field
+from pdpp_gateway.tools.body_search import search_bodies, text_field
+from pdpp_gateway.tools.hit_origin import add_origin
+from pdpp_gateway.tools.linked_streams import BodyStream, body_streams
 from pdpp_gateway.tools.passage_reads import find_passage, passage_evidence
 from pdpp_gateway.tools.stream_hints import add_stream_hints
 
@@ -117,6 +119,8 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
         retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
         if args.cursor is None and results:
             await _figure_passage(context, results[0], args)
+            if asks_who_or_when(args.text):
+                await add_origin(context.rs, await _granted_schema(context), results[0])
         return _answer(context, response, results, retrieval)
     if pages is not None and await pages.any_found(False):  # another package member's page
         return _answer(context, response, results)
@@ -169,6 +173,8 @@ async def _fused(
     await _add_evidence(context, fused, args, await schema, searched)
     cut = len(fused) > limit  # a body found for the question took a place in the page
     del fused[limit:]
+    if asks_who_or_when(args.text):
+        await add_origin(context.rs, await schema, fused[0])
     base = answered[-1][2]
     retrieval = {
         "mode": "fused",
