@@ -9,7 +9,11 @@ only add approximate hits (and RS reads) beside records that hold the words.
 Contract (one ``FirstPages`` per fanned-out first page, shared by its member calls through
 ``GatewayContext.first_pages``; ``package.search.search_calls`` makes it):
 
-- ``FirstPages(members, wait)``: made for ``members`` member calls.
+- ``FirstPages(members, wait, fused_limit)``: made for ``members`` member calls;
+  ``fused_limit`` is each member's share of a page of meaning-based hits when the caller
+  set no ``limit`` (``None`` when it did): a package's fused page holds about as many
+  approximate hits as one grant's (``search_in_words.FUSED_LIMIT``), not a share of 25
+  each.
 - ``report(found)``: a member's first lexical page had hits (``True``) or not. Each member
   reports exactly once; a member that fails or is cancelled before its page reports
   ``False`` (its caller does so in a ``finally``), so no member waits on one that will
@@ -29,10 +33,11 @@ import contextlib
 class FirstPages:
     """The first lexical pages of one fanned-out package search (see the module contract)."""
 
-    __slots__ = ("_all_in", "_any", "_left", "_wait")
+    __slots__ = ("_all_in", "_any", "_left", "_wait", "fused_limit")
 
-    def __init__(self, members: int, wait: float) -> None:
+    def __init__(self, members: int, wait: float, fused_limit: int | None = None) -> None:
         self._left, self._wait = members, wait
+        self.fused_limit = fused_limit
         self._any = False
         self._all_in = asyncio.Event()
         if members <= 0:

@@ -26,7 +26,8 @@ Contract (for a ``search`` fanned out to several children of a package):
 - A cursor of one child's own page (not a package cursor) is passed through only when the
   search reaches exactly that one child; otherwise it is refused as ``invalid_cursor``.
 - A first page asked of several children shares one ``first_pages.FirstPages``: a child
-  whose lexical page is empty turns to meaning-based search only when every child's is.
+  whose lexical page is empty turns to meaning-based search only when every child's is,
+  and then, when the caller set no ``limit``, answers its share of ``FUSED_LIMIT``.
 - Streams a question names (``stream_hints``): the children's, in member order, the streams
   of the merged hits not offered (``tools.stream_hints.merge_stream_hints``).
 """
@@ -54,6 +55,7 @@ from pdpp_gateway.package.first_pages import FirstPages
 from pdpp_gateway.render.common import RETRIEVAL
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.tools.args import SearchArgs, args_of
+from pdpp_gateway.tools.search_in_words import FUSED_LIMIT
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 from pdpp_gateway.tools.stream_hints import merge_stream_hints
 
@@ -108,7 +110,8 @@ def search_calls(call: Call, members: Sequence[PackageMember], route: Route, *, 
             sub_args["cursor"] = position.rs_cursor
         calls.append(route(call, member, sub_args))
     if cursor is None and len(calls) > 1:  # a first page: the words are sought package-wide
-        pages = FirstPages(len(calls), wait)
+        fused_share = None if "limit" in args else -(-FUSED_LIMIT // len(calls))
+        pages = FirstPages(len(calls), wait, fused_share)
         calls = [replace(each, context=replace(each.context, first_pages=pages)) for each in calls]
     return calls
 

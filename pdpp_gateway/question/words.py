@@ -43,7 +43,7 @@ STOP_WORDS: Final = frozenset(
     somebody someone something such t than that the their theirs them then there these they this
     those through to too under until up us very was we were what whats when where which while who
     whom whose why will with would you your yours need needs want wants tell know say says said
-    much many
+    much many ever
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _SUFFIXES: Final = (

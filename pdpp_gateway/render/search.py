@@ -59,8 +59,8 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     hits = [h for h in result.structured.get("results") or () if isinstance(h, Mapping)]
     retrieval = as_mapping(result.structured.get(RETRIEVAL))
     sources = retrieval.get("sources")  # a package: only these members' answers were fused
-    fused = retrieval.get("mode") == "fused" and not sources
-    mode = "fused" if fused else args.mode or "lexical"
+    fused = retrieval.get("mode") == "fused" and not sources  # one grant's: no cursor at all
+    mode = "fused" if retrieval.get("mode") == "fused" else args.mode or "lexical"
     head = f"search {dumps(args.text)} ({mode}): {len(hits)} hit(s), has_more={'true' if envelope.get('has_more') else 'false'}"
     lines = [head + "."]
     if retrieval.get("mode") == "lexical" and isinstance(retrieval.get("searched"), str):

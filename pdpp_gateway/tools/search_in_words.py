@@ -17,9 +17,10 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    (longest) ones. The lists are fused by reciprocal rank fusion (``RRF_K``): a record both
    found rises, each record once, ties to the lexical hit (it carries evidence), at most
    ``limit`` hits (``FUSED_LIMIT`` when the caller set none: approximate hits past the first
-   ten cost a model more to read than they are worth). Either read failing leaves the other's
-   hits; both failing is the meaning read's error. A fused page has no cursor (its lists page
-   differently): the text offers the lexical search that pages.
+   ten cost a model more to read than they are worth; a package member answers its share of
+   them). Either read failing leaves the other's hits; both failing is the meaning read's
+   error. A fused page has no cursor (its lists page differently): the text offers the
+   lexical search that pages.
 3. Evidence that answers: the best-ranked hit whose long field the RS cut (a meaning-based
    hit, or a relaxed lexical hit whose snippet does not read as an answer: it holds fewer
    than half the question's words, or no number when the question asks for one,
@@ -165,7 +166,8 @@ async def _fused(
         return None
     if not any(results for *_, results in answered):
         return None
-    limit = args.limit or FUSED_LIMIT
+    pages = context.first_pages  # a package member's share, when the caller set no limit
+    limit = pages.fused_limit if pages and pages.fused_limit else args.limit or FUSED_LIMIT
     fused = _rrf([results for *_, results in answered], limit)
     searched: list[dict[str, Any]] = [
         {"mode": mode, "query": query, "hits": len(results)} for mode, query, _, results in answered

@@ -59,7 +59,18 @@ async def test_every_member_searches_by_meaning_when_none_found_the_words(shared
         assert reads[token][0] == "/v1/search"
         assert "/v1/search/hybrid" in reads[token], token
     assert result.structured["retrieval"]["mode"] == "fused"
+    assert "(fused)" in result.text.splitlines()[0]
     assert "39 EUR" in result.text  # the mail's body, found by meaning
+    # about as many approximate hits as one grant's fused page: each member's share of ten
+    sources = result.structured["data"]["meta"]["package"]["source_mix"]
+    assert [source["count"] for source in sources] == [5, 5]
+
+
+async def test_a_limit_the_caller_set_is_shared_as_on_any_page(shared_sandbox: Any) -> None:
+    async with RsClient(shared_sandbox.url) as mail, RsClient(shared_sandbox.url) as chat:
+        context = mail_and_chat(mail, chat, shared_sandbox.tokens, shared_sandbox.url)
+        result = await build_pipeline()(ToolCall("search", {"query": GYM, "limit": 16}, context))
+    assert len(result.structured["results"]) == 16
 
 
 class _RefusesSearch(Fault):

@@ -47,6 +47,9 @@ async def test_a_question_searches_its_content_words_first(shared_sandbox: Any) 
     assert result.structured["retrieval"] == {"mode": "lexical", "searched": "agenda team offsite"}
     assert "Team offsite agenda" in result.structured["results"][0]["title"]
     assert 'Searched the question\'s content words: "agenda team offsite"' in result.text
+    # "ever" frames a question: no search word (it would also stand for "everything")
+    _, reads = await _search(shared_sandbox, query="did they ever send out an agenda for the team offsite")
+    assert reads[0] == ("/v1/search", "send agenda team offsite")
 
 
 async def test_the_lisbon_deposit_is_found_in_a_person_s_words(shared_sandbox: Any) -> None:
