@@ -32,7 +32,6 @@ from typing import Any, Final, Protocol
 from mcp_gateway_middleware import Middleware, Next, ToolCall, ToolError
 
 from pdpp_gateway.caller import Caller, TokenKind
-from pdpp_gateway.package.first_pages import FirstPages
 from pdpp_gateway.rs.client import RsBlob, RsResponse
 
 MAX_LISTED_CONNECTIONS: Final = 12
@@ -121,6 +120,17 @@ class UnroutedRs:
         raise self._refuse()
 
 
+class PackageFirstPages(Protocol):
+    """The first lexical pages of one fanned-out package search, shared by its member calls
+    (``package.first_pages`` has the contract and the implementation)."""
+
+    fused_limit: int | None  # a member's share of a fused page, when the caller set no limit
+
+    def report(self, found: bool) -> None: ...
+
+    async def any_found(self, found: bool) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class GatewayContext:
     rs: RsReader
@@ -130,7 +140,7 @@ class GatewayContext:
     source: PackageMember | None = None
     # Set on the member calls of one fanned-out package search's first page: whether any
     # member's lexical page found the words (``package.first_pages``).
-    first_pages: FirstPages | None = None
+    first_pages: PackageFirstPages | None = None
 
     @property
     def package(self) -> tuple[PackageMember, ...]:

@@ -19,8 +19,9 @@ Contract (plain text in, plain values out; no I/O):
   a code ("how much", "when", "what time", "cost", "password", "ref", ...), so the answer's
   passage likely holds digits.
 - ``asks_who_or_when(question)``: whether the question asks who sent or made something, or
-  the date it came ("who", "from", "sent", "sender", "date", "company", "provider"), so
-  the answer is where a record comes from rather than what its text says.
+  the date it came ("who", "from", "sent", "sender", "date", "company", "provider",
+  "arrived", "came", "received"), so the answer is where a record comes from rather than
+  what its text says.
 - ``most_distinctive(words, count)`` picks the words most likely to single out a record: the
   longest, ties to the earlier, returned in the question's order.
 """
@@ -70,7 +71,9 @@ _FIGURE_ASKED: Final = re.compile(
     re.IGNORECASE,
 )
 _ORIGIN_ASKED: Final = re.compile(
-    r"\b(who|whom|whose|from|sent|send|sends|sender|date|company|provider)\b", re.IGNORECASE
+    r"\b(who|whom|whose|from|sent|send|sends|sender|date|company|provider|"
+    r"arrive|arrived|arrives|came|come|receive|received)\b",
+    re.IGNORECASE,
 )
 
 

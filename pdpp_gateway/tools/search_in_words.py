@@ -11,10 +11,10 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    as step 3 reads one (``_figure_passage``: one or two field windows more).
 2. An empty first page (no record holds every content word; in a package, no member's first
    page has a hit, ``package.first_pages``, else this member's page stays empty):
-   concurrently, the meaning-based mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``, read
-   through the caller's memo) on the question as asked, and, when the question has more than
-   ``RELAXED_WORDS`` content words, lexical search on its ``RELAXED_WORDS`` most distinctive
-   (longest) ones. The lists are fused by reciprocal rank fusion (``RRF_K``): a record both
+   concurrently, the meaning-based mode the RS publishes (``capabilities.hybrid_retrieval``,
+   else ``semantic_retrieval``, read through the caller's memo) on the question as asked,
+   and, when the question has more than ``RELAXED_WORDS`` content words, lexical search on
+   its ``RELAXED_WORDS`` most distinctive (longest) ones. The lists are fused by reciprocal rank fusion (``RRF_K``): a record both
    found rises, each record once, ties to the lexical hit (it carries evidence), at most
    ``limit`` hits (``FUSED_LIMIT`` when the caller set none: approximate hits past the first
    ten cost a model more to read than they are worth; a package member answers its share of
@@ -50,11 +50,16 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    subject), the search listed under ``retrieval.searched`` with its ``streams``. A failed
    scan or search only leaves the hits as they were.
 4. Streams the question names: alongside step 2's reads, the grant's compact schema is read
-   through the caller's memo (no RS read in steady state; none at all after a first page
-   with hits), and the streams whose name or fields the content words name, not among the
+   through the caller's memo (no RS read in steady state; after a first page with hits,
+   only for step 5), and the streams whose name or fields the content words name, not among the
    hits, are offered as ready ``query_records`` calls under ``stream_hints``
    (``tools.stream_hints``), on a fused answer or an empty one. A failed schema read only
    drops them.
+5. Where the first hit comes from: when the question asks who sent something or when it came
+   (``words.asks_who_or_when``), the first hit of a first page with hits (after step 1's
+   reads) or of a fused answer (after step 3's) gets ``origin``, its sender and date
+   (``hit_origin``: 1 read for a mail's message, 2 for a mail's body, the grant's schema
+   through the caller's memo).
 
 Structured output says how the answer was found under ``retrieval``: ``{mode: "lexical",
 searched}`` when words were dropped from a lexical page with hits, else ``{mode: "fused",
@@ -298,7 +303,7 @@ async def _figure_passage(context: GatewayContext, top: dict[str, Any], args: Se
 def _searchable_bodies(
     schema: Mapping[str, Any] | None, hit: Mapping[str, Any], args: SearchArgs
 ) -> list[BodyStream]:
-    """The body streams of ``hit``'s stream (``body_search.body_streams``) that the search
+    """The body streams of ``hit``'s stream (``linked_streams.body_streams``) that the search
     may read: among the caller's ``streams`` when it named some, none when it set a filter
     (a filter names one stream)."""
     connection = hit.get("connection_id")

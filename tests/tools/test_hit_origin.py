@@ -78,6 +78,14 @@ async def test_a_message_hit_shows_its_own_sender_and_date(shared_sandbox: Any) 
     assert "    from_name: FitLab · from_email: members@fitlab.test · received_at: " in result.text
 
 
+async def test_a_question_asking_when_a_mail_came_shows_its_date(shared_sandbox: Any) -> None:
+    result, _ = await _ask(shared_sandbox, "when did my pension statement come in")
+    first = result.structured["results"][0]
+    assert first["id"] == "cin_mail_work/messages:msg_long_pension"
+    assert first["origin"]["fields"]["from_name"] == "Northstar Pensions"
+    assert "received_at: 2026-" in result.text.split("\n[2] ")[0]
+
+
 async def test_a_question_that_asks_neither_who_nor_when_reads_nothing_more(shared_sandbox: Any) -> None:
     result, reads = await _ask(shared_sandbox, "the new lease for Lisbon")
     assert [path for path, _ in reads] == ["/v1/search"]  # a first page with hits: one read
