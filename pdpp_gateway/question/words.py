@@ -16,8 +16,8 @@ Contract (plain text in, plain values out; no I/O):
   stem stands for: the same stem, or one the other begins with when both have four
   letters or more ("confirm" in "confirmation"); ``None`` when it stands for none.
 - ``asks_for_figure(question)``: whether the question asks for a number, an amount, a time or
-  a code ("how much", "when", "what time", "cost", "password", "ref", ...), so the answer's
-  passage likely holds digits.
+  a code ("how much", "when", "what time", "opening hours", "cost", "password", "ref", ...),
+  so the answer's passage likely holds digits.
 - ``asks_who_or_when(question)``: whether the question asks who sent or made something, or
   the date it came ("who", "from", "sent", "sender", "date", "company", "provider",
   "arrived", "came", "received"), so the answer is where a record comes from rather than
@@ -67,7 +67,7 @@ _SUFFIXES: Final = (
 _MIN_STEM: Final = 3
 _FIGURE_ASKED: Final = re.compile(
     r"\b(how (much|many|long|old|far)|when|what (time|date|day)|cost|costs|price|paid|pay|worth|"
-    r"number|code|ref|reference|amount|password|pin|total)\b",
+    r"number|code|ref|reference|amount|password|pin|total|hours)\b",
     re.IGNORECASE,
 )
 _ORIGIN_ASKED: Final = re.compile(

@@ -136,6 +136,15 @@ async def test_a_relaxed_lexical_snippet_that_holds_no_figure_is_read_for_its_pa
     assert evidence["at_chars"] > 20_000
 
 
+async def test_opening_hours_ask_for_a_figure(shared_sandbox: Any) -> None:
+    # the mail's opening speaks of the gate opening during access hours more often than the
+    # fact does; asking for hours asks for times, so the passage holding them wins
+    result, _ = await _search(shared_sandbox, query="what are the opening hours of the storage gate")
+    first = result.structured["results"][0]
+    assert first["id"] == "cin_mail_work/message_bodies:body_storage_unit"
+    assert "06:00 to 22:00" in first["evidence"][0]["preview"]
+
+
 async def test_a_first_page_whose_snippet_gives_no_figure_reads_that_field(shared_sandbox: Any) -> None:
     result, reads = await _search(shared_sandbox, query="how much money is in my pension")
     pension = "/v1/streams/message_bodies/records/body_pension/field-window"
