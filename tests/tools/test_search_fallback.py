@@ -195,7 +195,12 @@ async def test_a_pinned_mode_is_exactly_that_mode(shared_sandbox: Any) -> None:
 async def test_an_empty_lexical_page_with_no_fewer_words_points_to_query_records(shared_sandbox: Any) -> None:
     result, _ = await _search(shared_sandbox, query="zebra", mode="lexical")
     assert result.structured["results"] == []
-    assert "none has them all. Or, when the answer is a field value, query_records" in result.text
+    assert (
+        "none has them all. Or, when the answer is a field value, query_records on the likely stream "
+        "reads its newest records first, with fields for only those that hold it (schema() lists the "
+        "streams and their fields)."
+    ) in result.text
+    assert "filter" not in result.text  # a client grant token cannot filter: the RS refuses it
     assert ".;" not in result.text  # sentences, not glued fragments
 
 
