@@ -190,11 +190,13 @@ def _hybrid_more(args: SearchArgs) -> str:
 
 def _nothing_lexical(args: SearchArgs) -> str:
     """Why a lexical search found nothing, and the ready call to try next: its two most
-    distinctive words."""
+    distinctive words; for a field value, a read of the likely stream that every caller can
+    make (a client grant token cannot filter: the RS refuses ``filter`` for it)."""
     fewer = " ".join(most_distinctive(args.words, RELAXED_WORDS))
     field_value = (
-        "when the answer is a field value, query_records on the likely stream with a filter "
-        "(schema() lists the streams)."
+        "when the answer is a field value, query_records on the likely stream reads its newest "
+        "records first, with fields for only those that hold it (schema() lists the streams and "
+        "their fields)."
     )
     step = "Lexical search needs every word of the query in one record, and none has them all. "
     if fewer and fewer != args.text:

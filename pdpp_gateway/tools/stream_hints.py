@@ -15,12 +15,16 @@ Lisbon apartment deposit", whose first hit says "deposit ... Lisbon apartment ..
 is not pointed at pay statements; a first hit that holds only "pay" of "my take-home pay on
 my most recent payslip" is a guess, and the question still names them). ``merge_stream_hints`` gives a merged package page its members' hints.
 
-- A name is split on ``_``; a part names a word when ``words.stands_for`` matches their
-  stems, or their lower-cased forms ("file" in "filename": the stem of "file" is too
-  short for the prefix rule). Generic parts (``GENERIC_PARTS``: id, text, name, type, ...)
-  name nothing, nor do a stream's primary key, its fields not granted (flag ``g=false``),
-  its times (a question's "sent" or "updated" says when, not what) and objects (blobs);
-  words that say an order (``ORDER_WORDS``: latest, earliest, ...) set the order instead.
+- A name is split on ``_``; a part names a word when their stems are the same, or when the
+  part begins with the word, stem or lower-cased form, of four letters or more (a compound
+  of it: "file" in "filename", whose stem "fil" is too short). A word that begins with the
+  part says more than the part ("membership" is not a "member", so ``member_count`` does
+  not name it). Generic parts (``GENERIC_PARTS``: id, text, name, type, ...) name nothing, nor do a
+  stream's primary key, its fields not granted (flag ``g=false``), its times (a question's
+  "sent" or "updated" says when, not what) and objects (blobs). A question's regular past
+  forms (``PAST_FORM``: "saved", "booked") say what was done, not what is asked for, and
+  name nothing ("how much have I got saved up" is not about ``saved_tracks``); words that
+  say an order (``ORDER_WORDS``: latest, earliest, ...) set the order instead.
 - A stream is hinted when at least one word names it or one of its fields; streams rank
   by the distinct words they match (a match on the stream's own name first on a tie),
   then in schema order.
@@ -55,6 +59,8 @@ GENERIC_PARTS: Final = frozenset(
     {"id", "ids", "text", "name", "type", "key", "data", "value", "url", "number", "count"}
 )
 ORDER_WORDS: Final = frozenset({"latest", "last", "newest", "recent", "earliest", "first", "oldest"})
+PAST_FORM: Final = re.compile(r"\w{3,}(?<!e)ed", re.IGNORECASE)  # "saved", "booked"; not "speed", "used"
+_PREFIX_MIN: Final = 4  # the shortest word a longer part can begin with and name
 _EARLIEST: Final = re.compile(r"\b(earliest|first|oldest)\b", re.IGNORECASE)
 
 
@@ -68,7 +74,7 @@ def stream_hints(
     connection_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """The ready reads of the streams the question names (see the module contract)."""
-    asked = [word for word in words if word.lower() not in ORDER_WORDS]
+    asked = [word for word in words if word.lower() not in ORDER_WORDS and not PAST_FORM.fullmatch(word)]
     if not asked:
         return []
     oldest = _EARLIEST.search(question) is not None
@@ -152,14 +158,16 @@ def _names_a_thing(flags: str) -> bool:
 def _named(name: str, words: Sequence[str]) -> list[str]:
     """The ``words`` some part of ``name`` names."""
     parts = [part for part in name.lower().split("_") if part and part not in GENERIC_PARTS]
-    return [
-        word
-        for word in words
-        if any(
-            stands_for(stem(part), {stem(word)}) is not None or stands_for(part, {word.lower()}) is not None
-            for part in parts
-        )
-    ]
+    return [word for word in words if any(_names(part, word) for part in parts)]
+
+
+def _names(part: str, word: str) -> bool:
+    """Whether a name's ``part`` names the question's ``word``: the same stem, or the part
+    begins with the word (its stem or its lower-cased form), never the other way round."""
+    return stem(part) == stem(word) or any(
+        len(begun) >= _PREFIX_MIN and whole.startswith(begun)
+        for whole, begun in ((stem(part), stem(word)), (part, word.lower()))
+    )
 
 
 def _hint(

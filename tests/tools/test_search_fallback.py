@@ -207,7 +207,12 @@ async def test_a_pinned_mode_is_exactly_that_mode(shared_sandbox: Any) -> None:
 async def test_an_empty_lexical_page_with_no_fewer_words_points_to_query_records(shared_sandbox: Any) -> None:
     result, _ = await _search(shared_sandbox, query="zebra", mode="lexical")
     assert result.structured["results"] == []
-    assert "none has them all. Or, when the answer is a field value, query_records" in result.text
+    assert (
+        "none has them all. Or, when the answer is a field value, query_records on the likely stream "
+        "reads its newest records first, with fields for only those that hold it (schema() lists the "
+        "streams and their fields)."
+    ) in result.text
+    assert "filter" not in result.text  # a client grant token cannot filter: the RS refuses it
     assert ".;" not in result.text  # sentences, not glued fragments
 
 
@@ -252,6 +257,9 @@ async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path:
 PAYSLIP = "What was my take-home pay on my most recent payslip?"
 EARLIEST = "What was my gross salary on the earliest payslip I have?"
 ATTACHMENT = "Dev sent me a file with one of the budget review emails. What was the attachment?"
+GYM = "when does my gym membership renew"  # Slack channels has member_count
+RETIREMENT = "Roughly how much have I got saved up for retirement?"  # Spotify has saved_tracks
+LEASE_FILE = "What's the file called that the landlord sent me along with the lease renewal?"
 
 
 def _printed_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
@@ -266,6 +274,20 @@ def _printed_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 def _schema_reads(sandbox: Any) -> int:
     return sum(call.path == "/v1/schema" for call in sandbox.calls)
+
+
+async def _compact_schema(sandbox: Any) -> Any:
+    """The broad grant's compact schema, as the search reads it."""
+    async with RsClient(sandbox.url) as rs:
+        schema = await rs.bind(sandbox.tokens["client_broad"]).get_json("/v1/schema", [("view", "compact")])
+    return schema.body
+
+
+def _named_streams(schema: Any, question: str) -> list[tuple[str, list[str]]]:
+    return [
+        (hint["stream"], hint["words"])
+        for hint in stream_hints(schema, content_words(question), question, ())
+    ]
 
 
 async def test_a_payslip_question_offers_the_read_that_answers_it(shared_sandbox: Any) -> None:
@@ -319,6 +341,7 @@ async def test_a_question_naming_no_stream_gets_no_stream_line(shared_sandbox: A
     for arguments in (
         {"query": QUESTION},
         {"query": LISBON},  # its "pay": the first hit already says "payable"
+        {"query": RETIREMENT},  # "saved" (up) says what was done: not Spotify's saved_tracks
         {"query": PAYSLIP, "streams": ["messages", "message_bodies"]},  # pay_statements not searched
         {"query": PAYSLIP, "connection_id": "cin_mail_work"},
     ):
@@ -337,14 +360,29 @@ async def test_a_lexical_hit_page_reads_no_schema(shared_sandbox: Any) -> None:
     assert "stream_hints" not in result.structured
 
 
+async def test_a_word_names_a_stream_as_a_thing_not_as_a_deed_or_a_longer_word(shared_sandbox: Any) -> None:
+    schema = await _compact_schema(shared_sandbox)
+    # "membership" begins with member_count's "member" but says more than it; "saved" (up for
+    # retirement) says what was done, and "tracks" still names saved_tracks
+    assert _named_streams(schema, GYM) == []
+    assert _named_streams(schema, RETIREMENT) == []
+    assert _named_streams(schema, "which tracks have I saved")[0] == ("saved_tracks", ["tracks"])
+    # a part beginning with the word still names it ("filename" of "file"), and nouns their streams
+    assert _named_streams(schema, LEASE_FILE) == [("attachments", ["file"])]
+    assert _named_streams(schema, PAYSLIP) == [("pay_statements", ["pay"])]
+    assert _named_streams(schema, EARLIEST) == [("pay_statements", ["gross"])]
+    found, _ = await _search(shared_sandbox, query=LEASE_FILE)
+    assert (
+        'Structured data may answer this: stream attachments of gmail matches "file" (fields filename); '
+        'its records newest first by message_received_at: query_records {"stream":"attachments",'
+        '"fields":["message_received_at","filename"],"order":"desc","limit":3}'
+    ) in found.text
+
+
 async def test_a_stream_among_the_hits_is_not_hinted(shared_sandbox: Any) -> None:
     result, _ = await _search(shared_sandbox, query=ATTACHMENT)
-    async with RsClient(shared_sandbox.url) as rs:
-        schema = await rs.bind(shared_sandbox.tokens["client_broad"]).get_json(
-            "/v1/schema", [("view", "compact")]
-        )
     shown = {hit["stream"] for hit in result.structured["results"]}
-    named = stream_hints(schema.body, content_words(ATTACHMENT), ATTACHMENT, ())
+    named = stream_hints(await _compact_schema(shared_sandbox), content_words(ATTACHMENT), ATTACHMENT, ())
     # messages names "emails" and "attachment" (from_email, has_attachments), but its records are hits
     assert [hint["stream"] for hint in named] == ["attachments", "messages"]
     assert "messages" in shown
