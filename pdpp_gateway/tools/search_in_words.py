@@ -177,7 +177,7 @@ async def _fused(
     searched: list[dict[str, Any]] = [
         {"mode": mode, "query": query, "hits": len(results)} for mode, query, _, results in answered
     ]
-    await _add_evidence(context, fused, args, await schema, searched)
+    await _add_evidence(context, fused, args, await schema, searched, meaning)
     cut = len(fused) > limit  # a body found for the question took a place in the page
     del fused[limit:]
     if asks_who_or_when(args.text):
@@ -234,17 +234,19 @@ async def _add_evidence(
     args: SearchArgs,
     schema: Mapping[str, Any] | None,
     searched: list[dict[str, Any]],
+    meaning: str | None,
 ) -> None:
     """Step 3 of the module contract: passages of the best cut hits (or of the body the
-    question finds for the best bare hit, its search added to ``searched``) while no better
-    one answers, marked short snippets, and the aimed call for every other hit whose field
-    was cut."""
+    question finds by the ``meaning`` mode for the best bare hit, its search added to
+    ``searched``) while no better one answers, marked short snippets, and the aimed call for
+    every other hit whose field was cut."""
     words = args.words or (args.text,)
     figure = asks_for_figure(args.text)
     scans: list[Callable[[], Awaitable[Passage | None]]] = []  # in rank order
     shown = False  # whether a better-ranked hit already shows evidence that reads as an answer
     bodied = False  # whether a body search is already among the scans
     read: set[str] = set()  # the hits whose field a scan read
+    bodies_of: dict[tuple[object, object], list[BodyStream]] = {}  # per stream and connection
 
     def scan(hit: dict[str, Any], field: str) -> None:
         async def once() -> Passage | None:
@@ -270,10 +272,13 @@ async def _add_evidence(
         if not snippet.endswith("…"):
             _mark_snippet(hit, field, snippet, words)
             titled = _answers([{"preview": hit.get("title")}], words, figure)
-            bodies = _searchable_bodies(schema, hit, args)  # its snippet previews a body
-            if bodies and not (shown or bodied or titled) and len(scans) < MAX_SCANS:
+            where = (hit.get("stream"), hit.get("connection_id"))
+            if where not in bodies_of:  # the grant's schema projected once per stream
+                bodies_of[where] = _searchable_bodies(schema, hit, args)
+            bodies = bodies_of[where]  # its snippet previews a body
+            if meaning and bodies and not (shown or bodied or titled) and len(scans) < MAX_SCANS:
                 bodied = True
-                scans.append(partial(_scan_bodies, context, hit, bodies, hits, args, searched, read))
+                scans.append(partial(_scan_bodies, context, hit, bodies, hits, args, searched, read, meaning))
             shown = shown or titled or (not bodies and _answers(hit.get("evidence") or [], words, figure))
             continue
         hit["read_near"] = {
@@ -322,17 +327,15 @@ async def _scan_bodies(
     args: SearchArgs,
     searched: list[dict[str, Any]],
     read: set[str],
+    mode: str,
 ) -> Passage | None:
-    """The body streams searched on the question by meaning (``body_search.search_bodies``,
-    within the caller's ``connection_id`` when it set one, the search added to
-    ``searched``); the body found, unless a scan read it or a hit already shows its
-    evidence, is read as ``_scan`` reads a field (its snippet marked when it is the whole
-    field) and, when it shows evidence, placed in ``hits`` at ``hit``'s rank (an entry of it
-    further down moves up). Answers its passage found by words (``None``: no meaning mode, a
+    """The body streams searched on the question by the meaning-based ``mode``
+    (``body_search.search_bodies``, within the caller's ``connection_id`` when it set one,
+    the search added to ``searched``); the body found, unless a scan read it or a hit
+    already shows its evidence, is read as ``_scan`` reads a field (its snippet marked when
+    it is the whole field) and, when it shows evidence, placed in ``hits`` at ``hit``'s rank
+    (an entry of it further down moves up). Answers its passage found by words (``None``: a
     failed search, no new body, or no passage in it)."""
-    mode = await _meaning_mode(context)
-    if mode is None:  # the lexical lists already searched every stream, bodies included
-        return None
     words, figure = args.words or (args.text,), asks_for_figure(args.text)
     within = tuple(pair for pair in args.scope if pair[0] == "connection_id")
     try:
