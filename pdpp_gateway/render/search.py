@@ -31,6 +31,7 @@ from pdpp_gateway.documents import TITLE_FIELDS, parse_marks, preview_around_mar
 from pdpp_gateway.question.words import RELAXED_WORDS, most_distinctive
 from pdpp_gateway.render.common import (
     RETRIEVAL,
+    WORDS_ONLY_APART,
     again,
     as_mapping,
     call_text,
@@ -49,6 +50,7 @@ MAX_EVIDENCE: Final = 2
 PREVIEW_CHARS: Final = 260
 SNIPPET_CHARS: Final = 200
 ROW_EXCERPT_CHARS: Final = 60
+WORDS_APART: Final = "the records holding every word of the question hold them apart (in no one sentence)"
 
 
 def render_search(args: SearchArgs, result: ToolResult) -> str:
@@ -145,9 +147,18 @@ def _fused_line(retrieval: Mapping[str, Any]) -> str:
         if s.get("streams")
     )
     sources = retrieval.get("sources")
-    where = f"In {', '.join(str(s) for s in sources[:8])} no" if isinstance(sources, list) else "No"
+    why = (
+        WORDS_APART
+        if retrieval.get("why") == WORDS_ONLY_APART
+        else "no record holds every word of the question"
+    )
+    where = (
+        f"In {', '.join(str(s) for s in sources[:8])} {why}"
+        if isinstance(sources, list)
+        else why.capitalize()
+    )
     return (
-        f"{where} record holds every word of the question, so these hits fuse {parts} (reciprocal rank: "
+        f"{where}, so these hits fuse {parts} (reciprocal rank: "
         f"a record both found ranks first).{bodies} Meaning-based hits are approximate: check that the "
         "evidence answers the question."
     )

@@ -8,7 +8,12 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    cursor) stays valid. A page with hits is the answer: one RS read, each hit's evidence
    the RS's own snippet of its densest window; but when the question asks for a figure and
    the first hit's snippet of a long field shows none, that field is read for its passages
-   as step 3 reads one (``_figure_passage``: one or two field windows more).
+   as step 3 reads one (``_figure_passage``: one or two field windows more). Not so a page
+   that meets a question of two (``FEW_WORDS``) content words by coincidence: every hit
+   shows evidence, and no sentence of its title or evidence holds two of the words
+   (``_words_apart``; "sign the key receipt. ... has to be ordered" for "the receipt for
+   something I ordered"): step 2 runs as for an empty page, this page's hits the first
+   list it fuses (``why``: ``WORDS_ONLY_APART``).
 2. An empty first page (no record holds every content word; in a package, no member's first
    page has a hit, ``package.first_pages``, else this member's page stays empty):
    concurrently, the meaning-based mode the RS publishes (``capabilities.hybrid_retrieval``,
@@ -80,9 +85,15 @@ from pdpp_gateway import documents
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef, handle_arguments
 from pdpp_gateway.question.meaning import closest_sentence
-from pdpp_gateway.question.passages import Passage, best_passage, passage_at
-from pdpp_gateway.question.words import RELAXED_WORDS, asks_for_figure, asks_who_or_when, most_distinctive
-from pdpp_gateway.render.common import RETRIEVAL, as_mapping
+from pdpp_gateway.question.passages import Passage, best_passage, most_in_a_sentence, passage_at
+from pdpp_gateway.question.words import (
+    RELAXED_WORDS,
+    asks_for_figure,
+    asks_who_or_when,
+    most_distinctive,
+    stem,
+)
+from pdpp_gateway.render.common import NO_RECORD_HAS_EVERY_WORD, RETRIEVAL, WORDS_ONLY_APART, as_mapping
 from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.rs.memo import memoised_read
@@ -98,7 +109,7 @@ SEARCH_PATHS: Final = {
     "semantic": "/v1/search/semantic",
     "hybrid": "/v1/search/hybrid",
 }
-NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"
+FEW_WORDS: Final = 2  # a question of so few content words is met by coincidence as often as by answers
 RRF_K: Final = 60
 SCAN_CHARS: Final = 32_768  # two RS windows
 MAX_SCANS: Final = 2  # cut hits read for a passage, the next only while the last one's was weak
@@ -119,20 +130,19 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
             pages.report(False)
         raise
     results = _results(context, response)
-    if results or args.cursor is not None or response.body.get("has_more"):
+    apart = args.cursor is None and _words_apart(results, args.words)
+    if not apart and (results or args.cursor is not None or response.body.get("has_more")):
         if pages is not None:
             pages.report(True)
-        retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
-        if args.cursor is None and results:
-            await _figure_passage(context, results[0], args)
-            if asks_who_or_when(args.text):
-                await add_origin(context.rs, await _granted_schema(context), results[0])
-        return _answer(context, response, results, retrieval)
+        return await _lexical(context, args, sent, response, results)
     if pages is not None and await pages.any_found(False):  # another package member's page
-        return _answer(context, response, results)
+        return await _lexical(context, args, sent, response, results)
     schema = asyncio.create_task(_granted_schema(context))  # read alongside the fused reads
+    first = (sent, response, results) if apart else None
     try:
-        answer = await _fused(context, args, schema) or _answer(context, response, results)
+        answer = await _fused(context, args, schema, first) or await _lexical(
+            context, args, sent, response, results
+        )
     except BaseException:
         schema.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -142,10 +152,28 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
     return answer
 
 
+async def _lexical(
+    context: GatewayContext, args: SearchArgs, sent: str, response: RsResponse, results: list[dict[str, Any]]
+) -> ToolResult:
+    """A lexical page as the answer (step 1), the words ``sent`` said when some were dropped."""
+    if not (results or args.cursor is not None or response.body.get("has_more")):
+        return _answer(context, response, results)
+    if args.cursor is None and results:
+        await _figure_passage(context, results[0], args)
+        if asks_who_or_when(args.text):
+            await add_origin(context.rs, await _granted_schema(context), results[0])
+    retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
+    return _answer(context, response, results, retrieval)
+
+
 async def _fused(
-    context: GatewayContext, args: SearchArgs, schema: Awaitable[Mapping[str, Any] | None]
+    context: GatewayContext,
+    args: SearchArgs,
+    schema: Awaitable[Mapping[str, Any] | None],
+    first: tuple[str, RsResponse, list[dict[str, Any]]] | None,
 ) -> ToolResult | None:
-    """Meaning and fewer words after an empty page, fused, with passages (step 2 and 3)."""
+    """Meaning and fewer words after an empty page, or beside a ``first`` page whose
+    words are apart (its query, response and hits), fused, with passages (steps 2 and 3)."""
     meaning = await _meaning_mode(context)
     relaxed = (
         " ".join(most_distinctive(args.words, RELAXED_WORDS)) if len(args.words) > RELAXED_WORDS else None
@@ -164,6 +192,8 @@ async def _fused(
         for (mode, query), outcome in zip(reads, outcomes, strict=True)
         if isinstance(outcome, RsResponse)
     ]
+    if first is not None and answered:  # its hits lead: they hold every word, if apart
+        answered.insert(0, ("lexical", *first))
     if not answered:
         failure = outcomes[-1]
         if isinstance(failure, BaseException):
@@ -186,7 +216,7 @@ async def _fused(
     retrieval = {
         "mode": "fused",
         "instead_of": "lexical",
-        "why": NO_RECORD_HAS_EVERY_WORD,
+        "why": WORDS_ONLY_APART if first is not None else NO_RECORD_HAS_EVERY_WORD,
         "searched": searched,
         "order": "reciprocal_rank_fusion",
     }
@@ -391,6 +421,21 @@ async def _scan(
         hit["evidence"] = [passage_evidence(scanned, each, naming, field) for each in found]
         hit.pop("read_near", None)
     return passage
+
+
+def _words_apart(results: Sequence[Mapping[str, Any]], words: Sequence[str]) -> bool:
+    """Whether a first lexical page with hits meets a question of two (``FEW_WORDS``)
+    content words only by coincidence: every hit shows evidence, and neither its title nor
+    any sentence of its evidence holds two of the words (``most_in_a_sentence``)."""
+    if not results or not 2 <= len({stem(word) for word in words}) <= FEW_WORDS:
+        return False
+    for hit in results:
+        evidence = hit.get("evidence") or []
+        texts = [str(hit.get("title") or "")]
+        texts += [documents.parse_marks(str(item.get("preview") or ""))[0] for item in evidence]
+        if not evidence or any(most_in_a_sentence(text, words) >= 2 for text in texts):
+            return False
+    return True
 
 
 def _answers(evidence: Sequence[Mapping[str, Any]], words: Sequence[str], figure: bool) -> bool:

@@ -15,6 +15,7 @@ from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.question.words import content_words
+from pdpp_gateway.render.common import WORDS_ONLY_APART
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 from pdpp_gateway.tools.stream_hints import stream_hints
@@ -221,6 +222,27 @@ async def test_a_search_with_lexical_hits_costs_one_read(shared_sandbox: Any) ->
     assert reads == [("/v1/search", "invoice")]
     assert result.structured["results"]
     assert "retrieval" not in result.structured  # nothing dropped, nothing fused
+
+
+async def test_a_page_meeting_few_words_only_apart_is_fused_with_meaning(shared_sandbox: Any) -> None:
+    # one handover note holds "receipt" and "ordered", in two sentences: a coincidence
+    asked = "the receipt for something I ordered"
+    result, reads = await _search(shared_sandbox, query=asked)
+    assert reads[0] == ("/v1/search", "receipt ordered")
+    assert sorted(reads[1:]) == [SCHEMA_READ, ("/v1/search/hybrid", asked)]  # no read for its passage
+    retrieval = result.structured["retrieval"]
+    assert retrieval["why"] == WORDS_ONLY_APART
+    assert [(s["mode"], s["query"], s["hits"]) for s in retrieval["searched"]] == [
+        ("lexical", "receipt ordered", 1),
+        ("hybrid", asked, 25),
+    ]
+    assert result.structured["results"][0]["id"] == "cin_mail_work/message_bodies:body_spare_key"
+    assert "Receipt for order 20" in result.text  # the receipts meaning found, in the first answer
+    assert 'hold them apart (in no one sentence), so these hits fuse lexical "receipt ordered"' in result.text
+    # the same words in one sentence answer from the first page
+    result, reads = await _search(shared_sandbox, query="the receipt for my order")
+    assert reads == [("/v1/search", "receipt order")]
+    assert result.structured["retrieval"] == {"mode": "lexical", "searched": "receipt order"}
 
 
 async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path: Any) -> None:
