@@ -4,9 +4,11 @@ Contract (pure: text in, a span out; no I/O):
 
 - ``best_passage(text, words)`` finds the stretch of at most ``SPAN_CHARS`` characters of
   ``text`` holding the most distinct question words (matched by ``words.stem``, so "payable"
-  meets "pay"), ties broken by the words' rarity in this text (a word said once outweighs
-  one said ten times: decoys repeat the question's common words, the answer's sentence
-  holds its rare ones) and then by the tighter span; with ``figure`` (the question asks how
+  meets "pay"), ties broken by the fewer sentences the stretch spans (words said in one
+  sentence speak of each other; an opening that names the question's topics in two does
+  not), then by the words' rarity in this text (a word said once outweighs one said ten
+  times: decoys repeat the question's common words, the answer's sentence holds its rare
+  ones) and then by the tighter span; with ``figure`` (the question asks how
   much, when, which number), a number in the stretch counts as half a word. It answers
   ``None`` when no question word occurs. The ``Passage`` it returns has the span's character
   offsets in ``text``, the matched word spans, and how many distinct question words it holds.
@@ -73,7 +75,8 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
     counts: dict[str, int] = {}
     for _, _, key in hits:
         counts[key] = counts.get(key, 0) + 1
-    best: tuple[float, float, int, int, int] | None = None  # (distinct, rarity, -width, first, last)
+    # (distinct, -sentence breaks, rarity, -width, first, last)
+    best: tuple[float, int, float, int, int, int] | None = None
     first = 0
     for last in range(len(hits)):
         while hits[last][1] - hits[first][0] > SPAN_CHARS:
@@ -82,11 +85,13 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
         if keys == {FIGURE}:
             continue  # a figure alone answers nothing asked
         distinct = len(keys) - (FIGURE in keys) / 2  # a figure counts half a word
-        score = (distinct, sum(1 / counts[key] for key in keys), hits[first][0] - hits[last][1])
-        if best is None or score > best[:3]:
+        start, end = hits[first][0], hits[last][1]
+        breaks = sum(text.count(mark, start, end) for mark in _SENTENCE_ENDS)
+        score = (distinct, -breaks, sum(1 / counts[key] for key in keys), start - end)
+        if best is None or score > best[:4]:
             best = (*score, first, last)
     assert best is not None
-    _, _, _, first, last = best
+    *_, first, last = best
     chosen = hits[first : last + 1]
     return _passage(chosen[0][0], chosen[-1][1], chosen, len(wanted))
 

@@ -245,6 +245,18 @@ async def test_a_page_meeting_few_words_only_apart_is_fused_with_meaning(shared_
     assert result.structured["retrieval"] == {"mode": "lexical", "searched": "receipt order"}
 
 
+async def test_words_said_in_one_sentence_outrank_an_opening_that_names_them_in_two(
+    shared_sandbox: Any,
+) -> None:
+    # the welcome mail opens with "the new office!" then "... and the wifi": as many of the
+    # question's words as the fact's one sentence, 14,000 characters further in
+    result, _ = await _search(shared_sandbox, query="what is the wifi network called at the new office")
+    first = result.structured["results"][0]
+    assert first["id"] == "cin_mail_work/message_bodies:body_office_wifi"
+    assert "on the <mark>network</mark> Acme-Guest" in first["evidence"][0]["preview"]
+    assert result.text.index("Acme-Guest") < result.text.index("[2] ")  # hit 1 shows the fact
+
+
 async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path: Any) -> None:
     from pdpp_gateway.local.credentials import load_credentials
     from pdpp_gateway.local.package import MemberStart
