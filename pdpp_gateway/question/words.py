@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Final
 
 WORD: Final = re.compile(r"\w+", re.UNICODE)
@@ -47,6 +48,9 @@ STOP_WORDS: Final = frozenset(
     much many ever
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
+# the people who do things: the word after one is a deed, not a thing ("did I pay", not "my pay");
+# an auxiliary is not one ("did mum say": it comes before the doer)
+DOERS: Final = frozenset({"i", "we", "you", "they", "he", "she"})
 _SUFFIXES: Final = (
     ("ations", ""),
     ("ation", ""),
@@ -108,6 +112,13 @@ def stands_for(token: str, wanted: set[str]) -> str | None:
             if len(key) >= 4 and (token.startswith(key) or key.startswith(token)):
                 return key
     return None
+
+
+def deeds(question: str) -> set[str]:
+    """The words of ``question`` (lower-cased) said as deeds: each right after the person
+    doing it (``DOERS``: "did I pay", "we ordered")."""
+    tokens = [token.lower() for token in WORD.findall(question)]
+    return {token for before, token in pairwise(tokens) if before in DOERS}
 
 
 def most_distinctive(words: Sequence[str], count: int) -> list[str]:

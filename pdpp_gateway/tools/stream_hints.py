@@ -13,7 +13,8 @@ streams of its results are shown, and when its first hit's evidence holds half t
 words or more, those words name no stream (that hit speaks of them: "what did I pay for the
 Lisbon apartment deposit", whose first hit says "deposit ... Lisbon apartment ... payable",
 is not pointed at pay statements; a first hit that holds only "pay" of "my take-home pay on
-my most recent payslip" is a guess, and the question still names them). ``merge_stream_hints`` gives a merged package page its members' hints.
+my most recent payslip" is a guess, and the question still names them).
+``merge_stream_hints`` gives a merged package page its members' hints.
 
 - A name is split on ``_``; a part names a word when their stems are the same, or when the
   part begins with the word, stem or lower-cased form, of four letters or more (a compound
@@ -23,7 +24,9 @@ my most recent payslip" is a guess, and the question still names them). ``merge_
   stream's primary key, its fields not granted (flag ``g=false``), its times (a question's
   "sent" or "updated" says when, not what) and objects (blobs). A question's regular past
   forms (``PAST_FORM``: "saved", "booked") say what was done, not what is asked for, and
-  name nothing ("how much have I got saved up" is not about ``saved_tracks``); words that
+  name nothing ("how much have I got saved up" is not about ``saved_tracks``), nor do words
+  said as deeds (``words.deeds``: "how much did I pay to get the car fixed" is not about
+  ``pay_statements``, "my take-home pay" still is); words that
   say an order (``ORDER_WORDS``: latest, earliest, ...) set the order instead.
 - A stream is hinted when at least one word names it or one of its fields; streams rank
   by the distinct words they match (a match on the stream's own name first on a tie),
@@ -48,7 +51,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from pdpp_gateway.documents import parse_marks
-from pdpp_gateway.question.words import WORD, stands_for, stem
+from pdpp_gateway.question.words import WORD, deeds, stands_for, stem
 from pdpp_gateway.schema_view import compact_projection, unwrap_schema
 from pdpp_gateway.tools.args import SearchArgs
 
@@ -74,7 +77,12 @@ def stream_hints(
     connection_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """The ready reads of the streams the question names (see the module contract)."""
-    asked = [word for word in words if word.lower() not in ORDER_WORDS and not PAST_FORM.fullmatch(word)]
+    done = deeds(question)
+    asked = [
+        word
+        for word in words
+        if word.lower() not in ORDER_WORDS and word.lower() not in done and not PAST_FORM.fullmatch(word)
+    ]
     if not asked:
         return []
     oldest = _EARLIEST.search(question) is not None

@@ -404,6 +404,9 @@ async def test_a_word_names_a_stream_as_a_thing_not_as_a_deed_or_a_longer_word(s
     # a part beginning with the word still names it ("filename" of "file"), and nouns their streams
     assert _named_streams(schema, LEASE_FILE) == [("attachments", ["file"])]
     assert _named_streams(schema, PAYSLIP) == [("pay_statements", ["pay"])]
+    # "pay" right after the one who pays is a deed: paying a garage is no pay statement
+    assert _named_streams(schema, "how much did I pay to get the car fixed") == []
+    assert _named_streams(schema, "did my pay go up this year") == [("pay_statements", ["pay"])]
     assert _named_streams(schema, EARLIEST) == [("pay_statements", ["gross"])]
     found, _ = await _search(shared_sandbox, query=LEASE_FILE)
     assert (
