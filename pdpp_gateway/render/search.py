@@ -9,7 +9,8 @@ hits within ``BUDGET`` characters. Every returned hit is listed with its complet
 label, title (see ``documents.search_results``; a snippet the title already shows in full
 is not repeated), snippet and evidence, the rest as one-line ``[n] id=... stream "…excerpt…"``
 rows (a short window of the evidence or snippet around its first mark, so a model can
-still choose which hit to open). If even
+still choose which hit to open). A hit without text evidence after one that shows some is
+a row wherever it ranks (``BARE_ROWS`` says so): a model reads past it to the evidence. If even
 the one-line rows cannot all fit, the text says exactly which hits are not listed and
 how to list them (a smaller ``limit``, then ``next_cursor``). ``connection_id`` appears
 separately, and in every continuation's arguments, only for a hit whose id could not
@@ -22,7 +23,7 @@ window, only how to read it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
@@ -50,6 +51,9 @@ MAX_EVIDENCE: Final = 2
 PREVIEW_CHARS: Final = 260
 SNIPPET_CHARS: Final = 200
 ROW_EXCERPT_CHARS: Final = 60
+BARE_ROWS: Final = (
+    "(a hit with no text evidence after one that shows some is listed on one line: fetch it by id to read it)"
+)
 WORDS_APART: Final = "the records holding every word of the question hold them apart (in no one sentence)"
 
 
@@ -108,20 +112,41 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         if hits
         else []
     )
-    used = sum(len(line) + 1 for line in [*lines, *footer])
+    blocks, bare = _blocks(hits)
+    used = sum(len(line) + 1 for line in [*lines, *footer]) + (len(BARE_ROWS) + 1 if bare else 0)
     rows, listed, detailed = fit_rows(
         BUDGET - used - len(_id_only_note(len(hits), len(hits))) - 1,
-        [_hit_block(n, hit) for n, hit in enumerate(hits, 1)],
+        blocks,
         [_hit_row(n, hit) for n, hit in enumerate(hits, 1)],
-        max_detailed=MAX_HITS,
+        max_detailed=MAX_HITS + len(bare),  # a bare row costs nothing more in either form
         reserve=len(_not_listed(args, len(hits), len(hits))) + 1,
     )
     lines.extend(rows)
-    if detailed < listed:
-        lines.append(_id_only_note(detailed, listed))
+    if any(number <= listed for number in bare):
+        lines.append(BARE_ROWS)
+    cut = [number for number in range(detailed + 1, listed + 1) if number not in bare]
+    if cut:
+        lines.append(_id_only_note(cut[0] - 1, listed))
     if listed < len(hits):
         lines.append(_not_listed(args, listed, len(hits)))
     return "\n".join([*lines, *footer])
+
+
+def _blocks(hits: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[int]]:
+    """Each hit's detailed block, but its one-line row for a hit without text evidence
+    after one that shows some (a model reads past it to the evidence); the numbers of
+    those rows."""
+    blocks, rows = [], []
+    shown = False
+    for number, hit in enumerate(hits, 1):
+        evidenced = bool(hit.get("evidence"))
+        if shown and not evidenced:
+            blocks.append(_hit_row(number, hit))
+            rows.append(number)
+        else:
+            blocks.append(_hit_block(number, hit))
+        shown = shown or evidenced
+    return blocks, rows
 
 
 def _package_order(package: Mapping[str, Any]) -> str:

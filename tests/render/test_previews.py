@@ -156,15 +156,31 @@ def test_handle_arguments_adds_connection_id_only_when_the_id_cannot_carry_it() 
 
 
 def test_search_continuations_carry_an_unembeddable_connection() -> None:
-    body = {"data": [_hit(COLON), {**_hit(COLON), "evidence_excerpts": [], "record_key": "body_2"}]}
+    bare = {**_hit(COLON), "evidence_excerpts": [], "record_key": "body_2"}
+    body = {"data": [bare, _hit(COLON), {**bare, "record_key": "body_3"}]}
     results = search_results(body, provider_url=PROVIDER)
-    assert results[0]["id"] == "message_bodies:body_1"
-    assert results[0]["evidence"][0]["read"]["arguments"]["connection_id"] == COLON
+    assert results[1]["id"] == "message_bodies:body_1"
+    assert results[1]["evidence"][0]["read"]["arguments"]["connection_id"] == COLON
     text = render_search(parse_search({"query": "deposit"}), ToolResult({"data": {}, "results": results}))
     assert f'"connection_id":"{COLON}"' in text.split("read more:")[1].splitlines()[0]
     fetch_line = next(line for line in text.splitlines() if "no text evidence" in line)
     assert f'fetch {{"id":"message_bodies:body_2","connection_id":"{COLON}"}}' in fetch_line
     assert f"connection_id={COLON}" in text.splitlines()[1]
+    # a hit with no evidence after one with some is one line, its connection still shown
+    assert f"[3] id=message_bodies:body_3 connection_id={COLON}" in text.splitlines()
+    assert "is listed on one line: fetch it by id to read it" in text
+
+
+def test_bare_hits_after_evidence_are_rows_and_leave_room_for_evidence_further_down() -> None:
+    bare = [{**_hit("cin_a"), "evidence_excerpts": [], "record_key": f"bare_{n}"} for n in range(9)]
+    body = {"data": [_hit("cin_a"), *bare, {**_hit("cin_a"), "record_key": "body_late"}]}
+    results = search_results(body, provider_url=PROVIDER)
+    text = render_search(parse_search({"query": "deposit"}), ToolResult({"data": {}, "results": results}))
+    assert "[2] id=cin_a/message_bodies:bare_0" in text.splitlines()
+    assert "no text evidence (" not in text  # every bare hit is a row: they come after evidence
+    # the eleventh hit still gets its block: rows do not count against the detailed hits
+    assert "[11] id=cin_a/message_bodies:body_late stream=message_bodies" in text
+    assert "listed by id only" not in text  # nothing was cut for the budget
 
 
 def test_fetch_marker_and_field_window_and_records_carry_an_unembeddable_connection() -> None:
