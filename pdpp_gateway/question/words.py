@@ -24,6 +24,8 @@ Contract (plain text in, plain values out; no I/O):
   what its text says.
 - ``most_distinctive(words, count)`` picks the words most likely to single out a record: the
   longest, ties to the earlier, returned in the question's order.
+- ``deeds(question)``: the words the question says as deeds, lower-cased: each right after
+  the person doing it (``DOERS``: "did I pay", "we ordered"), so they name no stream.
 """
 
 from __future__ import annotations
