@@ -19,8 +19,10 @@ my most recent payslip" is a guess, and the question still names them).
 - A name is split on ``_``; a part names a word when their stems are the same, or when the
   part begins with the word, stem or lower-cased form, of four letters or more (a compound
   of it: "file" in "filename", whose stem "fil" is too short). A word that begins with the
-  part says more than the part ("membership" is not a "member", so ``member_count`` does
-  not name it). Generic parts (``GENERIC_PARTS``: id, text, name, type, ...) name nothing, nor do a
+  part names it only as a compound, the part (three letters or more) then another word
+  (four or more: "payslip" names ``pay_statements``); with a derivational ending
+  (``_SUFFIX_WORDS``) it says more than the part ("membership" is not a "member", so
+  ``member_count`` does not name it). Generic parts (``GENERIC_PARTS``: id, text, name, type, ...) name nothing, nor do a
   stream's primary key, its fields not granted (flag ``g=false``), its times (a question's
   "sent" or "updated" says when, not what) and objects (blobs). A question's regular past
   forms (``PAST_FORM``: "saved", "booked") say what was done, not what is asked for, and
@@ -64,6 +66,9 @@ GENERIC_PARTS: Final = frozenset(
 ORDER_WORDS: Final = frozenset({"latest", "last", "newest", "recent", "earliest", "first", "oldest"})
 PAST_FORM: Final = re.compile(r"\w{3,}(?<!e)ed", re.IGNORECASE)  # "saved", "booked"; not "speed", "used"
 _PREFIX_MIN: Final = 4  # the shortest word a longer part can begin with and name
+_COMPOUND_MIN: Final = 3  # the shortest part a compound word can begin with ("pay" of "payslip")
+# endings that make a word say more than the part it begins with ("membership" is no "member")
+_SUFFIX_WORDS: Final = frozenset({"ship", "ships", "hood", "ness", "ment", "ments", "less", "able", "ible"})
 _EARLIEST: Final = re.compile(r"\b(earliest|first|oldest)\b", re.IGNORECASE)
 
 
@@ -170,11 +175,18 @@ def _named(name: str, words: Sequence[str]) -> list[str]:
 
 
 def _names(part: str, word: str) -> bool:
-    """Whether a name's ``part`` names the question's ``word``: the same stem, or the part
-    begins with the word (its stem or its lower-cased form), never the other way round."""
-    return stem(part) == stem(word) or any(
-        len(begun) >= _PREFIX_MIN and whole.startswith(begun)
-        for whole, begun in ((stem(part), stem(word)), (part, word.lower()))
+    """Whether a name's ``part`` names the question's ``word``: the same stem, the part
+    beginning with the word (its stem or its lower-cased form), or the word a compound of
+    the part and another word ("payslip" of "pay"; not "membership" of "member")."""
+    folded = word.lower()
+    rest = folded[len(part) :] if len(part) >= _COMPOUND_MIN and folded.startswith(part) else ""
+    return (
+        stem(part) == stem(word)
+        or any(
+            len(begun) >= _PREFIX_MIN and whole.startswith(begun)
+            for whole, begun in ((stem(part), stem(word)), (part, folded))
+        )
+        or (len(rest) >= _COMPOUND_MIN + 1 and rest not in _SUFFIX_WORDS)
     )
 
 

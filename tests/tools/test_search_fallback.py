@@ -345,11 +345,11 @@ async def test_a_payslip_question_offers_the_read_that_answers_it(shared_sandbox
     assert (hint["stream"], hint["connection_id"], hint["words"]) == (
         "pay_statements",
         "cin_northstar",
-        ["pay"],
+        ["pay", "payslip"],
     )
     assert (
         "Structured data may answer this: stream pay_statements of northstar-hr (Northstar HR) matches "
-        '"pay"; its records newest first by issued_at: query_records {"stream":"pay_statements",'
+        '"pay", "payslip"; its records newest first by issued_at: query_records {"stream":"pay_statements",'
         '"connection_id":"cin_northstar","order":"desc","limit":3}'
     ) in latest.text
     assert not net.is_error, net.text
@@ -403,11 +403,13 @@ async def test_a_word_names_a_stream_as_a_thing_not_as_a_deed_or_a_longer_word(s
     assert _named_streams(schema, "which tracks have I saved")[0] == ("saved_tracks", ["tracks"])
     # a part beginning with the word still names it ("filename" of "file"), and nouns their streams
     assert _named_streams(schema, LEASE_FILE) == [("attachments", ["file"])]
-    assert _named_streams(schema, PAYSLIP) == [("pay_statements", ["pay"])]
+    assert _named_streams(schema, PAYSLIP) == [("pay_statements", ["pay", "payslip"])]
+    # a compound of a part and another word names it ("payslip" of pay_statements' "pay")
+    assert _named_streams(schema, "how much was my last payslip") == [("pay_statements", ["payslip"])]
     # "pay" right after the one who pays is a deed: paying a garage is no pay statement
     assert _named_streams(schema, "how much did I pay to get the car fixed") == []
     assert _named_streams(schema, "did my pay go up this year") == [("pay_statements", ["pay"])]
-    assert _named_streams(schema, EARLIEST) == [("pay_statements", ["gross"])]
+    assert _named_streams(schema, EARLIEST) == [("pay_statements", ["gross", "payslip"])]
     found, _ = await _search(shared_sandbox, query=LEASE_FILE)
     assert (
         'Structured data may answer this: stream attachments of gmail matches "file" (fields filename); '
