@@ -14,10 +14,11 @@ Contract (one ``FirstPages`` per fanned-out first page, shared by its member cal
   set no ``limit`` (``None`` when it did): a package's fused page holds about as many
   approximate hits as one grant's (``search_in_words.FUSED_LIMIT``), not a share of 25
   each.
-- ``report(found)``: a member's first lexical page had hits (``True``) or not. Each member
-  reports exactly once; a member that fails or is cancelled before its page reports
-  ``False`` (its caller does so in a ``finally``), so no member waits on one that will
-  never answer.
+- ``report(found)``: a member's first lexical page had hits (``True``) or not (a page
+  meeting a two-word question's words only apart counts as none: ``search_in_words``
+  step 1). Each member reports exactly once; a member that fails or is cancelled before
+  its page reports ``False`` (its caller does so in a ``finally``), so no member waits on
+  one that will never answer.
 - ``any_found(found)``: reports, then waits until every member has reported, at most
   ``wait`` seconds (a slow member is not waited for past that: its page counts as empty;
   the fan-out sets a third of a member's deadline, so the waiting member still has time to

@@ -22,14 +22,15 @@ my most recent payslip" is a guess, and the question still names them).
   part names it only as a compound, the part (three letters or more) then another word
   (four or more: "payslip" names ``pay_statements``); with a derivational ending
   (``_SUFFIX_WORDS``) it says more than the part ("membership" is not a "member", so
-  ``member_count`` does not name it). Generic parts (``GENERIC_PARTS``: id, text, name, type, ...) name nothing, nor do a
-  stream's primary key, its fields not granted (flag ``g=false``), its times (a question's
-  "sent" or "updated" says when, not what) and objects (blobs). A question's regular past
-  forms (``PAST_FORM``: "saved", "booked") say what was done, not what is asked for, and
-  name nothing ("how much have I got saved up" is not about ``saved_tracks``), nor do words
-  said as deeds (``words.deeds``: "how much did I pay to get the car fixed" is not about
-  ``pay_statements``, "my take-home pay" still is); words that
-  say an order (``ORDER_WORDS``: latest, earliest, ...) set the order instead.
+  ``member_count`` does not name it). Generic parts (``GENERIC_PARTS``: id, text, name,
+  type, ...) name nothing, nor do a stream's primary key, its fields not granted (flag
+  ``g=false``), its times (a question's "sent" or "updated" says when, not what) and
+  objects (blobs). A question's regular past forms (``PAST_FORM``: "saved", "booked") say
+  what was done, not what is asked for, and name nothing ("how much have I got saved up"
+  is not about ``saved_tracks``), nor do words said as deeds (``words.deeds``: "how much
+  did I pay to get the car fixed" is not about ``pay_statements``, "my take-home pay"
+  still is); words that say an order (``ORDER_WORDS``: latest, earliest, ...) set the
+  order instead.
 - A stream is hinted when at least one word names it or one of its fields; streams rank
   by the distinct words they match (a match on the stream's own name first on a tie),
   then in schema order.
@@ -67,6 +68,7 @@ ORDER_WORDS: Final = frozenset({"latest", "last", "newest", "recent", "earliest"
 PAST_FORM: Final = re.compile(r"\w{3,}(?<!e)ed", re.IGNORECASE)  # "saved", "booked"; not "speed", "used"
 _PREFIX_MIN: Final = 4  # the shortest word a longer part can begin with and name
 _COMPOUND_MIN: Final = 3  # the shortest part a compound word can begin with ("pay" of "payslip")
+_COMPOUND_REST: Final = 4  # the shortest word that can follow it ("slip")
 # endings that make a word say more than the part it begins with ("membership" is no "member")
 _SUFFIX_WORDS: Final = frozenset({"ship", "ships", "hood", "ness", "ment", "ments", "less", "able", "ible"})
 _EARLIEST: Final = re.compile(r"\b(earliest|first|oldest)\b", re.IGNORECASE)
@@ -186,7 +188,7 @@ def _names(part: str, word: str) -> bool:
             len(begun) >= _PREFIX_MIN and whole.startswith(begun)
             for whole, begun in ((stem(part), stem(word)), (part, folded))
         )
-        or (len(rest) >= _COMPOUND_MIN + 1 and rest not in _SUFFIX_WORDS)
+        or (len(rest) >= _COMPOUND_REST and rest not in _SUFFIX_WORDS)
     )
 
 

@@ -1,8 +1,8 @@
 """In a package, "no record holds every word of the question" is decided package-wide
-(``package.first_pages``): a member whose first lexical page is empty searches by meaning only
-when every member's page is empty. Both members are real grants on a real sandbox (the Work
-mail and the Acme Slack), called through the real pipeline; the RS reads each made are counted
-by the sandbox, by token.
+(``package.first_pages``): a member whose first lexical page is empty (or holds a two-word
+question's words only apart) searches by meaning only when every member's page is so. Both
+members are real grants on a real sandbox (the Work mail and the Acme Slack), called through the
+real pipeline; the RS reads each made are counted by the sandbox, by token.
 """
 
 from __future__ import annotations
@@ -110,3 +110,16 @@ async def test_first_pages_answer_once_every_member_reported_or_the_wait_is_over
     pages.report(True)
     assert await waiting is True
     assert await FirstPages(2, wait=0.01).any_found(False) is False  # the other never reported
+
+
+async def test_a_member_meeting_two_words_only_apart_counts_as_finding_none(shared_sandbox: Any) -> None:
+    # the mail's only record with "receipt" and "ordered" is a handover note that says them in
+    # two sentences: a coincidence, so the package searches by meaning, and the mail's receipts
+    # are in the answer beside the note
+    result, reads = await _ask(shared_sandbox, "the receipt for something I ordered")
+    assert not result.is_error, result.text
+    assert "/v1/search/hybrid" in reads["client_work_mail"]
+    assert result.structured["retrieval"]["mode"] == "fused"
+    ids = [hit["id"] for hit in result.structured["results"]]
+    assert "cin_mail_work/message_bodies:body_spare_key" in ids
+    assert "Receipt for order 20" in result.text
