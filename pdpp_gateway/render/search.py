@@ -10,7 +10,8 @@ label, title (see ``documents.search_results``; a snippet the title already show
 is not repeated), snippet and evidence, the rest as one-line ``[n] id=... stream "…excerpt…"``
 rows (a short window of the evidence or snippet around its first mark, so a model can
 still choose which hit to open). A hit without text evidence after one that shows some is
-a row wherever it ranks (``BARE_ROWS`` says so): a model reads past it to the evidence. If even
+a row wherever it ranks, with the aimed read of its long field when it has one
+(``BARE_ROWS`` says so): a model reads past it to the evidence. If even
 the one-line rows cannot all fit, the text says exactly which hits are not listed and
 how to list them (a smaller ``limit``, then ``next_cursor``). ``connection_id`` appears
 separately, and in every continuation's arguments, only for a hit whose id could not
@@ -52,7 +53,7 @@ PREVIEW_CHARS: Final = 260
 SNIPPET_CHARS: Final = 200
 ROW_EXCERPT_CHARS: Final = 60
 BARE_ROWS: Final = (
-    "(a hit with no text evidence after one that shows some is listed on one line: fetch it by id to read it)"
+    "(a hit with no text evidence after one that shows some is listed in brief: fetch it by id to read it)"
 )
 WORDS_APART: Final = "the records holding every word of the question hold them apart (in no one sentence)"
 
@@ -134,19 +135,29 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
 
 def _blocks(hits: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[int]]:
     """Each hit's detailed block, but its one-line row for a hit without text evidence
-    after one that shows some (a model reads past it to the evidence); the numbers of
-    those rows."""
+    after one that shows some (a model reads past it to the evidence), with the aimed read
+    of its long field when it has one; the numbers of those rows."""
     blocks, rows = [], []
     shown = False
     for number, hit in enumerate(hits, 1):
         evidenced = bool(hit.get("evidence"))
         if shown and not evidenced:
-            blocks.append(_hit_row(number, hit))
+            blocks.append(_hit_row(number, hit) + _near_line(hit))
             rows.append(number)
         else:
             blocks.append(_hit_block(number, hit))
         shown = shown or evidenced
     return blocks, rows
+
+
+def _near_line(hit: Mapping[str, Any]) -> str:
+    """The aimed read of a brief hit's long field, on a line of its own (none without one)."""
+    near = hit.get("read_near")
+    if not isinstance(near, Mapping):
+        return ""
+    return "\n    long: read where it speaks of your words with " + call_text(
+        str(near.get("tool")), near.get("arguments") or {}
+    )
 
 
 def _package_order(package: Mapping[str, Any]) -> str:

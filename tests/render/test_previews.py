@@ -168,15 +168,23 @@ def test_search_continuations_carry_an_unembeddable_connection() -> None:
     assert f"connection_id={COLON}" in text.splitlines()[1]
     # a hit with no evidence after one with some is one line, its connection still shown
     assert f"[3] id=message_bodies:body_3 connection_id={COLON}" in text.splitlines()
-    assert "is listed on one line: fetch it by id to read it" in text
+    assert "is listed in brief: fetch it by id to read it" in text
 
 
 def test_bare_hits_after_evidence_are_rows_and_leave_room_for_evidence_further_down() -> None:
     bare = [{**_hit("cin_a"), "evidence_excerpts": [], "record_key": f"bare_{n}"} for n in range(9)]
     body = {"data": [_hit("cin_a"), *bare, {**_hit("cin_a"), "record_key": "body_late"}]}
     results = search_results(body, provider_url=PROVIDER)
+    near = {"id": "cin_a/message_bodies:bare_1", "field": "body_text", "near": "deposit"}
+    results[2]["read_near"] = {"tool": "read_record_field", "arguments": near}
     text = render_search(parse_search({"query": "deposit"}), ToolResult({"data": {}, "results": results}))
     assert "[2] id=cin_a/message_bodies:bare_0" in text.splitlines()
+    # a brief hit keeps the aimed read of its long field, under its row
+    row = text.splitlines().index("[3] id=cin_a/message_bodies:bare_1")
+    assert text.splitlines()[row + 1] == (
+        "    long: read where it speaks of your words with read_record_field "
+        '{"id":"cin_a/message_bodies:bare_1","field":"body_text","near":"deposit"}'
+    )
     assert "no text evidence (" not in text  # every bare hit is a row: they come after evidence
     # the eleventh hit still gets its block: rows do not count against the detailed hits
     assert "[11] id=cin_a/message_bodies:body_late stream=message_bodies" in text
