@@ -6,9 +6,12 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    question words dropped; the whole question when none is left). Its ``next_cursor`` pages
    on with the same words, so the text's next-page call (the question again, with the
    cursor) stays valid. A page with hits is the answer: one RS read, each hit's evidence
-   the RS's own snippet of its densest window; but when the question asks for a figure and
-   the first hit's snippet of a long field shows none, that field is read for its passages
-   as step 3 reads one (``_figure_passage``: one or two field windows more). Not so a page
+   the RS's own snippet of its densest window; but when the first hit's snippet of a long
+   field lacks some of the question's words (the RS shows its densest window: "school trip"
+   of "what do I need to bring on the school trip"; not for a question asking who or when:
+   step 5 answers it), or, for a question asking for a figure, shows none, that field is
+   read for its passages as step 3 reads one (``_first_passage``: one or two field windows
+   more). Not so a page
    that meets a question of two (``FEW_WORDS``) content words by coincidence: every hit
    shows evidence, and no sentence of its title or evidence holds two of the words
    (``_words_apart``; "sign the key receipt. ... has to be ordered" for "the receipt for
@@ -159,7 +162,7 @@ async def _lexical(
     if not (results or args.cursor is not None or response.body.get("has_more")):
         return _answer(context, response, results)
     if args.cursor is None and results:
-        await _figure_passage(context, results[0], args)
+        await _first_passage(context, results[0], args)
         if asks_who_or_when(args.text):
             await add_origin(context.rs, await _granted_schema(context), results[0])
     retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
@@ -323,14 +326,19 @@ async def _add_evidence(
             break
 
 
-async def _figure_passage(context: GatewayContext, top: dict[str, Any], args: SearchArgs) -> None:
-    """Step 1's exception: a question asking for a figure whose first hit's snippet of a long
-    field shows none has that field read for its passages (``_scan``; the RS's snippet stays
-    when none is found)."""
+async def _first_passage(context: GatewayContext, top: dict[str, Any], args: SearchArgs) -> None:
+    """Step 1's exception: a first hit whose snippet of a long field lacks some of the
+    question's words (a figure question: shows no figure beside half its words; a who/when
+    question reads the hit's origin instead, step 5) has that field read for its passages
+    (``_scan``; the RS's snippet stays when none is found)."""
     figure = asks_for_figure(args.text)
     words = args.words or (args.text,)
     evidence = top.get("evidence") or []
-    if not (figure and evidence and evidence[0].get("truncated")) or _answers(evidence, words, figure):
+    if not (evidence and evidence[0].get("truncated")):
+        return
+    if figure and _answers(evidence, words, figure):
+        return
+    if not figure and (asks_who_or_when(args.text) or _holds_every_word(evidence, words)):
         return
     await _scan(context, top, _naming(top), str(evidence[0].get("field")), words, args.text, figure=figure)
 
@@ -436,6 +444,16 @@ def _words_apart(results: Sequence[Mapping[str, Any]], words: Sequence[str]) -> 
         if not evidence or any(most_in_a_sentence(text, words) >= 2 for text in texts):
             return False
     return True
+
+
+def _holds_every_word(evidence: Sequence[Mapping[str, Any]], words: Sequence[str]) -> bool:
+    """Whether a preview of a hit's evidence holds every word of the question."""
+    for item in evidence:
+        text = documents.parse_marks(str(item.get("preview") or ""))[0]
+        passage = best_passage(text, words)
+        if passage is not None and passage.matched == passage.asked:
+            return True
+    return False
 
 
 def _answers(evidence: Sequence[Mapping[str, Any]], words: Sequence[str], figure: bool) -> bool:

@@ -88,7 +88,11 @@ async def test_a_question_asking_when_a_mail_came_shows_its_date(shared_sandbox:
 
 async def test_a_question_that_asks_neither_who_nor_when_reads_nothing_more(shared_sandbox: Any) -> None:
     result, reads = await _ask(shared_sandbox, "the new lease for Lisbon")
-    assert [path for path, _ in reads] == ["/v1/search"]  # a first page with hits: one read
+    # the search, and (its snippet lacks "Lisbon") the lease's windows for the passage: no record
+    # of where it came from
+    assert [path for path, _ in reads] == ["/v1/search"] + 2 * [
+        "/v1/streams/message_bodies/records/body_lisbon_lease/field-window"
+    ]
     assert "origin" not in result.structured["results"][0]
     assert "belongs to" not in result.text
 

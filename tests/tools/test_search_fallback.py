@@ -161,6 +161,28 @@ async def test_a_first_page_whose_snippet_gives_no_figure_reads_that_field(share
     assert "48,200 EUR" in result.text
 
 
+async def test_a_first_page_whose_snippet_lacks_a_word_reads_that_field(shared_sandbox: Any) -> None:
+    result, reads = await _search(shared_sandbox, query="what do I need to bring on the school trip")
+    trip = "/v1/streams/message_bodies/records/body_school_trip/field-window"
+    # the RS's snippet is its densest window, "The school trip to Sintra costs 35 EUR ...", 12,000
+    # characters in, with no "bring": the field is read from its start, and the first window holds
+    # every word ("... the cost and what to bring are below")
+    assert reads == [("/v1/search", "bring school trip"), (trip, "0")]
+    evidence = result.structured["results"][0]["evidence"][0]
+    assert "what to <mark>bring</mark> are below" in evidence["preview"]
+    # its read more opens the window that lists what to bring
+    arguments = evidence["read"]["arguments"]
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(
+            rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url
+        )
+        window = await build_pipeline()(ToolCall("read_record_field", arguments, context))
+    assert "Please give your child a packed lunch" in window.text
+    # a snippet that holds every word is the answer, as before: one read
+    _, reads = await _search(shared_sandbox, query="the school trip to Sintra")
+    assert reads == [("/v1/search", "school trip Sintra")]
+
+
 async def test_the_sentence_nearest_in_meaning_shows_when_the_best_lacks_words(shared_sandbox: Any) -> None:
     result, _ = await _search(shared_sandbox, query="what did the mechanic charge me last time")
     first = result.structured["results"][0]
