@@ -11,12 +11,11 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    of "what do I need to bring on the school trip"; not for a question asking who or when:
    step 5 answers it), or, for a question asking for a figure, shows none, that field is
    read for its passages as step 3 reads one (``_first_passage``: one or two field windows
-   more). Not so a page
-   that meets a question of two (``FEW_WORDS``) content words by coincidence: every hit
-   shows evidence, and no sentence of its title or evidence holds two of the words
-   (``_words_apart``; "sign the key receipt. ... has to be ordered" for "the receipt for
-   something I ordered"): step 2 runs as for an empty page, this page's hits the first
-   list it fuses (``why``: ``WORDS_ONLY_APART``).
+   more). Not so a page that meets a question of two (``FEW_WORDS``) content words by
+   coincidence: every hit shows evidence, and no sentence of its title or evidence holds
+   two of the words (``_words_apart``; "sign the key receipt. ... has to be ordered" for
+   "the receipt for something I ordered"): step 2 runs as for an empty page, this page's
+   hits the first list it fuses (``why``: ``WORDS_ONLY_APART``).
 2. An empty first page (no record holds every content word; in a package, no member's first
    page has a hit, ``package.first_pages``, else this member's page stays empty):
    concurrently, the meaning-based mode the RS publishes (``capabilities.hybrid_retrieval``,
