@@ -86,8 +86,7 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
             continue  # a figure alone answers nothing asked
         distinct = len(keys) - (FIGURE in keys) / 2  # a figure counts half a word
         start, end = hits[first][0], hits[last][1]
-        breaks = sum(text.count(mark, start, end) for mark in _SENTENCE_ENDS)
-        score = (distinct, -breaks, sum(1 / counts[key] for key in keys), start - end)
+        score = (distinct, -_breaks(text, start, end), sum(1 / counts[key] for key in keys), start - end)
         if best is None or score > best[:4]:
             best = (*score, first, last)
     assert best is not None
@@ -108,11 +107,16 @@ def most_in_a_sentence(text: str, words: Sequence[str]) -> int:
     held: set[str] = set()  # the words of the sentence read so far
     most = start = 0
     for first, _, key in _word_hits(text, wanted, 0, len(text), figure=False):
-        if any(mark in text[start:first] for mark in _SENTENCE_ENDS):
+        if _breaks(text, start, first):
             held = set()
         held.add(key)
         most, start = max(most, len(held)), first
     return most
+
+
+def _breaks(text: str, start: int, end: int) -> int:
+    """The sentence ends in ``text[start:end]``."""
+    return sum(text.count(mark, start, end) for mark in _SENTENCE_ENDS)
 
 
 def _word_hits(

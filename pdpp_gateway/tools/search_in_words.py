@@ -438,8 +438,7 @@ def _words_apart(results: Sequence[Mapping[str, Any]], words: Sequence[str]) -> 
         return False
     for hit in results:
         evidence = hit.get("evidence") or []
-        texts = [str(hit.get("title") or "")]
-        texts += [documents.parse_marks(str(item.get("preview") or ""))[0] for item in evidence]
+        texts = [str(hit.get("title") or ""), *_preview_texts(evidence)]
         if not evidence or any(most_in_a_sentence(text, words) >= 2 for text in texts):
             return False
     return True
@@ -447,23 +446,26 @@ def _words_apart(results: Sequence[Mapping[str, Any]], words: Sequence[str]) -> 
 
 def _holds_every_word(evidence: Sequence[Mapping[str, Any]], words: Sequence[str]) -> bool:
     """Whether a preview of a hit's evidence holds every word of the question."""
-    for item in evidence:
-        text = documents.parse_marks(str(item.get("preview") or ""))[0]
-        passage = best_passage(text, words)
-        if passage is not None and passage.matched == passage.asked:
-            return True
-    return False
+    return any(p.matched == p.asked for p in _preview_passages(evidence, words, figure=False))
 
 
 def _answers(evidence: Sequence[Mapping[str, Any]], words: Sequence[str], figure: bool) -> bool:
     """Whether a hit's evidence reads as an answer: a preview whose passage answers
     (``Passage.answers``), holding a number when the question asks for one."""
-    for item in evidence:
-        text = documents.parse_marks(str(item.get("preview") or ""))[0]
-        passage = best_passage(text, words, figure=figure)
-        if passage is not None and passage.answers and (not figure or passage.figure):
-            return True
-    return False
+    return any(p.answers and (not figure or p.figure) for p in _preview_passages(evidence, words, figure))
+
+
+def _preview_passages(
+    evidence: Sequence[Mapping[str, Any]], words: Sequence[str], figure: bool
+) -> list[Passage]:
+    """The best passage of each of a hit's evidence previews that holds a question word."""
+    found = (best_passage(text, words, figure=figure) for text in _preview_texts(evidence))
+    return [passage for passage in found if passage is not None]
+
+
+def _preview_texts(evidence: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The plain text (marks dropped) of each of a hit's evidence previews."""
+    return [documents.parse_marks(str(item.get("preview") or ""))[0] for item in evidence]
 
 
 def _mark_snippet(hit: dict[str, Any], field: str, snippet: str, words: Sequence[str]) -> None:

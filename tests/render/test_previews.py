@@ -166,7 +166,7 @@ def test_search_continuations_carry_an_unembeddable_connection() -> None:
     fetch_line = next(line for line in text.splitlines() if "no text evidence" in line)
     assert f'fetch {{"id":"message_bodies:body_2","connection_id":"{COLON}"}}' in fetch_line
     assert f"connection_id={COLON}" in text.splitlines()[1]
-    # a hit with no evidence after one with some is one line, its connection still shown
+    # a hit with no evidence after one with some is listed in brief, its connection still shown
     assert f"[3] id=message_bodies:body_3 connection_id={COLON}" in text.splitlines()
     assert "is listed in brief: fetch it by id to read it" in text
 
