@@ -1,23 +1,30 @@
 """What a person pays for an answer: model turns, characters read and RS reads per question.
 
-Plays a model that reads only text over every question of ``benchmarks/questions.json`` (each
-in a person's words, with the fact that answers it): one ``search`` as asked, then only calls
-the text spells out (the first ready ``fetch``, ``read_record_field`` or ``query_records`` call
-it has not made, newest text first; a ``search`` call only when no other is offered), at most
-three calls. A question is answered at the first call whose text holds its fact (``<mark>``
-tags and line breaks aside). Questions marked ``package`` ask a package of the Work mail and
-Acme Slack grants; the rest one grant over every stream.
+Plays a model that reads only text over every question of a question set (each in a person's
+words, with the fact that answers it; ``benchmarks/questions.json`` unless ``--questions``):
+one ``search`` as asked, then only calls the text spells out (the first ready ``fetch``,
+``read_record_field`` or ``query_records`` call it has not made, newest text first; a
+``search`` call only when no other is offered), at most three calls. A question is answered
+at the first call whose text holds its fact (``<mark>`` tags and line breaks aside).
+
+Whom a question is asked of: a set may name its grants (``"grants": {"single": token name,
+"package": [token names]}``; by default the sandbox's ``client_broad`` and the package of the
+Work mail and Acme Slack grants). Questions marked ``package`` ask the package, the rest the
+single grant; a set with ``"ask": "both"`` asks every question both ways and reports each way
+apart. A set split into ``dev`` and ``test`` (``benchmarks/questions_fresh.json``, frozen by
+``split_questions.py``) is measured on ``--split dev`` while tuning; ``--split test`` is run
+once per landed step, and it is the figure reported.
 
 Each arm runs in its own process against one sandbox RS (this tree's, in this process, over
 real HTTP), which counts the RS reads of every question. ``--against DIR`` adds the gateway of
 another checkout (e.g. this issue's start) as the baseline, in the same run.
 
-    .venv/bin/python benchmarks/questions_bench.py [--against DIR] [--rounds N]
+    .venv/bin/python benchmarks/questions_bench.py [--questions SET] [--split dev|test] [--against DIR] [--rounds N]
 
-Prints per arm: questions whose fact is in the first answer's text, within two calls, within
-three; the median and mean of characters read per answered question; RS reads per question;
-the first search's p50 (milliseconds, the median over ``--rounds`` passes); then the questions
-this tree still misses within two calls.
+Prints per arm (and per way of asking): questions whose fact is in the first answer's text,
+within two calls, within three; the median and mean of characters read per answered question;
+RS reads per question; the first search's p50 and p95 (milliseconds, each question's median
+over ``--rounds`` passes); then the questions this tree still misses within two calls.
 """
 
 from __future__ import annotations
@@ -40,11 +47,28 @@ MAX_CALLS = 3
 _CALL = re.compile(r"\b(fetch|read_record_field|query_records|search) (?=\{)")
 _TAG = re.compile(r"</?mark>")
 PACKAGE_TOKENS = ("client_work_mail", "client_chat")
+SINGLE_TOKEN = "client_broad"
 
 
-def questions(path: Path = QUESTIONS) -> list[dict[str, Any]]:
-    loaded: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["questions"]
-    return loaded
+def questions(path: Path = QUESTIONS, split: str | None = None) -> list[dict[str, Any]]:
+    """The questions to ask, in order: each once as marked (``package`` or not), or both ways
+    for a set that asks so; only those of ``split`` when given."""
+    loaded = json.loads(path.read_text(encoding="utf-8"))
+    asked: list[dict[str, Any]] = []
+    for item in loaded["questions"]:
+        if split is not None and item.get("split") != split:
+            continue
+        if loaded.get("ask") == "both":
+            asked.extend({**item, "package": way, "both_ways": True} for way in (True, False))
+        else:
+            asked.append(item)
+    return asked
+
+
+def grants(path: Path = QUESTIONS) -> tuple[str, tuple[str, ...]]:
+    """The token names a set is asked of: its single grant and its package's members."""
+    named = json.loads(path.read_text(encoding="utf-8")).get("grants") or {}
+    return str(named.get("single", SINGLE_TOKEN)), tuple(named.get("package", PACKAGE_TOKENS))
 
 
 def holds(text: str, fact: str) -> bool:
@@ -95,7 +119,7 @@ async def serve_arm(tree: Path, rs_url: str) -> None:
     tokens, members = setup["tokens"], setup["members"]
     pipeline = build_pipeline()
     async with RsClient(rs_url) as rs:
-        single = GatewayContext.for_client(rs.bind(tokens["client_broad"]), rs_url)
+        single = GatewayContext.for_client(rs.bind(tokens[setup["single"]]), rs_url)
         package = GatewayContext.for_package(
             [
                 PackageMember(
@@ -186,13 +210,14 @@ class Arm:
         return line.decode()
 
 
-def _setup() -> dict[str, Any]:
+def _setup(asked: Path = QUESTIONS) -> dict[str, Any]:
     from pdpp_gateway.sandbox.config import PRINCIPALS, TOKENS
     from pdpp_gateway.sandbox.manifests import CONNECTORS
 
     keys = {c.connection_id: k.key for k in CONNECTORS for c in k.connections}
+    single, package = grants(asked)
     members = []
-    for name in PACKAGE_TOKENS:
+    for name in package:
         principal = PRINCIPALS[name]
         connections = sorted({cid for grant in principal.streams.values() for cid in grant.connections})
         members.append(
@@ -204,11 +229,15 @@ def _setup() -> dict[str, Any]:
                 "connector_key": keys[connections[0]],
             }
         )
-    return {"tokens": dict(TOKENS), "members": members}
+    return {"tokens": dict(TOKENS), "members": members, "single": single}
 
 
 async def measure(
-    arms: Sequence[Arm], rounds: int = 1, show: str | None = None, asked: Path = QUESTIONS
+    arms: Sequence[Arm],
+    rounds: int = 1,
+    show: str | None = None,
+    asked: Path = QUESTIONS,
+    split: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Every question through every arm, RS reads counted by the sandbox; the search time is
     the median over ``rounds`` passes (answers and reads come from the first). The texts a
@@ -218,9 +247,9 @@ async def measure(
     rows: dict[str, list[dict[str, Any]]] = {arm.name: [] for arm in arms}
     async with start_sandbox() as sandbox:
         for arm in arms:
-            await arm.start(sandbox.url, _setup())
+            await arm.start(sandbox.url, _setup(asked))
         try:
-            for item in questions(asked):
+            for item in questions(asked, split):
                 for arm in arms:
                     times = []
                     first: dict[str, Any] = {}
@@ -229,7 +258,13 @@ async def measure(
                         answer = await arm.ask(item)
                         times.append(answer["search_ms"])
                         if n == 0:
-                            first = {**answer, "reads": len(sandbox.calls), "q": item["q"]}
+                            first = {
+                                **answer,
+                                "reads": len(sandbox.calls),
+                                "q": item["q"],
+                                "package": bool(item.get("package")),
+                                "both_ways": bool(item.get("both_ways")),
+                            }
                             first["chars"] = [len(text) for text in first.pop("texts")]
                             if show and show in item["q"]:
                                 print(
@@ -258,7 +293,24 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "chars_mean": statistics.mean(read) if read else 0.0,
         "reads_per_question": sum(r["reads"] for r in rows) / total,
         "search_p50_ms": statistics.median(r["search_ms"] for r in rows),
+        "search_p95_ms": _percentile([r["search_ms"] for r in rows], 0.95),
     }
+
+
+def _percentile(values: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile of ``values``."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered)) - 1))]
+
+
+def _ways(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """The rows by way of asking, when every question was asked both ways; else all as one."""
+    if not rows or not all(row["both_ways"] for row in rows):
+        return [("", list(rows))]
+    return [
+        ("as a package", [row for row in rows if row["package"]]),
+        ("as one grant", [row for row in rows if not row["package"]]),
+    ]
 
 
 def main() -> None:
@@ -266,6 +318,7 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="a checkout whose gateway is the baseline")
     parser.add_argument("--rounds", type=int, default=3, help="passes for the search timing")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the question set (JSON)")
+    parser.add_argument("--split", choices=("dev", "test"), help="only the questions of this split")
     parser.add_argument("--show", metavar="WORDS", help="print the texts read for questions containing WORDS")
     parser.add_argument("--arm", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rs", help=argparse.SUPPRESS)
@@ -277,22 +330,28 @@ def main() -> None:
     arms = [Arm("this tree", ROOT)]
     if options.against is not None:
         arms.append(Arm(f"baseline ({options.against})", options.against.resolve()))
-    rows = asyncio.run(measure(arms, options.rounds, options.show, options.questions))
+    rows = asyncio.run(measure(arms, options.rounds, options.show, options.questions, options.split))
     asked = options.questions.resolve()
     shown = asked.relative_to(ROOT) if asked.is_relative_to(ROOT) else asked
-    print(f"{len(questions(asked))} questions in a person's words ({shown}), sandbox RS")
+    split = f", {options.split} split" if options.split else ""
+    print(
+        f"{len(questions(asked, options.split))} questions in a person's words ({shown}{split}), sandbox RS"
+    )
     for name, arm_rows in rows.items():
-        s = summary(arm_rows)
-        n = int(s["questions"])
-        print(
-            f"  {name}: fact in the first answer {int(s['first'])}/{n}, within two calls {int(s['two'])}/{n}, "
-            f"within three {int(s['three'])}/{n}; characters read per answered question median "
-            f"{s['chars_median']:.0f}, mean {s['chars_mean']:.0f}; RS reads per question "
-            f"{s['reads_per_question']:.2f}; first search p50 {s['search_p50_ms']:.1f} ms"
-        )
+        for way, way_rows in _ways(arm_rows):
+            s = summary(way_rows)
+            n = int(s["questions"])
+            print(
+                f"  {name}{' ' + way if way else ''}: fact in the first answer {int(s['first'])}/{n}, "
+                f"within two calls {int(s['two'])}/{n}, within three {int(s['three'])}/{n}; characters "
+                f"read per answered question median {s['chars_median']:.0f}, mean {s['chars_mean']:.0f}; "
+                f"RS reads per question {s['reads_per_question']:.2f}; first search p50 "
+                f"{s['search_p50_ms']:.1f} ms, p95 {s['search_p95_ms']:.1f} ms"
+            )
     for row in rows["this tree"]:
         if row["answered_at"] is None or row["answered_at"] > 2:
-            print(f"  this tree, not within two calls: {row['q']}")
+            way = " (package)" if row["package"] else ""
+            print(f"  this tree, not within two calls{way}: {row['q']}")
 
 
 if __name__ == "__main__":

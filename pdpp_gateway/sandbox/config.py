@@ -85,6 +85,22 @@ _WORK_MAIL: Final = {
     name: StreamGrant((WORK,)) for name in ("messages", "threads", "message_bodies", "attachments")
 }
 _CHAT: Final = {"channels": StreamGrant(("cin_slack_acme",)), "messages": StreamGrant(("cin_slack_acme",))}
+# The corpus nobody tuned to (``corpus``): one grant per source, and one grant over all four.
+_HOME_MAIL: Final = {
+    name: StreamGrant(("cin_mail_home",)) for name in ("messages", "threads", "message_bodies", "attachments")
+}
+_ORBIT_CHAT: Final = {name: StreamGrant(("cin_slack_orbit",)) for name in ("channels", "messages")}
+_ORBIT_CODE: Final = {
+    name: StreamGrant(("cin_github_orbit",)) for name in ("repositories", "issues", "issue_comments")
+}
+_ASSISTANT: Final = {name: StreamGrant(("cin_chatgpt",)) for name in ("conversations", "messages")}
+_LIFE: Final = {
+    **_HOME_MAIL,
+    **_ORBIT_CHAT,
+    **_ORBIT_CODE,
+    **_ASSISTANT,
+    "messages": StreamGrant(("cin_mail_home", "cin_slack_orbit", "cin_chatgpt")),
+}
 
 PRINCIPALS: Final[dict[str, Principal]] = {
     "client_narrow": Principal("client", "sbx_app_narrow", "grt_narrow", _NARROW),
@@ -99,6 +115,17 @@ PRINCIPALS: Final[dict[str, Principal]] = {
     "owner": Principal("owner", "sbx_owner_cli"),
     "package": Principal(
         "mcp_package", "sbx_app_pkg", members=("client_work_mail", "client_chat"), package_id="gpk_demo"
+    ),
+    "client_home_mail": Principal("client", "sbx_app_life", "grt_home_mail", _HOME_MAIL),
+    "client_orbit_chat": Principal("client", "sbx_app_life", "grt_orbit_chat", _ORBIT_CHAT),
+    "client_orbit_code": Principal("client", "sbx_app_life", "grt_orbit_code", _ORBIT_CODE),
+    "client_assistant": Principal("client", "sbx_app_life", "grt_assistant", _ASSISTANT),
+    "client_life": Principal("client", "sbx_app_life_one", "grt_life", _LIFE),
+    "package_life": Principal(
+        "mcp_package",
+        "sbx_app_life",
+        members=("client_home_mail", "client_orbit_chat", "client_orbit_code", "client_assistant"),
+        package_id="gpk_life",
     ),
 }
 
@@ -115,6 +142,12 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "client_foreign": "client token issued for another resource (introspection aud mismatch)",
     "owner": "owner token: the whole store (refused by the gateway)",
     "package": "mcp_package token: Work mail + Acme Slack child grants",
+    "client_home_mail": "client grant: the Home mail connection (package_life child)",
+    "client_orbit_chat": "client grant: Orbit Labs Slack (package_life child)",
+    "client_orbit_code": "client grant: orbit-labs GitHub issues and comments (package_life child)",
+    "client_assistant": "client grant: ChatGPT conversations (package_life child)",
+    "client_life": "client grant: Home mail, Orbit Labs Slack and GitHub, ChatGPT in one grant",
+    "package_life": "mcp_package token: Home mail + Orbit Labs Slack + orbit-labs GitHub + ChatGPT",
 }
 
 

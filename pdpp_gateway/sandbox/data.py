@@ -14,7 +14,10 @@ data stresses the gateway on purpose:
 - real PNG and PDF blobs referenced by ``blob_ref`` fields;
 - timestamps spread over ~18 months (2025-05 .. 2026-10) for time buckets;
 - more than 100 rows in several streams (several pages), and deleted records
-  (tombstones) for ``changes_since``.
+  (tombstones) for ``changes_since``;
+- last, a second corpus written as a person's data reads (``corpus``: Home mail threads,
+  Orbit Labs Slack and GitHub issues with their comments, ChatGPT conversations), the data
+  of the question set nobody tuned to.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import random
 from datetime import timedelta
 from typing import Any
 
+from pdpp_gateway.sandbox.corpus import add_corpus
 from pdpp_gateway.sandbox.dataset import Blob, Dataset, Row
 from pdpp_gateway.sandbox.manifests import BULK, GITHUB, HR, SLACK, SPOTIFY
 from pdpp_gateway.sandbox.sample_content import (
@@ -251,6 +255,7 @@ def generate(bulk_records: int = 0) -> Dataset:
     _music(dataset, rng)
     _pay(dataset)
     add_facts(dataset)
+    add_corpus(dataset)
     if bulk_records:
         _bulk(dataset, bulk_records)
     return dataset

@@ -212,12 +212,16 @@ CHAT_MESSAGES: Final = StreamManifest(
         "text": Field(STR, "text"),
         "sent_at": Field(TIME),
         "reaction_count": Field(INT),
+        # a thread reply's parent message id (the reference names the parent's ts; these
+        # samples have no ts), and a parent's count of replies
+        "thread_ts": Field(STR),
+        "reply_count": Field(INT),
     },
     primary_key="id",
     cursor_field="sent_at",
     lexical=("text", "user_name"),
     semantic=("text",),
-    exact=("channel_id", "user_name"),
+    exact=("channel_id", "user_name", "thread_ts"),
     ranges=("sent_at", "reaction_count"),
     sum=("reaction_count",),
     min_max=("sent_at", "reaction_count"),
@@ -255,6 +259,7 @@ CODE_ISSUES: Final = StreamManifest(
         "title": Field(STR, "title"),
         "body": Field(STR, "text"),
         "state": Field(STR),
+        "user_login": Field(STR, "metadata"),
         "comments": Field(INT),
         "created_at": Field(TIME),
     },
@@ -269,6 +274,74 @@ CODE_ISSUES: Final = StreamManifest(
     group_by=("state", "repository"),
     group_by_time=("created_at",),
     count_distinct=("repository",),
+    relations=(Relation("comments", "issue_comments", "issue_id", "id"),),
+)
+# A sandbox extension: the reference's GitHub connector keeps only a count of an issue's
+# comments; here each comment is a record, as a connector that syncs the thread would keep it.
+CODE_ISSUE_COMMENTS: Final = StreamManifest(
+    name="issue_comments",
+    fields={
+        "id": Field(STR),
+        "issue_id": Field(STR),
+        "repository": Field(STR),
+        "issue_number": Field(INT),
+        "user_login": Field(STR, "metadata"),
+        "body": Field(STR, "text"),
+        "created_at": Field(TIME),
+    },
+    primary_key="id",
+    cursor_field="created_at",
+    lexical=("body", "user_login"),
+    semantic=("body",),
+    exact=("issue_id", "repository", "user_login"),
+    ranges=("created_at",),
+    min_max=("created_at",),
+    count_distinct=("user_login", "issue_id"),
+    group_by=("user_login", "repository"),
+    group_by_time=("created_at",),
+)
+ASSISTANT_CONVERSATIONS: Final = StreamManifest(
+    name="conversations",
+    fields={
+        "id": Field(STR),
+        "title": Field(STR, "title"),
+        "create_time": Field(TIME),
+        "update_time": Field(TIME),
+        "message_count_on_current_branch": Field(INT),
+    },
+    primary_key="id",
+    cursor_field="update_time",
+    semantics="mutable_state",
+    lexical=("title",),
+    semantic=("title",),
+    exact=("id",),
+    ranges=("create_time", "update_time", "message_count_on_current_branch"),
+    min_max=("create_time", "update_time"),
+    group_by_time=("create_time", "update_time"),
+    # a sandbox extension: the reference declares no expand here; its messages point back
+    # at their conversation by conversation_id all the same
+    relations=(Relation("messages", "messages", "conversation_id", "id"),),
+)
+ASSISTANT_MESSAGES: Final = StreamManifest(
+    name="messages",
+    fields={
+        "id": Field(STR),
+        "conversation_id": Field(STR),
+        "parent_id": Field(STR),
+        "role": Field(STR, "metadata"),
+        "content": Field(STR, "text"),
+        "create_time": Field(TIME),
+    },
+    primary_key="id",
+    cursor_field="create_time",
+    lexical=("content",),
+    semantic=("content",),
+    exact=("conversation_id", "role"),
+    ranges=("create_time",),
+    min_max=("create_time",),
+    count_distinct=("conversation_id",),
+    group_by=("role", "conversation_id"),
+    group_by_time=("create_time",),
 )
 MUSIC_ARTISTS: Final = StreamManifest(
     name="top_artists",
@@ -376,6 +449,11 @@ GITHUB: Final = Connection("cin_github", "octocat")
 SPOTIFY: Final = Connection("cin_spotify", "Spotify")
 HR: Final = Connection("cin_northstar", "Northstar HR")
 BULK: Final = Connection("cin_bulk", "Bulk events")
+# The corpus nobody tuned to (``corpus``): Sam's Home mail, the Orbit Labs Slack and GitHub, ChatGPT.
+MAIL_HOME: Final = Connection("cin_mail_home", "Home")
+SLACK_ORBIT: Final = Connection("cin_slack_orbit", "Orbit Labs Slack")
+GITHUB_ORBIT: Final = Connection("cin_github_orbit", "orbit-labs")
+CHATGPT: Final = Connection("cin_chatgpt", "ChatGPT")
 
 _REGISTRY = "https://registry.pdpp.dev/connectors/"
 
@@ -383,13 +461,19 @@ CONNECTORS: Final[tuple[Connector, ...]] = (
     Connector(
         "gmail",
         _REGISTRY + "gmail",
-        (MAIL_WORK, MAIL_PERSONAL),
+        (MAIL_WORK, MAIL_PERSONAL, MAIL_HOME),
         (MAIL_MESSAGES, MAIL_THREADS, MAIL_BODIES, MAIL_ATTACHMENTS),
     ),
-    Connector("slack", _REGISTRY + "slack", (SLACK,), (CHAT_CHANNELS, CHAT_MESSAGES)),
-    Connector("github", _REGISTRY + "github", (GITHUB,), (CODE_REPOSITORIES, CODE_ISSUES)),
+    Connector("slack", _REGISTRY + "slack", (SLACK, SLACK_ORBIT), (CHAT_CHANNELS, CHAT_MESSAGES)),
+    Connector(
+        "github",
+        _REGISTRY + "github",
+        (GITHUB, GITHUB_ORBIT),
+        (CODE_REPOSITORIES, CODE_ISSUES, CODE_ISSUE_COMMENTS),
+    ),
     Connector("spotify", _REGISTRY + "spotify", (SPOTIFY,), (MUSIC_ARTISTS, MUSIC_SAVED, MUSIC_PLAYED)),
     Connector("northstar-hr", "https://northstar.example/pdpp", (HR,), (HR_PAY,), provider_native=True),
+    Connector("chatgpt", _REGISTRY + "chatgpt", (CHATGPT,), (ASSISTANT_CONVERSATIONS, ASSISTANT_MESSAGES)),
 )
 BULK_CONNECTOR: Final = Connector("bulk", _REGISTRY + "bulk", (BULK,), (BULK_EVENTS,))
 

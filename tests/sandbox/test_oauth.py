@@ -122,7 +122,7 @@ async def test_consent_page_names_the_app_and_grants_only_what_was_ticked(sandbo
         assert "<Planner>" not in form.text
         assert form.buttons == ["approve", "deny"]
         assert all(form.streams.values())
-        assert len(form.streams) == 12  # every stream of every connector, all ticked
+        assert len(form.streams) == 15  # every stream of every connector, all ticked
         github = [v for v in form.streams if v.endswith("#repositories") or v.endswith("#issues")]
         status, location = await browser.submit(form, "approve", github)
     assert status == 302
