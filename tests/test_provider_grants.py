@@ -141,7 +141,9 @@ async def test_two_sandboxes_are_two_providers_with_their_own_sources(
         for connector in json.loads(listed.stdout)["data"]["connectors"]
         for entry in connector.get("granted_connections") or ()
     ]
-    assert sorted(ids) == ["cin_mail_personal_a", "cin_mail_personal_b", "cin_mail_work_a", "cin_mail_work_b"]
+    assert sorted(ids) == [
+        f"cin_mail_{name}_{provider}" for name in ("home", "personal", "work") for provider in ("a", "b")
+    ]
     routed = await asyncio.to_thread(
         run_cli,
         "call",

@@ -134,8 +134,8 @@ async def test_consent_page_names_the_app_and_grants_only_what_was_ticked(sandbo
     assert token["refresh_token"]
     assert [d["streams"] for d in token["authorization_details"]] == [
         [
-            {"name": "repositories", "instance_ids": ["cin_github"]},
-            {"name": "issues", "instance_ids": ["cin_github"]},
+            {"name": "repositories", "instance_ids": ["cin_github", "cin_github_orbit"]},
+            {"name": "issues", "instance_ids": ["cin_github", "cin_github_orbit"]},
         ]
     ]
     assert await _schema_streams(sandbox, token["access_token"]) == (200, {"repositories", "issues"})
