@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         ),
     ),
     ("reading the RS", frozenset({"rs", "context", "local_verdict"})),
-    ("tools", frozenset({"tools", "render", "package"})),
+    ("tools", frozenset({"tools", "retrieval", "render", "package"})),
     ("protocol", frozenset({"server", "resources"})),
     ("local grants", frozenset({"local", "settings"})),
     ("doors", frozenset({"fast_start", "stdio", "hosted", "sandbox"})),

@@ -1,7 +1,7 @@
 """Whether any member of one fanned-out package search found a record holding every word.
 
 A package is one person's data held under several grants, so "no record holds every word
-of the question" (``tools.search_in_words`` step 2, the turn to meaning-based search) is a
+of the question" (``retrieval.search`` step 2, the turn to meaning-based search) is a
 fact about the whole package, not about one member: when one member's first lexical page
 has hits, another member's empty page is simply empty, and its meaning-based reads would
 only add approximate hits (and RS reads) beside records that hold the words.
@@ -12,10 +12,10 @@ Contract (one ``FirstPages`` per fanned-out first page, shared by its member cal
 - ``FirstPages(members, wait, fused_limit)``: made for ``members`` member calls;
   ``fused_limit`` is each member's share of a page of meaning-based hits when the caller
   set no ``limit`` (``None`` when it did): a package's fused page holds about as many
-  approximate hits as one grant's (``search_in_words.FUSED_LIMIT``), not a share of 25
+  approximate hits as one grant's (``retrieval.search.FUSED_LIMIT``), not a share of 25
   each.
 - ``report(found)``: a member's first lexical page had hits (``True``) or not (a page
-  meeting a two-word question's words only apart counts as none: ``search_in_words``
+  meeting a two-word question's words only apart counts as none: ``retrieval.search``
   step 1). Each member reports exactly once; a member that fails or is cancelled before
   its page reports ``False`` (its caller does so in a ``finally``), so no member waits on
   one that will never answer.

@@ -29,7 +29,7 @@ Contract (for a ``search`` fanned out to several children of a package):
   whose lexical page is empty turns to meaning-based search only when every child's is,
   and then, when the caller set no ``limit``, answers its share of ``FUSED_LIMIT``.
 - Streams a question names (``stream_hints``): the children's, in member order, the streams
-  of the merged hits not offered (``tools.stream_hints.merge_stream_hints``).
+  of the merged hits not offered (``retrieval.stream_hints.merge_stream_hints``).
 """
 
 from __future__ import annotations
@@ -54,10 +54,10 @@ from pdpp_gateway.package.cursor import (
 from pdpp_gateway.package.first_pages import FirstPages
 from pdpp_gateway.render.common import RETRIEVAL
 from pdpp_gateway.render.errors import next_step
+from pdpp_gateway.retrieval.fused import FUSED_LIMIT
+from pdpp_gateway.retrieval.stream_hints import merge_stream_hints
 from pdpp_gateway.tools.args import SearchArgs, args_of
-from pdpp_gateway.tools.search_in_words import FUSED_LIMIT
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
-from pdpp_gateway.tools.stream_hints import merge_stream_hints
 
 DEFAULT_SEARCH_LIMIT: Final = 25
 ORDER: Final = "round_robin_by_child_rank"

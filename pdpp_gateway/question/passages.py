@@ -14,6 +14,7 @@ Contract (pure: text in, a span out; no I/O):
   offsets in ``text``, the matched word spans, and how many distinct question words it holds.
 - ``passage_at(text, start, end, words)`` is a span found otherwise (``meaning``'s closest
   sentence) as a ``Passage``: the question words in it marked and counted the same way.
+- ``sentence_bounds(text, start, end)`` is the span of the whole sentences a span lies in.
 - ``most_in_a_sentence(text, words)`` is the most distinct question words any one sentence
   of ``text`` holds (matched as above): words a record holds only apart are a coincidence
   more often than an answer.
@@ -112,6 +113,11 @@ def most_in_a_sentence(text: str, words: Sequence[str]) -> int:
         held.add(key)
         most, start = max(most, len(held)), first
     return most
+
+
+def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the whole sentences ``text[start:end]`` lies in."""
+    return _sentence_start(text, start), _sentence_end(text, max(start, end - 1))
 
 
 def _breaks(text: str, start: int, end: int) -> int:

@@ -42,9 +42,9 @@ from pdpp_gateway.render.common import (
     fit_rows,
     warning_lines,
 )
+from pdpp_gateway.retrieval.stream_hints import STREAM_HINTS
 from pdpp_gateway.tools.args import SearchArgs
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
-from pdpp_gateway.tools.stream_hints import STREAM_HINTS
 
 BUDGET: Final = 5_000
 MAX_HITS: Final = 8
@@ -201,7 +201,7 @@ def _fused_line(retrieval: Mapping[str, Any]) -> str:
 
 
 def _stream_hint_line(hint: Mapping[str, Any]) -> str:
-    """A stream the question names (``tools.stream_hints``), with the read that answers from it."""
+    """A stream the question names (``retrieval.stream_hints``), with the read that answers from it."""
     words = ", ".join(dumps(word) for word in hint.get("words") or ())
     fields = ", ".join(str(field) for field in hint.get("fields") or ())
     call = as_mapping(hint.get("call"))

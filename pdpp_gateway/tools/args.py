@@ -32,6 +32,7 @@ from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.ids import RecordRef, parse_handle, resolve_connection
 from pdpp_gateway.package.cursor import PackageCursor, decode, fingerprint, is_package_cursor
+from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.words import asks_for_figure, content_words
 from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward
 
@@ -100,14 +101,28 @@ class AggregateArgs(NamedTuple):
 class SearchArgs(NamedTuple):
     stream: None  # a search names streams, not one stream
     connection_id: str | None
-    mode: str | None  # None: not pinned (``tools.search_in_words``: the question's words, then fused)
+    mode: str | None  # None: not pinned (``retrieval.search``: the question's words, then fused)
     cursor: str | None
     package_cursor: PackageCursor | None  # ``cursor`` decoded, when it continues a merged page
-    text: str  # the query as asked
-    words: tuple[str, ...]  # its content words (``words.content_words``)
+    question: Question  # the query as asked, parsed once
     limit: int | None
     scope: Pairs  # the RS query but ``q``: streams, limit, cursor, connection_id, filter
     arguments: Mapping[str, Any]  # as accepted, for the text's follow-up calls
+
+    @property
+    def text(self) -> str:
+        """The query as asked."""
+        return self.question.text
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """Its content words (``words.content_words``)."""
+        return self.question.words
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """The words a text is matched against: its content words, else the query whole."""
+        return self.question.terms
 
     def with_q(self, q: str) -> Pairs:
         """The RS query searching for ``q``."""
@@ -214,8 +229,7 @@ def parse_search(arguments: Mapping[str, Any]) -> SearchArgs:
         mode=arguments.get("mode"),
         cursor=cursor,
         package_cursor=merged,
-        text=arguments["query"],
-        words=tuple(content_words(arguments["query"])),
+        question=Question.parse(arguments["query"]),
         limit=arguments.get("limit"),
         scope=(
             *forward(arguments, ("streams", "limit", "cursor", "connection_id")),

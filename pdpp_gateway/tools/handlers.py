@@ -14,7 +14,7 @@ arguments a tool accepts map one-to-one onto RS parameters. ``read_record_field`
 blob field answers (not fails) with the blob's media type, size and ``pdpp://blob/``
 resource URI, never its bytes; any other non-text field keeps the RS's 422.
 
-``search``'s handler is ``tools.search_in_words.search`` (search in a person's words: the
+``search``'s handler is ``retrieval.search.search`` (search in a person's words: the
 question's own words first, then meaning and fewer words, fused; its module contract).
 
 Merged sources: without ``connection_id`` the RS reads a stream name across every
@@ -39,13 +39,15 @@ from mcp_gateway_middleware import ToolResult, gateway_error
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef
+from pdpp_gateway.question.meaning import closest_sentence
+from pdpp_gateway.question.passages import passage_at
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
+from pdpp_gateway.retrieval.passage_reads import find_passage, window_around
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
 from pdpp_gateway.rs.memo import memoised_read
 from pdpp_gateway.tools.args import AggregateArgs, FetchArgs, FieldArgs, RecordsArgs, SchemaArgs
 from pdpp_gateway.tools.expand_gate import check_expand
-from pdpp_gateway.tools.passage_reads import find_passage, window_around
 
 NEAR_SCAN_CHARS: Final = 65_536  # how far into a field ``near`` looks (four RS windows)
 NEAR_WINDOW_CHARS: Final = 1_200
@@ -188,10 +190,19 @@ async def read_record_field(context: GatewayContext, args: FieldArgs) -> ToolRes
 
 async def _near_window(context: GatewayContext, args: FieldArgs) -> dict[str, Any]:
     """The window centred on the field's best passage for ``near`` (``passage_reads``), read
-    from the field's start, at most ``NEAR_SCAN_CHARS``; ``words_not_found`` when none occurs."""
+    from the field's start, at most ``NEAR_SCAN_CHARS``; when none of its words occurs, on
+    the sentence nearest them in meaning (``meaning.closest_sentence``: people paraphrase);
+    ``words_not_found`` only when no sentence comes near either."""
     scanned, passage = await find_passage(
         context.rs, args.ref, args.field, NEAR_SCAN_CHARS, args.near, figure=args.figure
     )
+    found_by = "words"
+    if passage is None:  # people paraphrase: the sentence nearest the words in meaning
+        span = await asyncio.to_thread(
+            closest_sentence, scanned.text, " ".join(args.near), figure=args.figure
+        )
+        passage = None if span is None else passage_at(scanned.text, *span, args.near)
+        found_by = "meaning"
     if passage is None:
         read = (
             f"the first {len(scanned.text)} of its {scanned.total}"
@@ -213,7 +224,7 @@ async def _near_window(context: GatewayContext, args: FieldArgs) -> dict[str, An
         },
         "field": {"path": args.field, "type": "string"},
         "window": window_around(scanned, passage, args.limit_chars or NEAR_WINDOW_CHARS),
-        "passage": {"words_matched": passage.matched, "words_asked": passage.asked},
+        "passage": {"words_matched": passage.matched, "words_asked": passage.asked, "found_by": found_by},
         "warnings": [],
         "provider_url": context.provider_url,
         "request_id": None,

@@ -51,7 +51,8 @@ from pdpp_gateway.render import (
     render_schema,
     render_search,
 )
-from pdpp_gateway.tools import args, checks, handlers, search_in_words, specs
+from pdpp_gateway.retrieval.search import search
+from pdpp_gateway.tools import args, checks, handlers, specs
 from pdpp_gateway.tools.args import Reads
 from pdpp_gateway.tools.specs import JSONObject, ToolSpec
 
@@ -145,7 +146,7 @@ REGISTRY: Final = Registry(
             specs.SEARCH,
             checks.SEARCH_CHECKS,
             args.parse_search,
-            search_in_words.search,
+            search,
             render_search,
             PackageRoute.SEARCH,
         ),

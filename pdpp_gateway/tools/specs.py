@@ -246,7 +246,7 @@ SEARCH: Final = ToolSpec(
                     "required": ["id", "title", "url"],
                 },
             },
-            "stream_hints": {"type": "array"},  # tools.stream_hints: ready query_records calls
+            "stream_hints": {"type": "array"},  # retrieval.stream_hints: ready query_records calls
         },
         "required": ["data", "results"],
     },

@@ -1,7 +1,7 @@
 """A question asking who sent something, or when it came, shows where the answer's first hit comes
-from (``tools.hit_origin`` through ``tools.search_in_words``): a mail's message its own sender and
+from (``retrieval.hit_origin`` through ``retrieval.search``): a mail's message its own sender and
 date, a mail's body the message it belongs to (subject, sender, date), pinned at the level of the
-RS reads and the answer text; any other question reads nothing more. ``tools.linked_streams``
+RS reads and the answer text; any other question reads nothing more. ``retrieval.linked_streams``
 finds these fields by the roles a schema declares, in this gateway's flags and in the reference's
 vocabulary, and never by a field's name.
 """
@@ -18,8 +18,8 @@ from aiohttp import web
 from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.retrieval.linked_streams import body_streams, origin_fields, parent_link
 from pdpp_gateway.rs.client import RsClient
-from pdpp_gateway.tools.linked_streams import body_streams, origin_fields, parent_link
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.upstreams import Fault, upstream_proxy
 

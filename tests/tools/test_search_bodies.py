@@ -1,5 +1,5 @@
 """A mail's message hit is a preview of a long body: the question finds the body that answers
-(``tools.body_search`` through ``tools.search_in_words`` step 3), pinned at the level of the RS
+(``retrieval.body_search`` through ``retrieval.search`` step 3), pinned at the level of the RS
 reads made and the answer text a model reads: one meaning-based search of the body streams on
 the question (within the caller's streams and connection), the best body read for its passage
 and shown as a hit of its own at the message's rank, with a read call that runs as printed;
@@ -51,7 +51,7 @@ def _printed_read(text: str, record: str) -> dict[str, Any]:
     """The read_record_field call the text prints after the passage of hit ``record``, as a
     model would copy it."""
     block = text.split(f"] id={record} ")[1].split("\n[")[0]
-    (call,) = [line.strip() for line in block.splitlines() if "read more: read_record_field {" in line]
+    call = next(line.strip() for line in block.splitlines() if "read more: read_record_field {" in line)
     arguments: dict[str, Any] = json.loads(call.removeprefix("read more: read_record_field "))
     return arguments
 

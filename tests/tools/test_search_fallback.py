@@ -1,4 +1,4 @@
-"""Questions in a person's words reach their fact (``tools.search_in_words``), pinned at the level
+"""Questions in a person's words reach their fact (``retrieval.search``), pinned at the level
 of the RS reads made and the answer text a model reads: the question's content words first; after
 an empty page, meaning-based and fewer-word hits fused; the passage of a long field found by the
 gateway where the RS shows only the field's opening. A pinned mode is exactly that mode.
@@ -16,9 +16,9 @@ from mcp_gateway_middleware import ToolCall
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.question.words import content_words
 from pdpp_gateway.render.common import WORDS_ONLY_APART
+from pdpp_gateway.retrieval.stream_hints import stream_hints
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
-from pdpp_gateway.tools.stream_hints import stream_hints
 from tests.package.helpers import mail_and_chat
 from tests.upstreams import upstream_proxy
 
@@ -56,7 +56,7 @@ async def test_a_question_searches_its_content_words_first(shared_sandbox: Any) 
 async def test_the_lisbon_deposit_is_found_in_a_person_s_words(shared_sandbox: Any) -> None:
     result, reads = await _search(shared_sandbox, query=LISBON)
     # the content words, then (together) meaning-based search, the two most distinctive words
-    # and the grant's schema (for the streams the question names: ``tools.stream_hints``)
+    # and the grant's schema (for the streams the question names: ``retrieval.stream_hints``)
     assert reads[0] == ("/v1/search", "pay Lisbon apartment deposit")
     assert sorted(reads[1:]) == [
         SCHEMA_READ,
@@ -93,7 +93,7 @@ async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sa
     assert second["id"] == "cin_mail_work/messages:msg_long_porto_trip"
     assert first["id"] == "cin_mail_work/message_bodies:body_porto_trip"
     assert reads[-3:] == [("/v1/search/hybrid", SEAT), (PORTO_BODY, "0"), (PORTO_BODY, "16384")]
-    (evidence,) = first["evidence"]
+    evidence = first["evidence"][0]  # the best of its answer windows
     assert evidence["provenance"] == "passage"
     assert evidence["at_chars"] > 20_000  # deep in the body, past the decoys
     assert evidence["read"]["arguments"]["offset_chars"] == evidence["at_chars"] - 300
@@ -102,23 +102,15 @@ async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sa
     assert "<mark>seat</mark> 22A" in result.text
 
 
-async def test_a_weak_passage_has_the_next_long_hit_read(shared_sandbox: Any) -> None:
+async def test_a_body_read_for_its_windows_shows_the_appointment_once(shared_sandbox: Any) -> None:
     result, reads = await _search(shared_sandbox, query="am I seeing the dentist soon")
-    first, second = result.structured["results"][:2]
+    first = result.structured["results"][0]
     assert first["id"] == "cin_mail_work/message_bodies:body_dentist"
-    # its passage by words holds one word of three ("seeing"): the next hit, the mail's
-    # message, is looked at too, after it: the body stream searched on the question
-    weak = first["evidence"][0]
-    assert weak["words_matched"] * 2 < weak["words_asked"]
-    assert second["id"] == "cin_mail_work/messages:msg_long_dentist"
-    body_search = ("/v1/search/hybrid", "am I seeing the dentist soon")
-    assert reads.count(body_search) == 2  # the question's own, then the body streams'
-    paths = [path for path, _ in reads]
-    assert paths.index(_window(first)) < len(reads) - 1 - reads[::-1].index(body_search)
-    # the sentence nearest in meaning is the appointment, shown with the weak one
-    assert "14 April at 09:30" in first["evidence"][1]["preview"]
-    # the body found is hit 1, read already: not read again, nor shown a second time
-    assert paths.count(_window(first)) == 2  # its two windows, once
+    # "when" is not said, but "soon" asks for a date: the window holding the appointment's date
+    # is among the two shown, chosen sentence by sentence (meaning, rare words, a date)
+    assert any("14 April at 09:30" in each["preview"] for each in first["evidence"])
+    # the body found is hit 1, read already: its two windows read once, shown once
+    assert [path for path, _ in reads].count(_window(first)) == 2
     assert result.text.count("14 April at 09:30") == 1
 
 
@@ -168,10 +160,12 @@ async def test_a_first_page_whose_snippet_lacks_a_word_reads_that_field(shared_s
     # characters in, with no "bring": the field is read from its start, and the first window holds
     # every word ("... the cost and what to bring are below")
     assert reads == [("/v1/search", "bring school trip"), (trip, "0")]
-    evidence = result.structured["results"][0]["evidence"][0]
-    assert "what to <mark>bring</mark> are below" in evidence["preview"]
-    # its read more opens the window that lists what to bring
-    arguments = evidence["read"]["arguments"]
+    # its two answer windows: the densest on the question's rarer words, and the list of what
+    # to bring, which follows the line that introduces it
+    (listed,) = [e for e in result.structured["results"][0]["evidence"] if "packed lunch" in e["preview"]]
+    assert "What to <mark>bring</mark>. Please give your child a packed lunch" in listed["preview"]
+    # its read more opens around that window
+    arguments = listed["read"]["arguments"]
     async with RsClient(shared_sandbox.url) as rs:
         context = GatewayContext.for_client(
             rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url
@@ -183,15 +177,15 @@ async def test_a_first_page_whose_snippet_lacks_a_word_reads_that_field(shared_s
     assert reads == [("/v1/search", "school trip Sintra")]
 
 
-async def test_the_sentence_nearest_in_meaning_shows_when_the_best_lacks_words(shared_sandbox: Any) -> None:
+async def test_the_window_that_answers_in_other_words_comes_first(shared_sandbox: Any) -> None:
     result, _ = await _search(shared_sandbox, query="what did the mechanic charge me last time")
     first = result.structured["results"][0]
     assert first["id"] == "cin_mail_work/message_bodies:body_car_service"
-    by_words, by_meaning = first["evidence"]
-    # by words, "time" in the opening; the answer says "repair cost": shown after it
-    assert "340 EUR" not in by_words["preview"]
-    assert "the repair cost 340 EUR" in by_meaning["preview"]
-    assert by_meaning["read"]["arguments"]["offset_chars"] == by_meaning["at_chars"] - 300
+    best = first["evidence"][0]
+    # the answer says "the repair cost", not "charge": its amount and its meaning choose it
+    # ahead of the opening, which repeats "time"
+    assert "the repair cost 340 EUR" in best["preview"]
+    assert best["read"]["arguments"]["offset_chars"] == best["at_chars"] - 300
     assert "340 EUR" in result.text
 
 
@@ -216,6 +210,27 @@ async def test_read_record_field_near_lands_on_the_passage(shared_sandbox: Any) 
     assert f"match at {window['match_start_chars']}" in result.text
     assert absent.is_error
     assert absent.text.startswith("Error words_not_found: None of the words zebra occurs in body_text")
+
+
+async def test_a_near_read_in_other_words_lands_on_the_sentence_nearest_in_meaning(
+    shared_sandbox: Any,
+) -> None:
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(
+            rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url
+        )
+        arguments = {
+            "id": "cin_mail_work/message_bodies:body_porto_trip",
+            "field": "body_text",
+            "near": "which chair on the aircraft",  # neither word is in the mail: people paraphrase
+        }
+        result = await build_pipeline()(ToolCall("read_record_field", arguments, context))
+    assert not result.is_error, result.text
+    assert result.structured["passage"]["found_by"] == "meaning"
+    window = result.structured["window"]
+    sentence = "Your Porto booking confirmation code is QX7P2M for seat 22A on the morning flight."
+    assert sentence in window["text"]  # whole: the window never ends inside it
+    assert window["start_chars"] <= window["match_start_chars"] < window["end_chars"]
 
 
 async def test_a_pinned_mode_is_exactly_that_mode(shared_sandbox: Any) -> None:
@@ -291,7 +306,8 @@ async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path:
     async with contextlib.AsyncExitStack() as stack:
         context = await caller_context(stack, members, tmp_path)
         merged = await build_pipeline()(ToolCall("search", {"query": QUESTION}, context))
-        seat = await build_pipeline()(ToolCall("search", {"query": SEAT}, context))
+        # the passage's own words (the package's Home mail speaks of other flights and seats)
+        seat = await build_pipeline()(ToolCall("search", {"query": "my seat on the Porto flight"}, context))
         pinned = await build_pipeline()(ToolCall("search", {"query": QUESTION, "mode": "lexical"}, context))
         schema = await build_pipeline()(ToolCall("schema", {}, context))
     # a local package of client grants says what its caller is (it said mcp_package)
@@ -308,7 +324,7 @@ async def test_each_member_of_a_package_fuses_on_its_own(sandbox: Any, tmp_path:
     assert "retrieval" not in pinned.structured
 
 
-# --- streams the question names: a ready query_records call (``tools.stream_hints``) ---------
+# --- streams the question names: a ready query_records call (``retrieval.stream_hints``) ---------
 
 PAYSLIP = "What was my take-home pay on my most recent payslip?"
 EARLIEST = "What was my gross salary on the earliest payslip I have?"

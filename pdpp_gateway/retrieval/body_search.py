@@ -28,9 +28,9 @@ from typing import Any, Final
 
 from pdpp_gateway.context import RsReader
 from pdpp_gateway.documents import TITLE_FIELDS
+from pdpp_gateway.retrieval.linked_streams import BodyStream
 from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.tools.args import Pairs
-from pdpp_gateway.tools.linked_streams import BodyStream
 
 # the restricted search's hits: the best one is read unless a scan read it or a hit shows its
 # evidence already (then the search found nothing new: a second candidate, tried on

@@ -28,9 +28,9 @@ from typing import Any
 from pdpp_gateway.context import RsReader
 from pdpp_gateway.ids import RecordRef, format_handle
 from pdpp_gateway.render.common import as_mapping
+from pdpp_gateway.retrieval.linked_streams import origin_fields, parent_link
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.rs.errors import RsError
-from pdpp_gateway.tools.linked_streams import origin_fields, parent_link
 
 
 async def add_origin(rs: RsReader, schema: Mapping[str, Any] | None, hit: dict[str, Any]) -> None:

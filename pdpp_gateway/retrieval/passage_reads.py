@@ -13,12 +13,13 @@ Contract:
   passage holds every one of ``words`` (then the rest is not read) and answers what it read
   with its best passage (``passages.best_passage``, ``None`` when no word occurs), each text
   read ranked once: a first window that holds every word is not ranked again.
-- ``passage_evidence(scanned, passage, naming, field)`` is the search-hit evidence for that
-  passage: its marked preview, where it lies (``at_chars`` of ``total_chars``),
-  ``provenance: "passage"`` and the ``read_record_field`` arguments whose window is centred
-  on it.
+- ``window_evidence(scanned, window, naming, field)`` is the search-hit evidence for an answer
+  window (``sentences.answer_windows``): its marked preview, where it lies (``at_chars`` of
+  ``total_chars``), ``provenance: "passage"`` and the ``read_record_field`` arguments that open
+  around it.
 - ``window_around(scanned, passage, limit_chars)`` is the field-window answer centred on a
-  passage, in the RS's own window shape (offsets, ``has_more``, next/previous offsets and
+  passage, holding its sentences whole where they fit (never ending inside the sentence it
+  was aimed at), in the RS's own window shape (offsets, ``has_more``, next/previous offsets and
   the match span), so ``read_record_field`` renders it as any other window.
 """
 
@@ -32,7 +33,8 @@ from typing import Any, Final
 from pdpp_gateway.context import RsReader
 from pdpp_gateway.documents import CONTEXT_CHARS
 from pdpp_gateway.ids import RecordRef
-from pdpp_gateway.question.passages import Passage, best_passage
+from pdpp_gateway.question.passages import Passage, best_passage, sentence_bounds
+from pdpp_gateway.question.sentences import Window
 from pdpp_gateway.render.common import as_mapping
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.rs.errors import RsProtocolError
@@ -40,6 +42,7 @@ from pdpp_gateway.tools.specs import MAX_WINDOW_CHARS
 
 WINDOW_CHARS: Final = MAX_WINDOW_CHARS
 PREVIEW_CHARS: Final = 260
+READ_AROUND_CHARS: Final = 1_200  # an answer window's read-more: the window and what surrounds it
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,38 +109,48 @@ async def find_passage(
     return scanned, best_passage(scanned.text, words, figure=figure)
 
 
-def passage_evidence(
-    scanned: ScannedField, passage: Passage, naming: Mapping[str, str], field: str
+def window_evidence(
+    scanned: ScannedField, window: Window, naming: Mapping[str, str], field: str
 ) -> dict[str, Any]:
-    """The hit evidence of ``passage`` in the scanned field."""
+    """The hit evidence of an answer window of the scanned field, with the read that opens
+    around it (``READ_AROUND_CHARS``, from a little before it)."""
     return {
         "field": field,
-        "preview": passage.preview(scanned.text, PREVIEW_CHARS),
+        "preview": window.preview(scanned.text),
         "truncated": True,
         "provenance": "passage",
-        "at_chars": passage.start,
+        "at_chars": window.start,
         "total_chars": scanned.total,
-        "words_matched": passage.matched,
-        "words_asked": passage.asked,
+        "words_matched": window.matched,
+        "words_asked": window.asked,
         "read": {
             "tool": "read_record_field",
             "arguments": {
                 **naming,
                 "field": field,
-                "offset_chars": max(0, passage.start - CONTEXT_CHARS),
-                "limit_chars": 3 * CONTEXT_CHARS,
+                "offset_chars": max(0, window.start - CONTEXT_CHARS),
+                "limit_chars": READ_AROUND_CHARS,
             },
         },
     }
 
 
 def window_around(scanned: ScannedField, passage: Passage, limit_chars: int) -> dict[str, Any]:
-    """The field window of ``limit_chars`` centred on ``passage``, in the RS's window shape."""
+    """The field window of ``limit_chars`` centred on ``passage``, in the RS's window shape,
+    holding the passage's sentences whole where they fit."""
+    text = scanned.text
     middle = (passage.start + passage.end) // 2
-    start = max(0, min(middle - limit_chars // 2, len(scanned.text) - limit_chars))
-    end = min(len(scanned.text), start + limit_chars)
+    start = max(0, min(middle - limit_chars // 2, len(text) - limit_chars))
+    end = min(len(text), start + limit_chars)
+    first, last = sentence_bounds(text, passage.start, passage.end)
+    if last - first <= limit_chars:  # slide the window over the whole sentence, not past it
+        if first < start:
+            start, end = first, min(len(text), first + limit_chars)
+        elif last > end:
+            end = last
+            start = max(0, last - limit_chars)
     return {
-        "text": scanned.text[start:end],
+        "text": text[start:end],
         "start_chars": start,
         "end_chars": end,
         "limit_chars": limit_chars,

@@ -1,0 +1,46 @@
+"""A question as a person asked it, parsed once: what every retrieval step reads of it.
+
+Contract: ``Question.parse(text)`` reads the text once (``words``) and answers a frozen record
+of what the steps of a search ask of a question: its content words, the words matched when it
+has none (``terms``: the whole question), whether it asks for a figure or for who sent
+something and when, and its most distinctive words for a relaxed search or an aimed read
+(``distinctive``). No step parses the question again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdpp_gateway.question.words import (
+    RELAXED_WORDS,
+    asks_for_figure,
+    asks_who_or_when,
+    content_words,
+    most_distinctive,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    text: str  # as asked
+    words: tuple[str, ...]  # its content words, in order, each once
+    figure: bool  # it asks for a number, an amount, a time or a code
+    who_or_when: bool  # it asks who sent or made something, or when it came
+
+    @classmethod
+    def parse(cls, text: str) -> Question:
+        return cls(
+            text=text,
+            words=tuple(content_words(text)),
+            figure=asks_for_figure(text),
+            who_or_when=asks_who_or_when(text),
+        )
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """The words a text is matched against: the content words, else the question whole."""
+        return self.words or (self.text,)
+
+    def distinctive(self, count: int = RELAXED_WORDS) -> tuple[str, ...]:
+        """Its ``count`` most distinctive content words, in the question's order."""
+        return tuple(most_distinctive(self.words, count))

@@ -1,0 +1,149 @@
+"""One scorer of sentences against a question, and the windows of a text that carry its answer.
+
+Contract (plain text in, scores and spans out; no I/O but the embedding model ``meaning`` loads
+once; CPU-bound, call it from a thread in a server):
+
+- ``score_sentences(question, pieces, weights)``: each sentence's score against the question,
+  the one rule every ranking here uses: ``MEANING`` x its cosine similarity to the question
+  (WordLlama, ``meaning.embedding_model``; 0 when the model cannot load), plus ``WORDS`` x the
+  share of the question's word weight it holds (``weights``: each question word's stem, weighted
+  by its rarity in the collection being ranked; matched by ``words.stem``), plus ``KIND`` when
+  it holds a value of the kind the question asks for (``answer_type``: an amount for "how
+  much", a time or a date for "when", an identifier for "which version").
+- ``rarity(question, collection)``: those weights, BM25's inverse document frequency of each
+  question word's stem over ``collection`` (each item a list of texts: a document).
+- ``answer_windows(question, text, count, width)``: the ``count`` best sentences of ``text``
+  (``meaning.sentences``; rarity over the text's own sentences), each as a ``Window`` that
+  starts a little before it (``BACK_CHARS``) and runs ``width`` characters on from its start
+  (an answer follows the line that introduces it: "we confirm the appointment:" then "Date:
+  Tuesday 14 April at 16:40"), whole when the sentence is longer (at most ``MAX_CHARS``), cut
+  at word boundaries, no two overlapping, best first. A window never ends inside the sentence
+  it was chosen for, unless that sentence alone is over ``MAX_CHARS``.
+- ``Window.preview(text)``: the window on one line, the question's words in ``<mark>`` tags,
+  ``…`` where the text goes on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from pdpp_gateway.question.answer_type import asked_kinds, holds_asked
+from pdpp_gateway.question.asked import Question
+from pdpp_gateway.question.meaning import embedding_model, sentences
+from pdpp_gateway.question.words import WORD, stands_for, stem
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+MEANING: Final = 0.5
+WORDS: Final = 0.5
+KIND: Final = 0.3
+WINDOW_CHARS: Final = 400
+BACK_CHARS: Final = 60
+MAX_CHARS: Final = 700
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    start: int
+    end: int
+    sentence: tuple[int, int]  # the sentence it was chosen for
+    score: float
+    marks: tuple[tuple[int, int], ...]  # the question's words inside it
+    matched: int  # distinct question words inside it
+    asked: int  # distinct question words looked for
+
+    def preview(self, text: str) -> str:
+        parts = ["…" if self.start > 0 else ""]
+        position = self.start
+        for first, last in self.marks:
+            parts.extend((text[position:first], f"<mark>{text[first:last]}</mark>"))
+            position = last
+        parts.extend((text[position : self.end], "…" if self.end < len(text) else ""))
+        return " ".join("".join(parts).split())
+
+
+def rarity(question: Question, collection: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Each question word's stem, weighted by BM25's idf over ``collection``."""
+    wanted = {stem(word) for word in question.terms}
+    found = dict.fromkeys(wanted, 0)
+    for texts in collection:
+        for key in {key for text in texts for key in _stems_in(text, wanted)}:
+            found[key] += 1
+    count = len(collection)
+    return {key: math.log(1 + (count - df + 0.5) / (df + 0.5)) for key, df in found.items()}
+
+
+def score_sentences(
+    question: Question, pieces: Sequence[str], weights: dict[str, float]
+) -> npt.NDArray[np.float64]:
+    """Each sentence's score against ``question`` (see the module contract)."""
+    import numpy as np
+
+    if not pieces:
+        return np.zeros(0)
+    total = sum(weights.values()) or 1.0
+    held = np.array([sum(weights[key] for key in _stems_in(piece, set(weights))) / total for piece in pieces])
+    kinds = asked_kinds(question.text)
+    typed = np.array([1.0 if kinds and holds_asked(piece, kinds) else 0.0 for piece in pieces])
+    model = embedding_model()
+    if model is None:
+        meaning = np.zeros(len(pieces))
+    else:
+        asked = model.embed([question.text], norm=True)[0]
+        meaning = np.clip(model.embed(list(pieces), norm=True) @ asked, 0.0, None)
+    scores: npt.NDArray[np.float64] = MEANING * meaning + WORDS * held + KIND * typed
+    return scores
+
+
+def answer_windows(question: Question, text: str, count: int = 2, width: int = WINDOW_CHARS) -> list[Window]:
+    """The ``count`` windows of ``text`` that best carry the answer (see the module contract)."""
+    spans = sentences(text)
+    pieces = [text[start:end] for start, end in spans]
+    weights = rarity(question, [[piece] for piece in pieces])
+    scores = score_sentences(question, pieces, weights)
+    wanted = set(weights)
+    chosen: list[Window] = []
+    for index in sorted(range(len(spans)), key=lambda i: -float(scores[i])):
+        if len(chosen) >= count:
+            break
+        first, last = spans[index]
+        start = _word_start(text, max(0, first - BACK_CHARS), first)
+        end = _word_end(text, min(len(text), max(first + width, min(last, first + MAX_CHARS))), last)
+        if any(start < other.end and other.start < end for other in chosen):
+            continue
+        marks = tuple(
+            (match.start(), match.end())
+            for match in WORD.finditer(text, start, end)
+            if stands_for(stem(match.group()), wanted) is not None
+        )
+        matched = len(_stems_in(text[start:end], wanted))
+        chosen.append(Window(start, end, spans[index], float(scores[index]), marks, matched, len(wanted)))
+    return chosen
+
+
+def _stems_in(text: str, wanted: set[str]) -> set[str]:
+    held = set()
+    for match in WORD.finditer(text):
+        key = stands_for(stem(match.group()), wanted)
+        if key is not None:
+            held.add(key)
+    return held
+
+
+def _word_start(text: str, position: int, limit: int) -> int:
+    """``position`` moved on to the start of a word (never past ``limit``)."""
+    while 0 < position < limit and not text[position - 1].isspace():
+        position += 1
+    return position
+
+
+def _word_end(text: str, position: int, least: int) -> int:
+    """``position`` moved back to the end of a word (never before ``least``)."""
+    while least < position < len(text) and not text[position].isspace():
+        position -= 1
+    return position

@@ -1,0 +1,232 @@
+"""Evidence that answers: the answer windows of the best cut hits, read while no better hit answers.
+
+Contract (step 3 of ``retrieval.search``; each read a GET through the caller's client, a
+failed read leaving the hit as it was):
+
+- ``add_evidence(context, hits, args, schema, searched, meaning)``: the best-ranked hit whose
+  long field the RS cut (a meaning-based hit, or a relaxed lexical hit whose snippet does not
+  read as an answer: ``previews.answers``), when no better-ranked hit shows evidence that reads
+  as an answer, has that field read (``read_passages``, at most ``SCAN_CHARS``, its first
+  window alone when one stretch of it holds every word) and its ``ANSWER_WINDOWS`` windows
+  that best carry the answer shown (``sentences.answer_windows``: sentence by sentence, by
+  meaning, rare words and the kind of value asked for), each with the call that reads around
+  it. While the best window is weak (under half the question's words, and no number a figure
+  question asks for), the next such hit is read the same way, at most ``MAX_SCANS`` in all,
+  never one record twice; a strong window ends the reads. A hit whose snippet is the whole
+  short field shows it marked (``previews.mark_snippet``); every other cut hit carries
+  ``read_near``, the ``read_record_field`` call aimed at the question. The best-ranked short hit whose stream has a body stream in the grant's
+  schema (``linked_streams.body_streams``: a mail's message and its body, an issue and its
+  comments, a conversation and its messages) and whose title does not answer has, in its
+  rank's turn and counted among the ``MAX_SCANS``, the body streams searched on the question
+  by the meaning-based mode (``scan_bodies``: 1 read, within the caller's ``streams`` and
+  ``connection_id``, none under a ``filter``); the body found is read as above and, when it
+  shows evidence, stands as a hit of its own at that short hit's rank.
+- ``first_passage(context, top, args)``: step 1's exception: a first lexical hit whose snippet
+  of a long field lacks some of the question's words (a figure question: shows no figure
+  beside half its words; a who/when question reads its origin instead) has that field read
+  for its passages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Final
+
+from pdpp_gateway import documents
+from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.ids import RecordRef
+from pdpp_gateway.question.asked import Question
+from pdpp_gateway.question.passages import Passage, best_passage
+from pdpp_gateway.question.sentences import answer_windows
+from pdpp_gateway.retrieval.body_search import search_bodies, text_field
+from pdpp_gateway.retrieval.linked_streams import BodyStream, body_streams
+from pdpp_gateway.retrieval.pages import SEARCH_PATHS, naming, page_hits
+from pdpp_gateway.retrieval.passage_reads import scan_field, window_evidence
+from pdpp_gateway.retrieval.previews import answers, holds_every_word, mark_snippet
+from pdpp_gateway.rs.errors import RsError
+from pdpp_gateway.tools.args import SearchArgs
+
+SCAN_CHARS: Final = 32_768  # two RS windows
+MAX_SCANS: Final = 2  # cut hits read for a passage, the next only while the last one's was weak
+ANSWER_WINDOWS: Final = 2  # windows shown of a text read for them
+
+
+async def add_evidence(
+    context: GatewayContext,
+    hits: list[dict[str, Any]],
+    args: SearchArgs,
+    schema: Mapping[str, Any] | None,
+    searched: list[dict[str, Any]],
+    meaning: str | None,
+) -> None:
+    """Step 3 of the module contract: passages of the best cut hits (or of the body the
+    question finds by the ``meaning`` mode for the best bare hit, its search added to
+    ``searched``) while no better one answers, marked short snippets, and the aimed call for
+    every other hit whose field was cut."""
+    words = args.words or (args.text,)
+    figure = args.question.figure
+    scans: list[Callable[[], Awaitable[Passage | None]]] = []  # in rank order
+    shown = False  # whether a better-ranked hit already shows evidence that reads as an answer
+    bodied = False  # whether a body search is already among the scans
+    read: set[str] = set()  # the hits whose field a scan read
+    bodies_of: dict[tuple[object, object], list[BodyStream]] = {}  # per stream and connection
+
+    def scan(hit: dict[str, Any], field: str) -> None:
+        async def once() -> Passage | None:
+            if hit.get("id") in read:  # the body search already read it, and moved it up
+                return None
+            read.add(str(hit.get("id")))
+            return await read_passages(context, hit, naming(hit), field, words, args.text, figure=figure)
+
+        scans.append(once)
+
+    for hit in hits:
+        evidence = hit.get("evidence") or []
+        if evidence:  # the relaxed lexical search's own snippet of a field
+            if answers(evidence, words, figure):
+                shown = True
+            elif not shown and len(scans) < MAX_SCANS and evidence[0].get("truncated"):
+                scan(hit, str(evidence[0].get("field")))
+            continue
+        if not hit.get("matched_fields"):
+            continue
+        field = str(hit["matched_fields"][0])
+        snippet = str(hit.get("snippet") or "")
+        if not snippet.endswith("…"):
+            mark_snippet(hit, field, snippet, words)
+            titled = answers([{"preview": hit.get("title")}], words, figure)
+            where = (hit.get("stream"), hit.get("connection_id"))
+            if where not in bodies_of:  # the grant's schema projected once per stream
+                bodies_of[where] = searchable_bodies(schema, hit, args)
+            bodies = bodies_of[where]  # its snippet previews a body
+            if meaning and bodies and not (shown or bodied or titled) and len(scans) < MAX_SCANS:
+                bodied = True
+                scans.append(partial(scan_bodies, context, hit, bodies, hits, args, searched, read, meaning))
+            shown = shown or titled or (not bodies and answers(hit.get("evidence") or [], words, figure))
+            continue
+        hit["read_near"] = {
+            "tool": "read_record_field",
+            "arguments": {**naming(hit), "field": field, "near": args.text},
+        }
+        if not shown and len(scans) < MAX_SCANS:
+            scan(hit, field)
+    for each in scans:  # one after another: a strong passage ends the scans
+        passage = await each()
+        if passage is not None and passage.answers:
+            break
+
+
+async def first_passage(context: GatewayContext, top: dict[str, Any], args: SearchArgs) -> None:
+    """Step 1's exception: a first hit whose snippet of a long field lacks some of the
+    question's words (a figure question: shows no figure beside half its words; a who/when
+    question reads the hit's origin instead, step 5) has that field read for its passages
+    (``read_passages``; the RS's snippet stays when none is found)."""
+    figure = args.question.figure
+    words = args.words or (args.text,)
+    evidence = top.get("evidence") or []
+    if not (evidence and evidence[0].get("truncated")):
+        return
+    if figure and answers(evidence, words, figure):
+        return
+    if not figure and (args.question.who_or_when or holds_every_word(evidence, words)):
+        return
+    await read_passages(
+        context, top, naming(top), str(evidence[0].get("field")), words, args.text, figure=figure
+    )
+
+
+def searchable_bodies(
+    schema: Mapping[str, Any] | None, hit: Mapping[str, Any], args: SearchArgs
+) -> list[BodyStream]:
+    """The body streams of ``hit``'s stream (``linked_streams.body_streams``) that the search
+    may read: among the caller's ``streams`` when it named some, none when it set a filter
+    (a filter names one stream)."""
+    connection = hit.get("connection_id")
+    if not isinstance(connection, str) or any(name == "filter" for name, _ in args.scope):
+        return []
+    bodies = body_streams(schema, str(hit.get("stream")), connection)
+    named = {value for name, value in args.scope if name == "streams"}
+    return [body for body in bodies if body.name in named] if named else bodies
+
+
+async def scan_bodies(
+    context: GatewayContext,
+    hit: dict[str, Any],
+    bodies: Sequence[BodyStream],
+    hits: list[dict[str, Any]],
+    args: SearchArgs,
+    searched: list[dict[str, Any]],
+    read: set[str],
+    mode: str,
+) -> Passage | None:
+    """The body streams searched on the question by the meaning-based ``mode``
+    (``body_search.search_bodies``, within the caller's ``connection_id`` when it set one,
+    the search added to ``searched``); the body found, unless a scan read it or a hit
+    already shows its evidence, is read as ``read_passages`` reads a field (its snippet marked when
+    it is the whole field) and, when it shows evidence, placed in ``hits`` at ``hit``'s rank
+    (an entry of it further down moves up). Answers its passage found by words (``None``: a
+    failed search, no new body, or no passage in it)."""
+    words, figure = args.words or (args.text,), args.question.figure
+    within = tuple(pair for pair in args.scope if pair[0] == "connection_id")
+    try:
+        response = await search_bodies(context.rs, bodies, args.text, SEARCH_PATHS[mode], within)
+    except RsError:
+        return None
+    found = page_hits(context, response)
+    names = [body.name for body in bodies]
+    searched.append({"mode": mode, "query": args.text, "streams": names, "hits": len(found)})
+    shown = read | {str(each.get("id")) for each in hits if each.get("evidence")}
+    body = found[0] if found else None
+    field = None if body is None else text_field(bodies, body)
+    if body is None or field is None or body.get("id") in shown:
+        return None
+    body["found_by"] = [mode]
+    read.add(str(body["id"]))
+    snippet = str(body.get("snippet") or "")
+    if snippet and not snippet.endswith("…"):  # a short body: the RS showed all of it
+        mark_snippet(body, field, snippet, words)
+        passage = best_passage(documents.parse_marks(snippet)[0], words, figure=figure)
+    else:
+        passage = await read_passages(context, body, naming(body), field, words, args.text, figure=figure)
+    if body.get("evidence"):
+        hits[:] = [each for each in hits if each.get("id") != body["id"]]
+        hits.insert(next(n for n, each in enumerate(hits) if each is hit), body)
+    return passage
+
+
+async def read_passages(
+    context: GatewayContext,
+    hit: dict[str, Any],
+    naming: Mapping[str, str],
+    field: str,
+    words: Sequence[str],
+    question: str,
+    *,
+    figure: bool,
+) -> Passage | None:
+    """The hit's field read (at most ``SCAN_CHARS``; only its first window when a stretch of it
+    holds every one of ``words``), its ``ANSWER_WINDOWS`` windows that best
+    carry the answer (``sentences.answer_windows``, in a thread) set as its evidence. Answers
+    the best as a passage (``None``: nothing read, or the read failed)."""
+    ref = RecordRef(str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id"))
+    try:  # a first window that holds every word of the question in one stretch will do
+        scanned = await scan_field(context.rs, ref, field, SCAN_CHARS, enough=partial(_holds_all, words))
+    except RsError:
+        return None
+    asked = Question.parse(question)
+    windows = await asyncio.to_thread(answer_windows, asked, scanned.text, ANSWER_WINDOWS)
+    if not windows:
+        return None
+    hit["evidence"] = [window_evidence(scanned, window, naming, field) for window in windows]
+    hit.pop("read_near", None)
+    best = windows[0]
+    numbered = figure and any(char.isdigit() for char in scanned.text[best.start : best.end])
+    return Passage(best.start, best.end, best.marks, best.matched, best.asked, figure=numbered)
+
+
+def _holds_all(words: Sequence[str], text: str) -> bool:
+    """Whether one stretch of ``text`` holds every one of ``words`` (``passages.best_passage``)."""
+    passage = best_passage(text, words)
+    return passage is not None and passage.matched == passage.asked

@@ -1,0 +1,123 @@
+"""Meaning and fewer words after an empty page, fused: the second way a question finds its records.
+
+Contract (step 2 of ``retrieval.search``): concurrently, the meaning-based mode the RS
+publishes (``pages.meaning_mode``) on the question as asked and, when the question has more
+than ``RELAXED_WORDS`` content words, lexical search on its most distinctive ones. The lists
+(with a first page whose words met apart, leading) are fused by reciprocal rank fusion
+(``RRF_K``): a record both found rises, each record once, ties to the earlier list, at most
+``limit`` hits (``FUSED_LIMIT`` when the caller set none; a package member answers its share).
+Either read failing leaves the other's hits; both failing is the meaning read's error. Then
+evidence (``evidence.add_evidence``), the first hit's origin for a who/when question, and
+the page ordered by the one judge (``order``). A fused page has no cursor (its lists page
+differently): the text offers the lexical search that pages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, Final
+
+from mcp_gateway_middleware import ToolResult
+
+from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.question.words import RELAXED_WORDS
+from pdpp_gateway.render.common import NO_RECORD_HAS_EVERY_WORD, WORDS_ONLY_APART
+from pdpp_gateway.retrieval.evidence import add_evidence
+from pdpp_gateway.retrieval.hit_origin import add_origin
+from pdpp_gateway.retrieval.pages import SEARCH_PATHS, envelope, meaning_mode, page_hits
+from pdpp_gateway.rs.client import RsResponse
+from pdpp_gateway.tools.args import SearchArgs
+
+RRF_K: Final = 60
+FUSED_LIMIT: Final = 10  # a fused page's hits when the caller set no limit
+
+
+async def fused(
+    context: GatewayContext,
+    args: SearchArgs,
+    schema: Awaitable[Mapping[str, Any] | None],
+    first: tuple[str, RsResponse, list[dict[str, Any]]] | None,
+) -> ToolResult | None:
+    """Meaning and fewer words after an empty page, or beside a ``first`` page whose
+    words are apart (its query, response and hits), fused, with passages (steps 2 and 3)."""
+    meaning = await meaning_mode(context)
+    relaxed = " ".join(args.question.distinctive()) if len(args.words) > RELAXED_WORDS else None
+    reads: list[tuple[str, str]] = [("lexical", relaxed)] if relaxed else []
+    if meaning is not None:
+        reads.append((meaning, args.text))
+    if not reads:
+        return None
+    outcomes = await asyncio.gather(
+        *(context.rs.get_json(SEARCH_PATHS[mode], args.with_q(query)) for mode, query in reads),
+        return_exceptions=True,
+    )
+    answered = [
+        (mode, query, outcome, page_hits(context, outcome))
+        for (mode, query), outcome in zip(reads, outcomes, strict=True)
+        if isinstance(outcome, RsResponse)
+    ]
+    if first is not None and answered:  # its hits lead: they hold every word, if apart
+        answered.insert(0, ("lexical", *first))
+    if not answered:
+        failure = outcomes[-1]
+        if isinstance(failure, BaseException):
+            raise failure
+        return None
+    if not any(results for *_, results in answered):
+        return None
+    pages = context.first_pages  # a package member's share, when the caller set no limit
+    limit = pages.fused_limit if pages and pages.fused_limit else args.limit or FUSED_LIMIT
+    fused = rrf([results for *_, results in answered], limit)
+    searched: list[dict[str, Any]] = [
+        {"mode": mode, "query": query, "hits": len(results)} for mode, query, _, results in answered
+    ]
+    await add_evidence(context, fused, args, await schema, searched, meaning)
+    cut = len(fused) > limit  # a body found for the question took a place in the page
+    del fused[limit:]
+    if args.question.who_or_when:
+        await add_origin(context.rs, await schema, fused[0])
+    base = answered[-1][2]
+    retrieval = {
+        "mode": "fused",
+        "instead_of": "lexical",
+        "why": WORDS_ONLY_APART if first is not None else NO_RECORD_HAS_EVERY_WORD,
+        "searched": searched,
+        "order": "reciprocal_rank_fusion",
+    }
+    structured = envelope(context, base, fused, retrieval)
+    data = structured["data"]
+    data.pop("next_cursor", None)
+    data["has_more"] = (
+        cut
+        or any(bool(response.body.get("has_more")) for _, _, response, _ in answered)
+        or any(len(results) > limit for *_, results in answered)
+    )
+    return ToolResult(structured=structured)
+
+
+def rrf(lists: Sequence[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+    """One list from ranked lists: each record once, by the sum of ``1 / (RRF_K + rank)``,
+    its first list's entry kept with the first evidence any list has for it (a lexical
+    list's), ties to the earlier list."""
+    scores: dict[str, float] = {}
+    first: dict[str, tuple[int, int, dict[str, Any]]] = {}
+    evidence: dict[str, Any] = {}
+    found_by: dict[str, list[str]] = {}
+    for index, hits in enumerate(lists):
+        for rank, hit in enumerate(hits):
+            key = str(hit.get("id"))
+            scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + rank + 1)
+            first.setdefault(key, (index, rank, hit))
+            if hit.get("evidence"):
+                evidence.setdefault(key, hit["evidence"])
+            found_by.setdefault(key, []).append(str(hit.get("retrieval_mode") or "lexical"))
+    order = sorted(scores, key=lambda key: (-scores[key], first[key][0], first[key][1]))
+    fused = []
+    for key in order[:limit]:
+        hit = dict(first[key][2])
+        if key in evidence:
+            hit["evidence"] = evidence[key]
+        hit["found_by"] = found_by[key]
+        fused.append(hit)
+    return fused

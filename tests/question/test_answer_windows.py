@@ -1,0 +1,88 @@
+"""``question.sentences.answer_windows`` and ``question.answer_type``: the window shown of a long text
+holds the sentence chosen for it whole, with what follows it, and a sentence holding the kind of
+value a question asks for outranks one that only repeats the question's words.
+
+The texts here are written for these tests (a lease, an appointment letter); none is sandbox data
+or a benchmark question."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pdpp_gateway.question.answer_type import asked_kinds, held_kinds
+from pdpp_gateway.question.asked import Question
+from pdpp_gateway.question.meaning import sentences
+from pdpp_gateway.question.sentences import MAX_CHARS, answer_windows
+
+LETTER = (
+    "Dear Ms Okafor,\n\nThank you for calling the clinic this morning. "
+    "Following our phone call, we confirm the appointment for your son:\n"
+    "Date: Thursday 9 October at 11:20\n"
+    "Place: Rua Nova 12, second floor, room 4.\n\n"
+    "Please bring his vaccination booklet and arrive ten minutes early. "
+    "If you need to change the appointment, call us at least two days before.\n\n"
+    + "Our clinic is open on weekdays and the reception team is happy to help with any question. "
+    * 20
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("how much was the plumber in the end", {"money", "number"}),
+        ("what time does the shop open on sundays", {"time"}),
+        ("until when can we hand in the form", {"date", "time"}),
+        ("how many people came to the meetup", {"number"}),
+        ("which version fixed the login bug", {"code", "number", "name"}),
+        ("why was the meeting moved", set()),
+    ],
+)
+def test_a_question_asks_for_the_kind_of_value_its_wording_names(question: str, kinds: set[str]) -> None:
+    assert asked_kinds(question) == kinds
+
+
+def test_a_sentence_holds_the_values_it_shows() -> None:
+    assert {"money", "number"} <= held_kinds("The total came to 412,50 EUR with parts.")
+    assert {"time", "date"} <= held_kinds("See you on Friday 3 May at 09:45.")
+    assert "code" in held_kinds("Set `pool_size` higher, or upgrade to v4.2.1.")
+    assert held_kinds("nothing to see here") == frozenset()
+
+
+def test_the_answer_line_after_its_introduction_is_in_the_first_window() -> None:
+    question = Question.parse("when is my son's appointment at the clinic")
+    text = LETTER
+    windows = answer_windows(question, text, count=2)
+    assert windows
+    assert "Thursday 9 October at 11:20" in text[windows[0].start : windows[0].end]
+    shown = windows[0].preview(text)
+    assert "<mark>appointment</mark>" in shown
+    assert shown.endswith("…")  # the letter goes on
+
+
+def test_windows_never_overlap_and_come_best_first() -> None:
+    windows = answer_windows(Question.parse("where do we go for the appointment"), LETTER, count=3)
+    assert [w.score for w in windows] == sorted((w.score for w in windows), reverse=True)
+    for first, second in combinations(windows, 2):
+        assert first.end <= second.start or second.end <= first.start
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet="abcdefghij klmno.,:;\n0123456789€", min_size=1, max_size=300),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from(["how much is it", "when does it start", "what did they decide"]),
+)
+def test_a_window_never_ends_inside_the_sentence_it_was_chosen_for(parts: list[str], asked: str) -> None:
+    text = ". ".join(parts)
+    for window in answer_windows(Question.parse(asked), text, count=2):
+        first, last = window.sentence
+        assert (first, last) in sentences(text)
+        assert window.start <= first
+        assert window.end >= last or last - first > MAX_CHARS
