@@ -120,17 +120,6 @@ class UnroutedRs:
         raise self._refuse()
 
 
-class PackageFirstPages(Protocol):
-    """The first lexical pages of one fanned-out package search, shared by its member calls
-    (``package.first_pages`` has the contract and the implementation)."""
-
-    fused_limit: int | None  # a member's share of a fused page, when the caller set no limit
-
-    def report(self, found: bool) -> None: ...
-
-    async def any_found(self, found: bool) -> bool: ...
-
-
 @dataclass(frozen=True, slots=True)
 class GatewayContext:
     rs: RsReader
@@ -138,9 +127,10 @@ class GatewayContext:
     caller: Caller[PackageMember]
     # Set when a package call was routed to one member: the member this context reads from.
     source: PackageMember | None = None
-    # Set on the member calls of one fanned-out package search's first page: whether any
-    # member's lexical page found the words (``package.first_pages``).
-    first_pages: PackageFirstPages | None = None
+    # Set on the member calls of one fanned-out package search's first page when the caller set
+    # no limit: the hits of the fused page this member answers, its share of one grant's
+    # (``retrieval.fused.FUSED_LIMIT``), so a package's page reads no more than one grant's.
+    fused_share: int | None = None
 
     @property
     def package(self) -> tuple[PackageMember, ...]:

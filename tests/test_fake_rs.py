@@ -121,7 +121,7 @@ async def test_handlers_run_on_it_through_the_pipeline_without_a_socket() -> Non
     )
     assert not window.is_error, window.text
     assert window.structured["window"]["text"] == "invoice paid"
-    found = await pipeline(ToolCall("search", {"query": "invoice", "limit": 2}, context))
+    found = await pipeline(ToolCall("search", {"query": "invoice", "mode": "lexical", "limit": 2}, context))
     assert [h["id"] for h in found.structured["results"]] == ["cin_mail/messages:m0", "cin_mail/messages:m1"]
     assert "next_cursor=" in str(found.text)
     index = await pipeline(ToolCall("schema", {}, context))

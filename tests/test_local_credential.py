@@ -32,7 +32,16 @@ def test_search_with_a_client_token_is_verified_then_reads(tmp_path: Path, share
     cache_root = tmp_path / ".pdpp"
     write_credential(cache_root, shared_sandbox.url, shared_sandbox.tokens["client_broad"])
     shared_sandbox.calls.clear()
-    done = run_cli("search", "invoice", "--provider-url", shared_sandbox.url, "--cache-root", str(cache_root))
+    done = run_cli(
+        "search",
+        "invoice",
+        "--mode",
+        "lexical",
+        "--provider-url",
+        shared_sandbox.url,
+        "--cache-root",
+        str(cache_root),
+    )
     assert done.returncode == 0, done.stderr
     assert [call.path for call in shared_sandbox.calls] == ["/v1/schema", "/v1/search"]
 

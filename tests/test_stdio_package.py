@@ -82,7 +82,8 @@ async def test_schema_lists_every_members_sources(sandbox_factory: Any, tmp_path
 async def test_search_merges_both_members_and_the_package_cursor_continues_both(
     sandbox_factory: Any, tmp_path: Path
 ) -> None:
-    query = {"query": "Lisbon"}  # 30 mail hits, 5 chat hits in the sandbox
+    # pinned lexical: an unpinned search is fused, and a fused page has no cursor
+    query = {"query": "Lisbon", "mode": "lexical"}  # 30 mail hits, 5 chat hits in the sandbox
     async with package_gateway(sandbox_factory, tmp_path / ".pdpp") as (client, mail, chat):
         alone = {}
         for connection in (MAIL, CHAT):  # the package's member order: the order of --provider-url
@@ -175,7 +176,8 @@ async def test_a_package_file_names_the_members(sandbox_factory: Any, tmp_path: 
     params.args.remove("--provider-url")
     params.args.remove(mail.url)
     async with Client(params, mode="legacy", cache=None) as client:
-        result = await client.call_tool("search", {"query": "Lisbon", "limit": 4})
+        # a pinned mode's page interleaves the members round-robin, in member order
+        result = await client.call_tool("search", {"query": "Lisbon", "mode": "lexical", "limit": 4})
     assert not result.is_error, result.content
     sources = [hit["id"].split("/", 1)[0] for hit in result.structured_content["results"]]
     assert sources == [CHAT, MAIL, CHAT, MAIL]  # the file's order is the member order

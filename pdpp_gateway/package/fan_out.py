@@ -142,7 +142,7 @@ def plan(call: Call, *, routes: Routes, parsers: Parsers) -> Sequence[Call] | No
         def member_call(parent: Call, member: PackageMember, given: Mapping[str, Any]) -> Call:
             return _routed(parent.with_arguments(given, parse(given)), member)
 
-        return search_calls(call, members, member_call, wait=member_seconds() / 3)
+        return search_calls(call, members, member_call)
     if stream is not None and not any(_grants_stream(m, stream) for m in members):
         raise stream_not_granted(stream)
     if stream is not None and route is not PackageRoute.SCHEMA:

@@ -2,10 +2,15 @@
 
 Contract (for a ``search`` fanned out to several children of a package):
 
-- Order: RS scores of different children are not comparable, so hits are interleaved
-  round-robin by each child's own rank, children in the package's member order (child A's
-  1st, B's 1st, C's 1st, A's 2nd, ...); a child with no hits left drops out of the rotation.
-  A hit whose id was already shown on the page is skipped (it still uses its turn).
+- Order: a search that pins no mode has every hit judged by the gateway's one relevance
+  judge (``question.relevance``, the same for every source, each child's hits in that order),
+  so the page merges the children by it: the best next hit of any child first, ties to the
+  earlier member (``order: "relevance"``). RS scores of different children are not
+  comparable, so a pinned mode's hits are interleaved round-robin by each child's own rank,
+  children in the package's member order (child A's 1st, B's 1st, C's 1st, A's 2nd, ...); a
+  child with no hits left drops out of the rotation. A hit whose id was already shown on
+  the page is skipped (it still uses its turn). Either way each child gives a prefix of its
+  hits, so the cursor below continues it.
 - Paging: ``next_cursor`` is a package cursor (``package.cursor``) that continues EVERY
   child with hits left, each exactly after its last hit shown, and the rotation exactly
   after the last child served, so concatenated pages are the one interleaving above:
@@ -25,9 +30,10 @@ Contract (for a ``search`` fanned out to several children of a package):
   warning says to page one source at a time with ``connection_id``.
 - A cursor of one child's own page (not a package cursor) is passed through only when the
   search reaches exactly that one child; otherwise it is refused as ``invalid_cursor``.
-- A first page asked of several children shares one ``first_pages.FirstPages``: a child
-  whose lexical page is empty turns to meaning-based search only when every child's is,
-  and then, when the caller set no ``limit``, answers its share of ``FUSED_LIMIT``.
+- A first page of a search that pins no mode is every child's fused page (``retrieval``):
+  when the caller set no ``limit``, each child answers its share of ``FUSED_LIMIT``. Fused
+  pages do not page (their lists page differently), so neither does their merged page: it has
+  no ``next_cursor``, and its text offers the lexical search that pages.
 - Streams a question names (``stream_hints``): the children's, in member order, the streams
   of the merged hits not offered (``retrieval.stream_hints.merge_stream_hints``).
 """
@@ -51,7 +57,6 @@ from pdpp_gateway.package.cursor import (
     is_package_cursor,
     member_keys,
 )
-from pdpp_gateway.package.first_pages import FirstPages
 from pdpp_gateway.render.common import RETRIEVAL
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.retrieval.fused import FUSED_LIMIT
@@ -60,7 +65,8 @@ from pdpp_gateway.tools.args import SearchArgs, args_of
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 DEFAULT_SEARCH_LIMIT: Final = 25
-ORDER: Final = "round_robin_by_child_rank"
+ORDER: Final = "round_robin_by_child_rank"  # a pinned mode's hits: RS scores are not comparable
+RELEVANCE_ORDER: Final = "relevance"  # the gateway's one judge (question.relevance), for every source
 _CURSOR_FAILURES: Final = frozenset({"invalid_cursor", "cursor_expired"})
 _CONNECT: Final = "pdpp-gateway connect"
 _PLACEHOLDER: Final = f"{_CONNECT} <provider-url>"
@@ -74,10 +80,10 @@ def is_continuation(call: Call) -> bool:
     return is_package_cursor(args_of(call, SearchArgs).cursor)
 
 
-def search_calls(call: Call, members: Sequence[PackageMember], route: Route, *, wait: float) -> list[Call]:
+def search_calls(call: Call, members: Sequence[PackageMember], route: Route) -> list[Call]:
     """One routed search per child that may hold the requested streams (and the cursor's
-    position); on a first page, each child waits at most ``wait`` seconds for the others'
-    first lexical pages (``first_pages``)."""
+    position); on a first page the caller set no ``limit`` for, each child answers its share
+    of a fused page (``GatewayContext.fused_share``)."""
     parsed = args_of(call, SearchArgs)
     args = parsed.arguments
     eligible = _eligible(args, members)
@@ -111,8 +117,7 @@ def search_calls(call: Call, members: Sequence[PackageMember], route: Route, *, 
         calls.append(route(call, member, sub_args))
     if cursor is None and len(calls) > 1:  # a first page: the words are sought package-wide
         fused_share = None if "limit" in args else -(-FUSED_LIMIT // len(calls))
-        pages = FirstPages(len(calls), wait, fused_share)
-        calls = [replace(each, context=replace(each.context, first_pages=pages)) for each in calls]
+        calls = [replace(each, context=replace(each.context, fused_share=fused_share)) for each in calls]
     return calls
 
 
@@ -164,9 +169,13 @@ def merge_search(
         next(key for key, member in zip(keys, members, strict=True) if member is source) for source in sources
     ]
     turn, lanes = _lanes(call, source_keys, sources, outcomes)
-    returned, turn = _interleave(lanes, turn, limit)
+    judged = _judged(lanes)
+    if judged:
+        returned = _by_relevance(lanes, limit)
+    else:
+        returned, turn = _interleave(lanes, turn, limit)
     hybrid = args.get("mode") == "hybrid"
-    continuing = [lane for lane in lanes if lane.continues and not hybrid]
+    continuing = [lane for lane in lanes if lane.continues and not hybrid and not judged]
     next_cursor = None
     if continuing:
         next_turn = _next_turn(lanes, continuing, turn)
@@ -190,7 +199,7 @@ def merge_search(
     )
     meta["package"] = {
         "member_count": len(members),
-        "order": ORDER,
+        "order": RELEVANCE_ORDER if judged else ORDER,
         "source_order": [_label(lane.member) for lane in lanes],
         "returned_hit_count": len(returned),
         "fanout_limit": limit,
@@ -298,6 +307,31 @@ def _lanes(
         )
     turn = next((i for i, key in enumerate(keys) if key == at_turn), 0)
     return turn, lanes
+
+
+def _by_relevance(lanes: Sequence[_Lane], limit: int) -> list[dict[str, Any]]:
+    """The lanes merged by their hits' ``relevance`` (each lane already in that order), the
+    best head first, ties to the earlier member. Fused pages do not page on, so every hit the
+    members answered competes for the page."""
+    returned: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while len(returned) < limit:
+        heads = [lane for lane in lanes if lane.error is None and lane.taken < len(lane.hits)]
+        if not heads:
+            break
+        lane = max(heads, key=lambda each: float(each.hits[each.taken]["relevance"]))  # first of ties
+        hit = lane.hits[lane.taken]
+        lane.taken += 1
+        if str(hit.get("id")) not in seen:
+            seen.add(str(hit.get("id")))
+            returned.append(hit)
+    return returned
+
+
+def _judged(lanes: Sequence[_Lane]) -> bool:
+    """Whether every hit was judged for relevance (a search that pinned no mode)."""
+    hits = [hit for lane in lanes for hit in lane.hits]
+    return bool(hits) and all(isinstance(hit.get("relevance"), float | int) for hit in hits)
 
 
 def _interleave(lanes: Sequence[_Lane], turn: int, limit: int) -> tuple[list[dict[str, Any]], int]:

@@ -15,9 +15,6 @@ Contract (pure: text in, a span out; no I/O):
 - ``passage_at(text, start, end, words)`` is a span found otherwise (``meaning``'s closest
   sentence) as a ``Passage``: the question words in it marked and counted the same way.
 - ``sentence_bounds(text, start, end)`` is the span of the whole sentences a span lies in.
-- ``most_in_a_sentence(text, words)`` is the most distinct question words any one sentence
-  of ``text`` holds (matched as above): words a record holds only apart are a coincidence
-  more often than an answer.
 - ``Passage.preview(text, limit)`` is that passage widened to whole sentences where the
   budget allows, at most ``limit`` visible characters, one line, with every matched word in
   ``<mark>`` tags and ``…`` where the text goes on.
@@ -100,19 +97,6 @@ def passage_at(text: str, start: int, end: int, words: Sequence[str]) -> Passage
     """``text[start:end]`` as a passage, the question's ``words`` in it marked."""
     wanted = {stem(word) for word in words}
     return _passage(start, end, _word_hits(text, wanted, start, end, figure=False), len(wanted))
-
-
-def most_in_a_sentence(text: str, words: Sequence[str]) -> int:
-    """The most distinct question ``words`` one sentence of ``text`` holds."""
-    wanted = {stem(word) for word in words}
-    held: set[str] = set()  # the words of the sentence read so far
-    most = start = 0
-    for first, _, key in _word_hits(text, wanted, 0, len(text), figure=False):
-        if _breaks(text, start, first):
-            held = set()
-        held.add(key)
-        most, start = max(most, len(held)), first
-    return most
 
 
 def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:

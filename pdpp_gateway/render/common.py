@@ -34,7 +34,7 @@ MERGED_CONNECTIONS: Final = "merged_connections"
 # Structured output key: the mode that answered a search, when not the one asked (``search``).
 RETRIEVAL: Final = "retrieval"
 NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"  # a fused answer's why
-WORDS_ONLY_APART: Final = "the records holding every word of the query hold them apart"  # the other why
+WORDS_AND_MEANING: Final = "records holding the words and records near the meaning"  # the other why
 
 
 def as_mapping(value: object) -> Mapping[str, Any]:

@@ -33,7 +33,7 @@ from pdpp_gateway.documents import TITLE_FIELDS, parse_marks, preview_around_mar
 from pdpp_gateway.question.words import RELAXED_WORDS, most_distinctive
 from pdpp_gateway.render.common import (
     RETRIEVAL,
-    WORDS_ONLY_APART,
+    WORDS_AND_MEANING,
     again,
     as_mapping,
     call_text,
@@ -55,7 +55,9 @@ ROW_EXCERPT_CHARS: Final = 60
 BARE_ROWS: Final = (
     "(a hit with no text evidence after one that shows some is listed in brief: fetch it by id to read it)"
 )
-WORDS_APART: Final = "the records holding every word of the question hold them apart (in no one sentence)"
+WORDS_AND_MEANING_TEXT: Final = (
+    "the records holding the question's words were searched beside those nearest its meaning"
+)
 
 
 def render_search(args: SearchArgs, result: ToolResult) -> str:
@@ -65,8 +67,7 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     envelope = as_mapping(result.structured.get("data"))
     hits = [h for h in result.structured.get("results") or () if isinstance(h, Mapping)]
     retrieval = as_mapping(result.structured.get(RETRIEVAL))
-    sources = retrieval.get("sources")  # a package: only these members' answers were fused
-    fused = retrieval.get("mode") == "fused" and not sources  # one grant's: no cursor at all
+    fused = retrieval.get("mode") == "fused"  # no cursor: its lists page differently
     mode = "fused" if retrieval.get("mode") == "fused" else args.mode or "lexical"
     head = f"search {dumps(args.text)} ({mode}): {len(hits)} hit(s), has_more={'true' if envelope.get('has_more') else 'false'}"
     lines = [head + "."]
@@ -161,8 +162,15 @@ def _near_line(hit: Mapping[str, Any]) -> str:
 
 
 def _package_order(package: Mapping[str, Any]) -> str:
-    """How a merged package page is ordered (RS scores of different sources are not comparable)."""
+    """How a merged package page is ordered: by one relevance judge for every source, or
+    (a pinned mode: RS scores of different sources are not comparable) round-robin."""
     sources = ", ".join(str(source) for source in (package.get("source_order") or ())[:8])
+    if package.get("order") == "relevance":
+        return clip(
+            "order: by relevance to the question, judged the same way for every source; "
+            f"ties in source order ({sources}).",
+            240,
+        )
     return clip(
         f"order: round-robin by each source's own rank, sources in fixed order ({sources}); "
         "scores of different sources are not comparable.",
@@ -184,8 +192,8 @@ def _fused_line(retrieval: Mapping[str, Any]) -> str:
     )
     sources = retrieval.get("sources")
     why = (
-        WORDS_APART
-        if retrieval.get("why") == WORDS_ONLY_APART
+        WORDS_AND_MEANING_TEXT
+        if retrieval.get("why") == WORDS_AND_MEANING
         else "no record holds every word of the question"
     )
     where = (
@@ -298,7 +306,7 @@ def _hit_row(number: int, hit: Mapping[str, Any]) -> str:
 
 
 def _origin_line(hit_id: str, origin: Mapping[str, Any]) -> str:
-    """Who sent a hit and when (``tools.hit_origin``): its own fields, or those of the record
+    """Who sent a hit and when (``retrieval.hit_origin``): its own fields, or those of the record
     it belongs to, named with its title and id (fetch reads it whole)."""
     values = " · ".join(f"{name}: {value}" for name, value in as_mapping(origin.get("fields")).items())
     if origin.get("id") == hit_id:

@@ -21,6 +21,12 @@ failed read leaving the hit as it was):
   by the meaning-based mode (``scan_bodies``: 1 read, within the caller's ``streams`` and
   ``connection_id``, none under a ``filter``); the body found is read as above and, when it
   shows evidence, stands as a hit of its own at that short hit's rank.
+- ``read_best(context, hits, args, schema)``: each of the ``READ_HITS`` best-ranked hits (in
+  the fused order: the RS's ranks, which choose what to read better than a judge of snippets)
+  whose page shows only a cut preview of its long text (``…`` at an end; not a message whose
+  text previews a body, which the body search reads) has that text read for its answer windows,
+  concurrently; a hit matched on its title alone has its stream's text field read
+  (``linked_streams.text_field_of``).
 - ``first_passage(context, top, args)``: step 1's exception: a first lexical hit whose snippet
   of a long field lacks some of the question's words (a figure question: shows no figure
   beside half its words; a who/when question reads its origin instead) has that field read
@@ -41,7 +47,7 @@ from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage
 from pdpp_gateway.question.sentences import answer_windows
 from pdpp_gateway.retrieval.body_search import search_bodies, text_field
-from pdpp_gateway.retrieval.linked_streams import BodyStream, body_streams
+from pdpp_gateway.retrieval.linked_streams import BodyStream, body_streams, text_field_of
 from pdpp_gateway.retrieval.pages import SEARCH_PATHS, naming, page_hits
 from pdpp_gateway.retrieval.passage_reads import scan_field, window_evidence
 from pdpp_gateway.retrieval.previews import answers, holds_every_word, mark_snippet
@@ -50,6 +56,7 @@ from pdpp_gateway.tools.args import SearchArgs
 
 SCAN_CHARS: Final = 32_768  # two RS windows
 MAX_SCANS: Final = 2  # cut hits read for a passage, the next only while the last one's was weak
+READ_HITS: Final = 4  # the best-ranked hits whose cut text is read for its answer windows
 ANSWER_WINDOWS: Final = 2  # windows shown of a text read for them
 
 
@@ -226,7 +233,52 @@ async def read_passages(
     return Passage(best.start, best.end, best.marks, best.matched, best.asked, figure=numbered)
 
 
+async def read_best(
+    context: GatewayContext, hits: list[dict[str, Any]], args: SearchArgs, schema: Mapping[str, Any] | None
+) -> None:
+    """The long text of each of the ``READ_HITS`` best-ranked hits that shows only a cut
+    preview of it (the RS's snippet, not a passage read for it) read for the windows that carry
+    the answer, concurrently (``read_passages``); a hit matched on its title alone has its
+    stream's text field read (``linked_streams.text_field_of``)."""
+    reads = []
+    for hit in hits[:READ_HITS]:
+        field = _long_field(hit, schema)
+        if field is not None:
+            reads.append(
+                read_passages(
+                    context, hit, naming(hit), field, args.terms, args.text, figure=args.question.figure
+                )
+            )
+    await asyncio.gather(*reads)
+
+
+def _long_field(hit: Mapping[str, Any], schema: Mapping[str, Any] | None) -> str | None:
+    """The field of ``hit`` whose text the page shows only in part, if any."""
+    evidence = [item for item in hit.get("evidence") or () if isinstance(item, Mapping)]
+    if any(item.get("provenance") in {"passage", "meaning_match"} for item in evidence):
+        return None  # read for its passages already, or shown whole
+    connection = hit.get("connection_id")
+    if isinstance(connection, str) and body_streams(schema, str(hit.get("stream")), connection):
+        return None  # its text previews a body (a mail's message): the body is the long text
+    cut = [str(item.get("field")) for item in evidence if item.get("truncated") and _cut(item.get("preview"))]
+    matched = [str(field) for field in hit.get("matched_fields") or ()]
+    if not evidence and str(hit.get("snippet") or "").endswith("…"):
+        cut = matched[:1]
+    fields = [field for field in cut if field not in documents.TITLE_FIELDS]
+    if fields:
+        return fields[0]
+    if matched and set(matched) <= set(documents.TITLE_FIELDS) and isinstance(connection, str):
+        return text_field_of(schema, str(hit.get("stream")), connection)
+    return None
+
+
 def _holds_all(words: Sequence[str], text: str) -> bool:
     """Whether one stretch of ``text`` holds every one of ``words`` (``passages.best_passage``)."""
     passage = best_passage(text, words)
     return passage is not None and passage.matched == passage.asked
+
+
+def _cut(preview: object) -> bool:
+    """Whether a preview shows part of its field (``…`` where the text goes on), not all of it."""
+    text = str(preview or "").strip()
+    return text.startswith("…") or text.endswith("…")

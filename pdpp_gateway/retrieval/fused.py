@@ -1,15 +1,16 @@
-"""Meaning and fewer words after an empty page, fused: the second way a question finds its records.
+"""The question's words, its meaning and its fewer words, fused: the page a person's question reads.
 
-Contract (step 2 of ``retrieval.search``): concurrently, the meaning-based mode the RS
+Contract (steps 2-4 and 6 of ``retrieval.search``): concurrently, the meaning-based mode the RS
 publishes (``pages.meaning_mode``) on the question as asked and, when the question has more
 than ``RELAXED_WORDS`` content words, lexical search on its most distinctive ones. The lists
-(with a first page whose words met apart, leading) are fused by reciprocal rank fusion
-(``RRF_K``): a record both found rises, each record once, ties to the earlier list, at most
-``limit`` hits (``FUSED_LIMIT`` when the caller set none; a package member answers its share).
-Either read failing leaves the other's hits; both failing is the meaning read's error. Then
-evidence (``evidence.add_evidence``), the first hit's origin for a who/when question, and
-the page ordered by the one judge (``order``). A fused page has no cursor (its lists page
-differently): the text offers the lexical search that pages.
+(the first page of the question's words, when it has hits, leading) are fused by reciprocal
+rank fusion (``RRF_K``): a record both found rises, each record once, ties to the earlier
+list, at most ``limit`` hits (``FUSED_LIMIT`` when the caller set none; a package member
+answers its share, ``GatewayContext.fused_share``). Either read failing leaves the other's
+hits; both failing is the meaning read's error. Then evidence (``evidence.add_evidence``, then
+``evidence.read_best``: the best hits read for their answer windows), the page ordered by the
+one judge (``order``), and the first hit's origin for a who/when question. A fused page has no
+cursor (its lists page differently): the text offers the lexical search that pages.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.question.words import RELAXED_WORDS
-from pdpp_gateway.render.common import NO_RECORD_HAS_EVERY_WORD, WORDS_ONLY_APART
-from pdpp_gateway.retrieval.evidence import add_evidence
+from pdpp_gateway.render.common import NO_RECORD_HAS_EVERY_WORD, WORDS_AND_MEANING
+from pdpp_gateway.retrieval.evidence import add_evidence, read_best
 from pdpp_gateway.retrieval.hit_origin import add_origin
+from pdpp_gateway.retrieval.order import order_by_relevance
 from pdpp_gateway.retrieval.pages import SEARCH_PATHS, envelope, meaning_mode, page_hits
 from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.tools.args import SearchArgs
@@ -66,22 +68,23 @@ async def fused(
         return None
     if not any(results for *_, results in answered):
         return None
-    pages = context.first_pages  # a package member's share, when the caller set no limit
-    limit = pages.fused_limit if pages and pages.fused_limit else args.limit or FUSED_LIMIT
+    limit = context.fused_share or args.limit or FUSED_LIMIT
     fused = rrf([results for *_, results in answered], limit)
     searched: list[dict[str, Any]] = [
         {"mode": mode, "query": query, "hits": len(results)} for mode, query, _, results in answered
     ]
     await add_evidence(context, fused, args, await schema, searched, meaning)
+    await read_best(context, fused, args, await schema)
     cut = len(fused) > limit  # a body found for the question took a place in the page
     del fused[limit:]
+    await order_by_relevance(fused, args)
     if args.question.who_or_when:
         await add_origin(context.rs, await schema, fused[0])
     base = answered[-1][2]
     retrieval = {
         "mode": "fused",
         "instead_of": "lexical",
-        "why": WORDS_ONLY_APART if first is not None else NO_RECORD_HAS_EVERY_WORD,
+        "why": WORDS_AND_MEANING if first is not None else NO_RECORD_HAS_EVERY_WORD,
         "searched": searched,
         "order": "reciprocal_rank_fusion",
     }

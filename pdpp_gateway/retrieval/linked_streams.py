@@ -20,6 +20,10 @@ Contract:
   ``date-time`` or ``timestamp``, and its ``title`` or ``primary-title`` field apart;
   ``None`` when no field has such a role (a schema that declares no roles, as the
   reference's today, names no origin: field names are never guessed).
+- ``text_field_of(schema, stream, connection_id)``: the long text field of a stream's records
+  (as ``body_streams`` finds a body's), ``None`` when the schema's flags do not say.
+- ``text_field_of(schema, stream, connection_id)``: the long text field of a stream's records
+  (as ``body_streams`` finds a body's), ``None`` when the schema's flags do not say.
 - ``parent_link(schema, stream, connection_id)``: the stream whose records ``stream``'s
   records belong to and the field naming them: a granted ``<x>_id`` field of ``stream``
   whose stream (``<x>s``, or ``<x>`` ending in y as ``ies``) is granted in the same
@@ -93,6 +97,13 @@ def parent_link(schema: Mapping[str, Any] | None, stream: str, connection_id: st
             if origin is not None:
                 return ParentLink(name, field, origin)
     return None
+
+
+def text_field_of(schema: Mapping[str, Any] | None, stream: str, connection_id: str) -> str | None:
+    """The long text field of ``stream`` in the grant's schema (``role=text``, else a lexically
+    searchable field that is no title or metadata), ``None`` when the schema does not say."""
+    flags = _rows(schema, stream, connection_id).get(stream)
+    return None if flags is None else _text_field(flags)
 
 
 def singular(stream: str) -> str:

@@ -8,9 +8,6 @@ Contract (plain values in and out; no I/O):
 - ``answers(evidence, words, figure)``: a preview's passage reads as the answer
   (``Passage.answers``), holding a number when the question asks for one;
   ``holds_every_word(evidence, words)``: a preview holds every word of the question.
-- ``words_apart(results, words)``: a first lexical page meets a question of two
-  (``FEW_WORDS``) content words only by coincidence: every hit shows evidence, and neither its
-  title nor any sentence of its evidence holds two of the words.
 - ``mark_snippet(hit, field, snippet, words)``: a whole short field the RS showed becomes the
   hit's evidence, the question's words marked (``provenance: "meaning_match"``; not for a title
   field, which the hit's title shows already).
@@ -19,27 +16,10 @@ Contract (plain values in and out; no I/O):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from pdpp_gateway import documents
-from pdpp_gateway.question.passages import Passage, best_passage, most_in_a_sentence
-from pdpp_gateway.question.words import stem
-
-FEW_WORDS: Final = 2  # a question of so few content words is met by coincidence as often as by answers
-
-
-def words_apart(results: Sequence[Mapping[str, Any]], words: Sequence[str]) -> bool:
-    """Whether a first lexical page with hits meets a question of two (``FEW_WORDS``)
-    content words only by coincidence: every hit shows evidence, and neither its title nor
-    any sentence of its evidence holds two of the words (``most_in_a_sentence``)."""
-    if not results or not 2 <= len({stem(word) for word in words}) <= FEW_WORDS:
-        return False
-    for hit in results:
-        evidence = hit.get("evidence") or []
-        texts = [str(hit.get("title") or ""), *preview_texts(evidence)]
-        if not evidence or any(most_in_a_sentence(text, words) >= 2 for text in texts):
-            return False
-    return True
+from pdpp_gateway.question.passages import Passage, best_passage
 
 
 def holds_every_word(evidence: Sequence[Mapping[str, Any]], words: Sequence[str]) -> bool:

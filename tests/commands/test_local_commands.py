@@ -178,7 +178,8 @@ def test_terminal_commands_use_a_package_and_every_printed_command_runs(
     (cache / "packages").mkdir()
     (cache / "packages" / "work.json").write_text(json.dumps({"providers": [shared_sandbox.url, chat_url]}))
     common = ["--package", "work", "--cache-root", str(cache)]
-    found = run_cli("search", "Lisbon", "--limit", "4", *common)
+    # pinned lexical: its merged page pages on with a package cursor (a fused page has none)
+    found = run_cli("search", "Lisbon", "--limit", "4", "--mode", "lexical", *common)
     assert found.returncode == 0, found.stderr
     assert "cin_mail_work/" in found.stdout
     assert "cin_slack_acme/" in found.stdout

@@ -75,7 +75,8 @@ async def test_scoped_search_goes_to_the_selected_child_only(
 async def test_merged_pages_followed_to_the_end_interleave_every_childs_hits_once(
     shared_sandbox: Any,
 ) -> None:
-    query = {"query": "Lisbon"}  # 30 mail hits, 5 chat hits in the sandbox
+    # pinned lexical: an unpinned search is fused, and a fused page has no cursor
+    query = {"query": "Lisbon", "mode": "lexical"}  # 30 mail hits, 5 chat hits in the sandbox
     async with (
         start_gateway(sandbox_settings(shared_sandbox.url)) as url,
         mcp_http(url, shared_sandbox.tokens["package"]) as client,

@@ -10,7 +10,7 @@ from mcp_gateway_middleware import ToolCall, ToolResult
 from pdpp_gateway.caller import TokenKind
 from pdpp_gateway.context import GatewayContext, PackageMember
 from pdpp_gateway.tools.pipeline import build_pipeline
-from tests.fake_rs import FakeCall, FakeRs, hit
+from tests.fake_rs import SEARCH_PATHS, FakeCall, FakeRs, hit
 
 PROVIDER = "https://rs.example.test"
 PIPELINE = build_pipeline()
@@ -98,3 +98,9 @@ def mail_and_chat(mail: Any, chat: Any, tokens: dict[str, str], provider_url: st
         ),
     ]
     return GatewayContext.for_package(members, provider_url, TokenKind.CLIENT)
+
+
+def searches(fake: FakeRs) -> list[FakeCall]:
+    """The search reads a fake RS was asked, in order (not the memoised reads of its
+    metadata and schema that a first page of an unpinned search makes beside them)."""
+    return [each for each in fake.calls if each.path in SEARCH_PATHS]

@@ -11,7 +11,7 @@ import pytest
 from pdpp_gateway.context import PackageMember
 from pdpp_gateway.rs.errors import RsTimeoutError, RsUnavailableError, TimeoutPhase
 from tests.fake_rs import FakeCall, FakeRs
-from tests.package.helpers import call, child, error_code, hit_ids, ids, interleave, package
+from tests.package.helpers import call, child, error_code, hit_ids, ids, interleave, package, searches
 
 
 def asked(*fakes: FakeRs) -> dict[str, list[str]]:
@@ -73,7 +73,7 @@ async def test_search_fans_out_with_streams_narrowed_to_each_members_grant() -> 
         package(members=members), "search", {"query": "invoice", "streams": ["threads", "messages"]}
     )
     assert not result.is_error, result.text
-    assert {fake.grant: [c.params("streams") for c in fake.calls] for fake in (mail, chat, files)} == {
+    assert {fake.grant: [c.params("streams") for c in searches(fake)] for fake in (mail, chat, files)} == {
         "grt_mail": [["threads", "messages"]],
         "grt_chat": [["messages"]],
         "grt_files": [],
@@ -180,4 +180,4 @@ async def test_the_default_page_is_25_hits_and_each_child_is_asked_for_its_share
     fakes = [child(name, 40, log=log) for name in ("a", "b")]
     result = await call(package(*fakes), "search", {"query": "invoice"})
     assert len(ids(result)) == 25
-    assert [c.param("limit") for c in log] == ["13", "13"]
+    assert [c.param("limit") for c in log if c.path == "/v1/search"] == ["13", "13"]

@@ -92,7 +92,8 @@ def _handles(
     for hit in structured.get("results") or []:
         calls.append(("fetch", {"id": hit["id"]}))
         for evidence in hit.get("evidence") or []:
-            calls.append((evidence["read"]["tool"], evidence["read"]["arguments"]))
+            if "read" in evidence:  # a short field shown whole has nothing more to read
+                calls.append((evidence["read"]["tool"], evidence["read"]["arguments"]))
     data = structured.get("data")
     if isinstance(data, dict) and data.get("next_cursor"):
         calls.append((tool, {**arguments, "cursor": data["next_cursor"]}))

@@ -23,8 +23,9 @@ from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.upstreams import Fault, upstream_proxy
 
-LEASE = "did the landlord send the new lease for Lisbon"  # the body holds every word
-LEASE_MESSAGE = "/v1/streams/messages/records/msg_long_lisbon_lease"
+LEASE = "did the landlord send the new lease for Lisbon"  # many messages carry that subject
+GYM = "who sent me the membership renewal"  # the body ranks first, its message second
+GYM_MESSAGE = "/v1/streams/messages/records/msg_long_gym"
 CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "rs"
 
 
@@ -39,79 +40,77 @@ async def _ask(
 
 
 async def test_a_body_hit_shows_the_mail_it_belongs_to_when_asked_who_sent_it(shared_sandbox: Any) -> None:
-    result, reads = await _ask(shared_sandbox, LEASE)
+    result, reads = await _ask(shared_sandbox, GYM)
     first = result.structured["results"][0]
-    assert first["id"] == "cin_mail_work/message_bodies:body_lisbon_lease"
+    assert first["id"] == "cin_mail_work/message_bodies:body_gym"
     # the body's message_id, then that message's subject, sender and date: two reads
-    records = [(path, query) for path, query in reads if "/records/" in path]
+    records = [(path, query) for path, query in reads if "/records/" in path and "field-window" not in path]
     assert records == [
         (
-            "/v1/streams/message_bodies/records/body_lisbon_lease",
+            "/v1/streams/message_bodies/records/body_gym",
             {"fields": ["message_id"], "connection_id": ["cin_mail_work"]},
         ),
         (
-            LEASE_MESSAGE,
+            GYM_MESSAGE,
             {"fields": ["subject,from_name,from_email,received_at"], "connection_id": ["cin_mail_work"]},
         ),
     ]
     origin = first["origin"]
-    assert origin["id"] == "cin_mail_work/messages:msg_long_lisbon_lease"
-    assert origin["title"] == "Lease renewal for the Lisbon apartment"
-    assert origin["fields"]["from_name"] == "Landlord Office"
+    assert origin["id"] == "cin_mail_work/messages:msg_long_gym"
+    assert origin["title"] == "Membership renewal"
+    assert origin["fields"]["from_name"] == "FitLab"
     assert set(origin["fields"]) == {"from_name", "from_email", "received_at"}
     block = result.text.split("\n[1] ")[1]
     assert (
-        'belongs to messages cin_mail_work/messages:msg_long_lisbon_lease "Lease renewal for the Lisbon '
-        'apartment": from_name: Landlord Office · from_email: rent@lisbonhomes.test · received_at: 20'
+        'belongs to messages cin_mail_work/messages:msg_long_gym "Membership renewal": from_name: FitLab '
+        "· from_email: members@fitlab.test · received_at: 20"
     ) in block
 
 
 async def test_a_message_hit_shows_its_own_sender_and_date(shared_sandbox: Any) -> None:
-    result, reads = await _ask(shared_sandbox, "who sent me the membership renewal")
+    result, reads = await _ask(shared_sandbox, LEASE)
     first = result.structured["results"][0]
-    assert first["id"] == "cin_mail_work/messages:msg_long_gym"
-    assert [query for path, query in reads if path == "/v1/streams/messages/records/msg_long_gym"] == [
-        {"fields": ["from_name,from_email,received_at"], "connection_id": ["cin_mail_work"]}
+    assert first["stream"] == "messages"
+    own = f"/v1/streams/messages/records/{first['record_id']}"
+    assert [query for path, query in reads if path == own] == [
+        {"fields": ["from_name,from_email,received_at"], "connection_id": [first["connection_id"]]}
     ]
-    assert first["origin"]["fields"]["from_name"] == "FitLab"
+    assert set(first["origin"]["fields"]) == {"from_name", "from_email", "received_at"}
     assert "title" not in first["origin"]  # its own title is the hit's
-    assert "    from_name: FitLab · from_email: members@fitlab.test · received_at: " in result.text
+    assert f"    from_name: {first['origin']['fields']['from_name']} · from_email: " in result.text
 
 
 async def test_a_question_asking_when_a_mail_came_shows_its_date(shared_sandbox: Any) -> None:
     result, _ = await _ask(shared_sandbox, "when did my pension statement come in")
     first = result.structured["results"][0]
-    assert first["id"] == "cin_mail_work/messages:msg_long_pension"
+    assert first["id"] == "cin_mail_work/message_bodies:body_pension"
     assert first["origin"]["fields"]["from_name"] == "Northstar Pensions"
     assert "received_at: 2026-" in result.text.split("\n[2] ")[0]
 
 
 async def test_a_question_that_asks_neither_who_nor_when_reads_nothing_more(shared_sandbox: Any) -> None:
     result, reads = await _ask(shared_sandbox, "the new lease for Lisbon")
-    # the search, and (its snippet lacks "Lisbon") the lease's windows for the passage: no record
-    # of where it came from
-    assert [path for path, _ in reads] == ["/v1/search"] + 2 * [
-        "/v1/streams/message_bodies/records/body_lisbon_lease/field-window"
-    ]
+    # searches and windows of long texts, but no record read for where a hit came from
+    assert not [path for path, _ in reads if "/records/" in path and "field-window" not in path]
     assert "origin" not in result.structured["results"][0]
     assert "belongs to" not in result.text
 
 
 class _RefusesTheMessage(Fault):
-    """The RS failing the read of the lease's message, and only it."""
+    """The RS failing the read of the gym mail's message, and only it."""
 
     async def answer(self, request: web.Request) -> web.StreamResponse | None:
-        return await super().answer(request) if request.path == LEASE_MESSAGE else None
+        return await super().answer(request) if request.path == GYM_MESSAGE else None
 
 
 async def test_a_failed_read_leaves_the_hit_as_it_was(shared_sandbox: Any) -> None:
     async with upstream_proxy(shared_sandbox.url, fault=_RefusesTheMessage("status", 500)) as proxy:
-        result, _ = await _ask(shared_sandbox, LEASE, rs_url=proxy.url)
-    assert LEASE_MESSAGE in proxy.paths()
+        result, _ = await _ask(shared_sandbox, GYM, rs_url=proxy.url)
+    assert GYM_MESSAGE in proxy.paths()
     assert not result.is_error, result.text
     assert "origin" not in result.structured["results"][0]
     assert "belongs to" not in result.text
-    assert "Dear tenant" in result.text  # the hit's own evidence stands
+    assert "your membership is coming up for renewal" in result.text  # the hit's own evidence stands
 
 
 def _schema(streams: dict[str, dict[str, str]]) -> dict[str, Any]:

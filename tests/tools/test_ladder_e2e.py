@@ -95,7 +95,7 @@ async def test_unknown_tool_is_a_protocol_error(stdio_gateway: Client) -> None:
 
 
 async def test_metadata_only_hits_show_no_invented_body_window(stdio_gateway: Client) -> None:
-    result, text = await _call(stdio_gateway, "search", query="citystorage", limit=3)
+    result, text = await _call(stdio_gateway, "search", query="citystorage", mode="lexical", limit=3)
     hits = result.structured_content["results"]
     assert hits
     assert all(hit["evidence"] == [] for hit in hits)

@@ -57,7 +57,9 @@ async def test_search_titles_never_come_from_the_ingest_time(stdio_gateway: Clie
 
 
 async def test_a_hit_proven_on_a_subject_is_titled_by_that_subject(stdio_gateway: Client) -> None:
-    result, text = await _call(stdio_gateway, "search", query="lisbon", streams=["messages"], limit=5)
+    result, text = await _call(
+        stdio_gateway, "search", query="lisbon", streams=["messages"], mode="lexical", limit=5
+    )
     subject_hits = [h for h in result.structured_content["results"] if h["evidence"][0]["field"] == "subject"]
     assert subject_hits
     for hit in subject_hits:

@@ -27,7 +27,7 @@ JOURNEY = [
     ),
     ("aggregate", {"stream": "messages", "metric": "count"}),  # merges: its connections noted
     ("aggregate", {"stream": "messages", "metric": "count", "connection_id": "cin_mail_work"}),
-    ("search", {"query": "invoice", "limit": 3}),
+    ("search", {"query": "invoice", "mode": "lexical", "limit": 3}),  # unpinned: words and meaning
     ("fetch", {"id": "cin_mail_work/messages:{id}"}),
     ("read_record_field", {"id": "cin_mail_work/messages:{id}", "field": "subject"}),
 ]

@@ -1,0 +1,37 @@
+"""A package's page is ordered by one relevance judge for every source (``package.search``): a
+relevant hit of a later member outranks an unrelated first hit of an earlier one, and the text
+says how the page was ordered. A pinned mode keeps the round-robin (RS scores of different
+sources are not comparable)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_gateway_middleware import ToolCall
+
+from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.package.helpers import mail_and_chat
+
+LUNCH = "where r we going for the team lunch on friday?"  # the answer is a Slack message
+
+
+async def test_a_relevant_hit_of_the_second_member_leads_the_page(shared_sandbox: Any) -> None:
+    async with RsClient(shared_sandbox.url) as rs:
+        context = mail_and_chat(rs, rs, shared_sandbox.tokens, shared_sandbox.url)
+        result = await build_pipeline()(ToolCall("search", {"query": LUNCH}, context))
+        pinned = await build_pipeline()(ToolCall("search", {"query": LUNCH, "mode": "hybrid"}, context))
+    assert not result.is_error, result.text
+    hits = result.structured["results"]
+    # the mail member is first in member order; its hits are unrelated office chatter
+    assert hits[0]["connection_id"] == "cin_slack_acme"
+    assert "Tasca do Chico" in result.text.split("\n[2] ")[0]
+    scores = [hit["relevance"] for hit in hits]
+    assert scores == sorted(scores, reverse=True)
+    package = result.structured["data"]["meta"]["package"]
+    assert package["order"] == "relevance"
+    assert "order: by relevance to the question, judged the same way for every source" in result.text
+    assert "next_cursor" not in result.structured["data"]  # a fused page does not page on
+    # a pinned mode's page: each member's own rank, taken in turn, member order first
+    assert pinned.structured["data"]["meta"]["package"]["order"] == "round_robin_by_child_rank"
+    assert pinned.structured["results"][0]["connection_id"] == "cin_mail_work"
