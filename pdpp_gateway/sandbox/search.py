@@ -31,7 +31,7 @@ hit per record at its nearest field's distance (``score``: ``semantic_distance``
 record key), its ``matched_fields`` every field of it kept, nearest first. No lexical part,
 no threshold and no folding of near-duplicates, as on the reference. Like the reference its
 snippet is the nearest field's opening (160 characters), not a passage: where in the field
-the answer lies is for the caller to find. Hybrid is the reference's fusion: the first
+the answer lies is for the caller to find. Hybrid is the reference's fusion (``hybrid``): the first
 ``limit`` hits of each, taken in turn (lexical first), one per record, cut at ``limit``.
 """
 
@@ -50,6 +50,7 @@ from aiohttp import web
 
 from pdpp_gateway.sandbox.access import Access, Source
 from pdpp_gateway.sandbox.envelope import RsHttpError, finalise, json_response, next_link
+from pdpp_gateway.sandbox.hybrid import hybrid_shape, round_robin
 from pdpp_gateway.sandbox.params import (
     allow_only,
     decode_token,
@@ -80,18 +81,6 @@ AUTHORED_FIELDS: Final = (
     "occurredAt",
     "updated_at",
     "updatedAt",
-)
-# What a hybrid hit keeps of its lexical or semantic source hit (the reference's merge).
-_HYBRID_KEYS: Final = (
-    "object",
-    "stream",
-    "record_key",
-    "connector_id",
-    "connection_id",
-    "connector_instance_id",
-    "display_name",
-    "emitted_at",
-    "record_url",
 )
 
 
@@ -448,10 +437,10 @@ async def search(
         ranked, _ = _lexical_hits(request, store, _scopes(request, access, warnings, semantic=False))
         lexical = [hit.as_hit() for hit in ranked[:limit]]
         semantic = _semantic_hits(request, store, _scopes(request, access, warnings, semantic=True), limit)
-        hits = _round_robin(lexical, semantic[:limit])
+        hits = round_robin(lexical, semantic[:limit])
     page = _materialise(hits[offset : offset + limit], store)
     if mode == "hybrid":
-        page = [_hybrid_shape(hit) for hit in page]
+        page = [hybrid_shape(hit) for hit in page]
     more = len(hits) > offset + limit
     body: dict[str, Any] = {"object": "list", "url": request.path, "has_more": more, "data": page}
     next_url = None
@@ -460,49 +449,3 @@ async def search(
         next_url = next_link(request, body["next_cursor"])
     body["meta"] = {**meta, "warnings": warnings}
     return json_response(finalise(request, body, is_list=True, next_url=next_url, warnings=warnings))
-
-
-def _round_robin(lexical: list[dict[str, Any]], semantic: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for pair in zip(lexical, semantic, strict=False):
-        for hit, kind in ((pair[0], "lexical"), (pair[1], "semantic")):
-            _merge(merged, hit, kind)
-    for hit in lexical[len(semantic) :]:
-        _merge(merged, hit, "lexical")
-    for hit in semantic[len(lexical) :]:
-        _merge(merged, hit, "semantic")
-    return list(merged.values())
-
-
-def _merge(merged: dict[tuple[str, str, str], dict[str, Any]], hit: dict[str, Any], kind: str) -> None:
-    key = (hit["connection_id"], hit["stream"], hit["record_key"])
-    entry = merged.setdefault(
-        key,
-        {
-            **{k: v for k, v in hit.items() if k not in ("score", "retrieval_mode", "matched_fields")},
-            "matched_fields": [],
-            "retrieval_mode": "hybrid",
-            "retrieval_sources": [],
-            "scores": {},
-        },
-    )
-    entry["retrieval_sources"].append(kind)
-    entry["scores"][kind] = hit["score"]
-    for field in hit.get("matched_fields") or ():
-        if field not in entry["matched_fields"]:
-            entry["matched_fields"].append(field)
-
-
-def _hybrid_shape(hit: dict[str, Any]) -> dict[str, Any]:
-    """A merged hit as the reference sends it: identity, sources, scores and one snippet."""
-    shaped: dict[str, Any] = {key: hit[key] for key in _HYBRID_KEYS if key in hit}
-    sources = hit["retrieval_sources"]
-    shaped.update(
-        matched_fields=hit["matched_fields"],
-        retrieval_mode="hybrid",
-        retrieval_sources=[kind for kind in ("lexical", "semantic") if kind in sources],
-        scores=hit["scores"],
-    )
-    if hit.get("snippet"):
-        shaped["snippet"] = hit["snippet"]
-    return shaped
