@@ -9,8 +9,8 @@ Contract (for a ``search`` fanned out to several children of a package):
   comparable, so a pinned mode's hits are interleaved round-robin by each child's own rank,
   children in the package's member order (child A's 1st, B's 1st, C's 1st, A's 2nd, ...); a
   child with no hits left drops out of the rotation. A hit whose id was already shown on
-  the page is skipped (it still uses its turn). Either way each child gives a prefix of its
-  hits, so the cursor below continues it.
+  the page is skipped (it still uses its turn), and each child gives a prefix of its hits, so
+  the cursor below continues it; a page merged by relevance has no cursor (below).
 - Paging: ``next_cursor`` is a package cursor (``package.cursor``) that continues EVERY
   child with hits left, each exactly after its last hit shown, and the rotation exactly
   after the last child served, so concatenated pages are the one interleaving above:
