@@ -202,9 +202,9 @@ def _fused_line(retrieval: Mapping[str, Any]) -> str:
         else why.capitalize()
     )
     return (
-        f"{where}, so these hits fuse {parts} (reciprocal rank: "
-        f"a record both found ranks first).{bodies} Meaning-based hits are approximate: check that the "
-        "evidence answers the question."
+        f"{where}, so these hits fuse {parts}, ordered by relevance to the question (each hit's best "
+        f"sentence, judged the same way whatever found it).{bodies} Meaning-based hits are approximate: "
+        "check that the evidence answers the question."
     )
 
 

@@ -86,7 +86,7 @@ async def fused(
         "instead_of": "lexical",
         "why": WORDS_AND_MEANING if first is not None else NO_RECORD_HAS_EVERY_WORD,
         "searched": searched,
-        "order": "reciprocal_rank_fusion",
+        "order": "relevance",  # fused by reciprocal rank, then ordered by the one judge
     }
     structured = envelope(context, base, fused, retrieval)
     data = structured["data"]

@@ -70,7 +70,7 @@ async def test_the_lisbon_deposit_is_found_in_a_person_s_words(shared_sandbox: A
     assert {SCHEMA_READ, ("/v1/search", "apartment deposit"), ("/v1/search/hybrid", LISBON)} <= set(reads)
     retrieval = result.structured["retrieval"]
     assert retrieval["mode"] == "fused"
-    assert retrieval["order"] == "reciprocal_rank_fusion"
+    assert retrieval["order"] == "relevance"
     assert [(s["mode"], s["query"]) for s in retrieval["searched"]] == [
         ("lexical", "apartment deposit"),
         ("hybrid", LISBON),
