@@ -14,6 +14,9 @@ Contract (pure: text in, a span out; no I/O):
   offsets in ``text``, the matched word spans, and how many distinct question words it holds.
 - ``passage_at(text, start, end, words)`` is a span found otherwise (``meaning``'s closest
   sentence) as a ``Passage``: the question words in it marked and counted the same way.
+- ``word_hits(text, wanted, start, end, figure=...)``: the question words (stems in
+  ``wanted``) in ``text[start:end]``, in order, each with the stem it stands for: the one way
+  every ranking here matches a text's words to a question's.
 - ``sentence_bounds(text, start, end)`` is the span of the whole sentences a span lies in.
 - ``Passage.preview(text, limit)`` is that passage widened to whole sentences where the
   budget allows, at most ``limit`` visible characters, one line, with every matched word in
@@ -67,7 +70,7 @@ class Passage:
 def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Passage | None:
     """The densest stretch of ``text`` in the question's ``words`` (see the module contract)."""
     wanted = {stem(word) for word in words}
-    hits = _word_hits(text, wanted, 0, len(text), figure=figure)
+    hits = word_hits(text, wanted, 0, len(text), figure=figure)
     if not any(key != FIGURE for _, _, key in hits):
         return None
     counts: dict[str, int] = {}
@@ -96,7 +99,7 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
 def passage_at(text: str, start: int, end: int, words: Sequence[str]) -> Passage:
     """``text[start:end]`` as a passage, the question's ``words`` in it marked."""
     wanted = {stem(word) for word in words}
-    return _passage(start, end, _word_hits(text, wanted, start, end, figure=False), len(wanted))
+    return _passage(start, end, word_hits(text, wanted, start, end, figure=False), len(wanted))
 
 
 def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
@@ -109,7 +112,7 @@ def _breaks(text: str, start: int, end: int) -> int:
     return sum(text.count(mark, start, end) for mark in _SENTENCE_ENDS)
 
 
-def _word_hits(
+def word_hits(
     text: str, wanted: set[str], start: int, end: int, *, figure: bool
 ) -> list[tuple[int, int, str]]:
     """The question words of ``text[start:end]`` in order, each ``(start, end, its question

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Final
 from pdpp_gateway.question.answer_type import asked_kinds, holds_asked
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.meaning import embedding_model, sentences
-from pdpp_gateway.question.words import WORD, stands_for, stem
+from pdpp_gateway.question.passages import word_hits
+from pdpp_gateway.question.words import stem
 
 if TYPE_CHECKING:
     import numpy as np
@@ -116,23 +117,15 @@ def answer_windows(question: Question, text: str, count: int = 2, width: int = W
         end = _word_end(text, min(len(text), max(first + width, min(last, first + MAX_CHARS))), last)
         if any(start < other.end and other.start < end for other in chosen):
             continue
-        marks = tuple(
-            (match.start(), match.end())
-            for match in WORD.finditer(text, start, end)
-            if stands_for(stem(match.group()), wanted) is not None
-        )
-        matched = len(_stems_in(text[start:end], wanted))
+        held = word_hits(text, wanted, start, end, figure=False)
+        marks = tuple((first, last) for first, last, _ in held)
+        matched = len({key for *_, key in held})
         chosen.append(Window(start, end, spans[index], float(scores[index]), marks, matched, len(wanted)))
     return chosen
 
 
 def _stems_in(text: str, wanted: set[str]) -> set[str]:
-    held = set()
-    for match in WORD.finditer(text):
-        key = stands_for(stem(match.group()), wanted)
-        if key is not None:
-            held.add(key)
-    return held
+    return {key for *_, key in word_hits(text, wanted, 0, len(text), figure=False)}
 
 
 def _word_start(text: str, position: int, limit: int) -> int:

@@ -30,7 +30,6 @@ from typing import Any, Final
 from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.documents import TITLE_FIELDS, parse_marks, preview_around_mark
-from pdpp_gateway.question.words import RELAXED_WORDS, most_distinctive
 from pdpp_gateway.render.common import (
     RETRIEVAL,
     WORDS_AND_MEANING,
@@ -247,7 +246,7 @@ def _nothing_lexical(args: SearchArgs) -> str:
     """Why a lexical search found nothing, and the ready call to try next: its two most
     distinctive words; for a field value, a read of the likely stream that every caller can
     make (a client grant token cannot filter: the RS refuses ``filter`` for it)."""
-    fewer = " ".join(most_distinctive(args.words, RELAXED_WORDS))
+    fewer = " ".join(args.question.distinctive())
     field_value = (
         "when the answer is a field value, query_records on the likely stream reads its newest "
         "records first, with fields for only those that hold it (schema() lists the streams and "

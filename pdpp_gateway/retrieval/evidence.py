@@ -72,8 +72,7 @@ async def add_evidence(
     question finds by the ``meaning`` mode for the best bare hit, its search added to
     ``searched``) while no better one answers, marked short snippets, and the aimed call for
     every other hit whose field was cut."""
-    words = args.words or (args.text,)
-    figure = args.question.figure
+    words, figure = args.terms, args.question.figure
     scans: list[Callable[[], Awaitable[Passage | None]]] = []  # in rank order
     shown = False  # whether a better-ranked hit already shows evidence that reads as an answer
     bodied = False  # whether a body search is already among the scans
@@ -85,7 +84,7 @@ async def add_evidence(
             if hit.get("id") in read:  # the body search already read it, and moved it up
                 return None
             read.add(str(hit.get("id")))
-            return await read_passages(context, hit, naming(hit), field, words, args.text, figure=figure)
+            return await read_passages(context, hit, naming(hit), field, args.question)
 
         scans.append(once)
 
@@ -130,8 +129,7 @@ async def first_passage(context: GatewayContext, top: dict[str, Any], args: Sear
     question's words (a figure question: shows no figure beside half its words; a who/when
     question reads the hit's origin instead, step 5) has that field read for its passages
     (``read_passages``; the RS's snippet stays when none is found)."""
-    figure = args.question.figure
-    words = args.words or (args.text,)
+    words, figure = args.terms, args.question.figure
     evidence = top.get("evidence") or []
     if not (evidence and evidence[0].get("truncated")):
         return
@@ -139,9 +137,7 @@ async def first_passage(context: GatewayContext, top: dict[str, Any], args: Sear
         return
     if not figure and (args.question.who_or_when or holds_every_word(evidence, words)):
         return
-    await read_passages(
-        context, top, naming(top), str(evidence[0].get("field")), words, args.text, figure=figure
-    )
+    await read_passages(context, top, naming(top), str(evidence[0].get("field")), args.question)
 
 
 def searchable_bodies(
@@ -175,7 +171,7 @@ async def scan_bodies(
     it is the whole field) and, when it shows evidence, placed in ``hits`` at ``hit``'s rank
     (an entry of it further down moves up). Answers its passage found by words (``None``: a
     failed search, no new body, or no passage in it)."""
-    words, figure = args.words or (args.text,), args.question.figure
+    words, figure = args.terms, args.question.figure
     within = tuple(pair for pair in args.scope if pair[0] == "connection_id")
     try:
         response = await search_bodies(context.rs, bodies, args.text, SEARCH_PATHS[mode], within)
@@ -196,7 +192,7 @@ async def scan_bodies(
         mark_snippet(body, field, snippet, words)
         passage = best_passage(documents.parse_marks(snippet)[0], words, figure=figure)
     else:
-        passage = await read_passages(context, body, naming(body), field, words, args.text, figure=figure)
+        passage = await read_passages(context, body, naming(body), field, args.question)
     if body.get("evidence"):
         hits[:] = [each for each in hits if each.get("id") != body["id"]]
         hits.insert(next(n for n, each in enumerate(hits) if each is hit), body)
@@ -208,28 +204,25 @@ async def read_passages(
     hit: dict[str, Any],
     naming: Mapping[str, str],
     field: str,
-    words: Sequence[str],
-    question: str,
-    *,
-    figure: bool,
+    question: Question,
 ) -> Passage | None:
     """The hit's field read (at most ``SCAN_CHARS``; only its first window when a stretch of it
-    holds every one of ``words``), its ``ANSWER_WINDOWS`` windows that best
+    holds every word of the question), its ``ANSWER_WINDOWS`` windows that best
     carry the answer (``sentences.answer_windows``, in a thread) set as its evidence. Answers
     the best as a passage (``None``: nothing read, or the read failed)."""
     ref = RecordRef(str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id"))
     try:  # a first window that holds every word of the question in one stretch will do
-        scanned = await scan_field(context.rs, ref, field, SCAN_CHARS, enough=partial(_holds_all, words))
+        enough = partial(_holds_all, question.terms)
+        scanned = await scan_field(context.rs, ref, field, SCAN_CHARS, enough=enough)
     except RsError:
         return None
-    asked = Question.parse(question)
-    windows = await asyncio.to_thread(answer_windows, asked, scanned.text, ANSWER_WINDOWS)
+    windows = await asyncio.to_thread(answer_windows, question, scanned.text, ANSWER_WINDOWS)
     if not windows:
         return None
     hit["evidence"] = [window_evidence(scanned, window, naming, field) for window in windows]
     hit.pop("read_near", None)
     best = windows[0]
-    numbered = figure and any(char.isdigit() for char in scanned.text[best.start : best.end])
+    numbered = question.figure and any(char.isdigit() for char in scanned.text[best.start : best.end])
     return Passage(best.start, best.end, best.marks, best.matched, best.asked, figure=numbered)
 
 
@@ -244,11 +237,7 @@ async def read_best(
     for hit in hits[:READ_HITS]:
         field = _long_field(hit, schema)
         if field is not None:
-            reads.append(
-                read_passages(
-                    context, hit, naming(hit), field, args.terms, args.text, figure=args.question.figure
-                )
-            )
+            reads.append(read_passages(context, hit, naming(hit), field, args.question))
     await asyncio.gather(*reads)
 
 
