@@ -1,24 +1,21 @@
-"""The sentence of a long text that means what a question asks, when its words differ.
+"""Sentences, and the embedding model that says how near one is in meaning to a question.
 
-Contract (text in, a span out; no I/O but loading the model, once per process):
+Contract (text in, spans and vectors out; no I/O but loading the model, once per process):
 
-- ``closest_sentence(text, question)`` splits ``text`` into sentences (at ``.``, ``!``, ``?``
-  and line breaks; a longer run is cut into ``SPAN_CHARS`` pieces at spaces) and answers the
-  span ``(start, end)`` of the one whose meaning is nearest the question's (cosine similarity
-  of their embeddings), or ``None`` when the text has no sentence or none comes within
-  ``MIN_SIMILARITY``; with ``figure`` (the question asks for a number, an amount, a time or a
-  code) only the sentences holding a digit compete, when there are any, within
-  ``MIN_FIGURE_SIMILARITY``. "where did the landlord stash the extra key" finds "The spare
-  key for the apartment is hidden in the blue flowerpot", which shares one word with it and
-  loses, on words alone, to "Keys for the mailbox are kept by the concierge".
-- The embeddings are WordLlama's bundled model: static token embeddings averaged, 256
+- ``sentences(text)``: the spans of ``text``'s sentences: each ends at ``.``, ``!``, ``?`` or
+  a line break (a list item or a table row stands alone); a longer run is cut into
+  ``SPAN_CHARS`` pieces at spaces. A period inside a number or a name ("1.284,17 €",
+  "v2.31.4") ends one too: the windows built on a sentence run on past it, and the splits that
+  keep such numbers whole (Wikimedia's sentencex, or no end inside a word) answered fewer
+  questions on the dev split.
+- ``embedding_model()``: WordLlama's bundled model: static token embeddings averaged, 256
   dimensions, 16 MB, shipped inside its wheel (loaded from there, downloads forbidden: no
   network, no GPU; about 200 ms to load, a few ms for a 32k-character text). It loads on
-  first use, under a lock, and stays for the process; ``embedding_model()`` hands the same
-  model to the sandbox RS's meaning-based search. CPU-bound: call it from a thread in a
-  server (``asyncio.to_thread``).
-- A model that cannot load (a wheel without its weights) is logged once and every answer is
-  ``None``: a search then shows the passages found by words alone.
+  first use, under a lock, and stays for the process; the same model scores sentences
+  (``sentences.score_sentences``) and serves the sandbox RS's meaning-based search.
+  CPU-bound: call it from a thread in a server (``asyncio.to_thread``).
+- A model that cannot load (a wheel without its weights) is logged once and answers
+  ``None``: passages are then found by words alone.
 """
 
 from __future__ import annotations
@@ -34,49 +31,32 @@ if TYPE_CHECKING:
     from wordllama.inference import WordLlamaInference
 
 SPAN_CHARS: Final = 240
-MIN_SIMILARITY: Final = 0.2  # below it a sentence shares no more with the question than filler does
-# among the sentences holding a number only, for a question that asks for one: fewer compete,
-# and the number is itself half the evidence ("how much did the garage charge me" meets "the
-# repair cost 340 EUR" at 0.15)
-MIN_FIGURE_SIMILARITY: Final = 0.1
 _SENTENCE: Final = re.compile(r"[^.!?\n]+[.!?]*")
 _LOCK: Final = threading.Lock()
 _LOG: Final = logging.getLogger(__name__)
-
-
-def closest_sentence(text: str, question: str, *, figure: bool = False) -> tuple[int, int] | None:
-    """The span of ``text``'s sentence nearest ``question`` in meaning (see the contract)."""
-    spans = sentences(text)
-    least = MIN_SIMILARITY
-    numbered = [span for span in spans if any(c.isdigit() for c in text[span[0] : span[1]])] if figure else []
-    if numbered:  # the question asks for a number: the sentences holding one
-        spans, least = numbered, MIN_FIGURE_SIMILARITY
-    if not spans:
-        return None
-    model = embedding_model()
-    if model is None:
-        return None
-    asked = model.embed([question], norm=True)[0]
-    scores = model.embed([text[start:end] for start, end in spans], norm=True) @ asked
-    best = int(scores.argmax())
-    return spans[best] if float(scores[best]) >= least else None
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
     """The spans of ``text``'s sentences, none over ``SPAN_CHARS``, each holding a letter or digit."""
     spans: list[tuple[int, int]] = []
     for match in _SENTENCE.finditer(text):
-        start, end = match.start(), match.end()
-        while start < end and text[start].isspace():
-            start += 1
-        while end - start > SPAN_CHARS:
-            cut = text.rfind(" ", start, start + SPAN_CHARS)
-            cut = cut if cut > start else start + SPAN_CHARS
-            spans.append((start, cut))
-            start = cut + 1
-        if any(character.isalnum() for character in text[start:end]):
-            spans.append((start, end))
+        _add_sentence(text, match.start(), match.end(), spans)
     return spans
+
+
+def _add_sentence(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    """The sentence ``text[start:end]`` added to ``spans``: trimmed, in ``SPAN_CHARS`` pieces."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    while end - start > SPAN_CHARS:
+        cut = text.rfind(" ", start, start + SPAN_CHARS)
+        cut = cut if cut > start else start + SPAN_CHARS
+        spans.append((start, cut))
+        start = cut + 1
+    if any(character.isalnum() for character in text[start:end]):
+        spans.append((start, end))
 
 
 def embedding_model() -> WordLlamaInference | None:

@@ -12,8 +12,6 @@ Contract (pure: text in, a span out; no I/O):
   much, when, which number), a number in the stretch counts as half a word. It answers
   ``None`` when no question word occurs. The ``Passage`` it returns has the span's character
   offsets in ``text``, the matched word spans, and how many distinct question words it holds.
-- ``passage_at(text, start, end, words)`` is a span found otherwise (``meaning``'s closest
-  sentence) as a ``Passage``: the question words in it marked and counted the same way.
 - ``word_hits(text, wanted, start, end, figure=...)``: the question words (stems in
   ``wanted``) in ``text[start:end]``, in order, each with the stem it stands for: the one way
   every ranking here matches a text's words to a question's.
@@ -94,12 +92,6 @@ def best_passage(text: str, words: Sequence[str], *, figure: bool = False) -> Pa
     *_, first, last = best
     chosen = hits[first : last + 1]
     return _passage(chosen[0][0], chosen[-1][1], chosen, len(wanted))
-
-
-def passage_at(text: str, start: int, end: int, words: Sequence[str]) -> Passage:
-    """``text[start:end]`` as a passage, the question's ``words`` in it marked."""
-    wanted = {stem(word) for word in words}
-    return _passage(start, end, word_hits(text, wanted, start, end, figure=False), len(wanted))
 
 
 def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:

@@ -1,7 +1,8 @@
 """Text for ``read_record_field``: where the window sits, how to move, then the text.
 
 Contract: a header with the record handle, field, served range ``start–end of total``,
-``complete`` (the whole field) and ``has_more``, and match offsets; a window that
+``complete`` (the whole field) and ``has_more``, and match offsets (for a ``near`` read, how
+the sentence was chosen: by its words, or by meaning when none occurs); a window that
 reaches the last character says "end of field" plainly, and an ``offset_chars`` past
 the end says so with the call that reads the last window. Then the exact next/previous
 ``read_record_field`` calls (JSON arguments, copyable as-is, with ``connection_id``
@@ -41,6 +42,11 @@ def render_field_window(args: FieldArgs, result: ToolResult) -> str:
     )
     if window.get("match_start_chars") is not None:
         head += f", match at {window['match_start_chars']}–{window.get('match_end_chars')}"
+    passage = as_mapping(result.structured.get("passage"))
+    if passage.get("found_by") == "meaning":
+        head += " (no word of near occurs in the field: the sentence nearest it in meaning)"
+    elif passage:
+        head += f" (the sentence that best answers near: {passage.get('words_matched')} of its {passage.get('words_asked')} words)"
     lines = [head + "."]
     limit = window.get("limit_chars")
     requested = args.offset_chars

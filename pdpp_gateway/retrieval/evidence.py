@@ -14,8 +14,10 @@ failed read leaving the hit as it was):
   question asks for), the next such hit is read the same way, at most ``MAX_SCANS`` in all,
   never one record twice; a strong window ends the reads. A hit whose snippet is the whole
   short field shows it marked (``previews.mark_snippet``); every other cut hit carries
-  ``read_near``, the ``read_record_field`` call aimed at the question. The best-ranked short hit whose stream has a body stream in the grant's
-  schema (``linked_streams.body_streams``: a mail's message and its body, an issue and its
+  ``read_near``: the ``read_record_field`` call aimed with the question's most distinctive
+  words (``Question.distinctive``), which the read's scorer weighs with the rest of the text;
+  never on a text the page shows whole. The best-ranked short hit whose stream has a body
+  stream in the grant's schema (``linked_streams.body_streams``: a mail's message and its body, an issue and its
   comments, a conversation and its messages) and whose title does not answer has, in its
   rank's turn and counted among the ``MAX_SCANS``, the body streams searched on the question
   by the meaning-based mode (``scan_bodies``: 1 read, within the caller's ``streams`` and
@@ -45,11 +47,10 @@ from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage
-from pdpp_gateway.question.sentences import answer_windows
 from pdpp_gateway.retrieval.body_search import search_bodies, text_field
 from pdpp_gateway.retrieval.linked_streams import BodyStream, body_streams, text_field_of
 from pdpp_gateway.retrieval.pages import SEARCH_PATHS, naming, page_hits
-from pdpp_gateway.retrieval.passage_reads import scan_field, window_evidence
+from pdpp_gateway.retrieval.passage_reads import read_windows, window_evidence
 from pdpp_gateway.retrieval.previews import answers, holds_every_word, mark_snippet
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.tools.args import SearchArgs
@@ -112,10 +113,12 @@ async def add_evidence(
                 scans.append(partial(scan_bodies, context, hit, bodies, hits, args, searched, read, meaning))
             shown = shown or titled or (not bodies and answers(hit.get("evidence") or [], words, figure))
             continue
-        hit["read_near"] = {
-            "tool": "read_record_field",
-            "arguments": {**naming(hit), "field": field, "near": args.text},
-        }
+        if args.question.words:  # the RS cut its text: the read aimed at the answer in it
+            aim = " ".join(args.question.distinctive())
+            hit["read_near"] = {
+                "tool": "read_record_field",
+                "arguments": {**naming(hit), "field": field, "near": aim},
+            }
         if not shown and len(scans) < MAX_SCANS:
             scan(hit, field)
     for each in scans:  # one after another: a strong passage ends the scans
@@ -211,12 +214,10 @@ async def read_passages(
     carry the answer (``sentences.answer_windows``, in a thread) set as its evidence. Answers
     the best as a passage (``None``: nothing read, or the read failed)."""
     ref = RecordRef(str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id"))
-    try:  # a first window that holds every word of the question in one stretch will do
-        enough = partial(_holds_all, question.terms)
-        scanned = await scan_field(context.rs, ref, field, SCAN_CHARS, enough=enough)
+    try:
+        scanned, windows = await read_windows(context.rs, ref, field, question, ANSWER_WINDOWS, SCAN_CHARS)
     except RsError:
         return None
-    windows = await asyncio.to_thread(answer_windows, question, scanned.text, ANSWER_WINDOWS)
     if not windows:
         return None
     hit["evidence"] = [window_evidence(scanned, window, naming, field) for window in windows]
@@ -259,12 +260,6 @@ def _long_field(hit: Mapping[str, Any], schema: Mapping[str, Any] | None) -> str
     if matched and set(matched) <= set(documents.TITLE_FIELDS) and isinstance(connection, str):
         return text_field_of(schema, str(hit.get("stream")), connection)
     return None
-
-
-def _holds_all(words: Sequence[str], text: str) -> bool:
-    """Whether one stretch of ``text`` holds every one of ``words`` (``passages.best_passage``)."""
-    passage = best_passage(text, words)
-    return passage is not None and passage.matched == passage.asked
 
 
 def _cut(preview: object) -> bool:

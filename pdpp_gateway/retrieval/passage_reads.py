@@ -9,10 +9,11 @@ Contract:
   RS's largest window), at most ``limit_chars`` in all. It answers the
   text read, the field's whole length and the connection the RS served. RS failures
   propagate as ``RsError`` (a field that is not text: the RS's 422).
-- ``find_passage(rs, ref, field, limit_chars, words, figure=...)`` scans the field until a
-  passage holds every one of ``words`` (then the rest is not read) and answers what it read
-  with its best passage (``passages.best_passage``, ``None`` when no word occurs), each text
-  read ranked once: a first window that holds every word is not ranked again.
+- ``read_windows(rs, ref, field, question, count, limit_chars)`` scans the field (only its
+  first window when one stretch of it holds every word of the question: the rest is not
+  read) and answers what it read with its ``count`` windows that best carry the answer
+  (``sentences.answer_windows``, in a thread): the one scorer behind a search's evidence and
+  an aimed ``near`` read alike.
 - ``window_evidence(scanned, window, naming, field)`` is the search-hit evidence for an answer
   window (``sentences.answer_windows``): its marked preview, where it lies (``at_chars`` of
   ``total_chars``), ``provenance: "passage"`` and the ``read_record_field`` arguments that open
@@ -28,13 +29,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from pdpp_gateway.context import RsReader
 from pdpp_gateway.documents import CONTEXT_CHARS
 from pdpp_gateway.ids import RecordRef
+from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage, sentence_bounds
-from pdpp_gateway.question.sentences import Window
+from pdpp_gateway.question.sentences import Window, answer_windows
 from pdpp_gateway.render.common import as_mapping
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.rs.errors import RsProtocolError
@@ -91,22 +94,19 @@ async def scan_field(
     )
 
 
-async def find_passage(
-    rs: RsReader, ref: RecordRef, field: str, limit_chars: int, words: Sequence[str], *, figure: bool
-) -> tuple[ScannedField, Passage | None]:
-    """The field as far as it was read and its best passage for ``words`` (see the contract)."""
-    whole: list[Passage] = []  # the first window's passage, when it holds every word
+async def read_windows(
+    rs: RsReader, ref: RecordRef, field: str, question: Question, count: int, limit_chars: int
+) -> tuple[ScannedField, list[Window]]:
+    """The field as far as it was read and its answer windows for ``question`` (see the contract)."""
+    enough = partial(_holds_all, question.terms)
+    scanned = await scan_field(rs, ref, field, limit_chars, enough=enough)
+    return scanned, await asyncio.to_thread(answer_windows, question, scanned.text, count)
 
-    def holds_every_word(text: str) -> bool:
-        passage = best_passage(text, words, figure=figure)
-        if passage is not None and passage.matched == passage.asked:
-            whole.append(passage)
-        return bool(whole)
 
-    scanned = await scan_field(rs, ref, field, limit_chars, enough=holds_every_word)
-    if whole:  # the scan stopped at that window: it is all that was read
-        return scanned, whole[0]
-    return scanned, best_passage(scanned.text, words, figure=figure)
+def _holds_all(words: Sequence[str], text: str) -> bool:
+    """Whether one stretch of ``text`` holds every one of ``words`` (``passages.best_passage``)."""
+    passage = best_passage(text, words)
+    return passage is not None and passage.matched == passage.asked
 
 
 def window_evidence(

@@ -33,7 +33,6 @@ from mcp_gateway_middleware import ToolCall
 from pdpp_gateway.ids import RecordRef, parse_handle, resolve_connection
 from pdpp_gateway.package.cursor import PackageCursor, decode, fingerprint, is_package_cursor
 from pdpp_gateway.question.asked import Question
-from pdpp_gateway.question.words import asks_for_figure, content_words
 from pdpp_gateway.tools.encoding import expand_limit_pairs, filter_pairs, forward
 
 RECORDS_PARAMS: Final = (
@@ -144,8 +143,7 @@ class FieldArgs(NamedTuple):
     ref: RecordRef
     requested_id: str | None  # the id as the caller wrote it; None: named by stream + record_id
     field: str
-    near: tuple[str, ...]  # the content words of ``near`` (a passage search), else empty
-    figure: bool  # ``near`` asks for a number, amount, time or code (``words.asks_for_figure``)
+    near: Question | None  # ``near`` parsed (a read aimed at the passage that answers it), else None
     offset_chars: int | None
     limit_chars: int | None
     query: Pairs
@@ -267,8 +265,7 @@ def parse_read_record_field(arguments: Mapping[str, Any]) -> FieldArgs:
         ref=ref,
         requested_id=requested_id,
         field=arguments["field"],
-        near=tuple(content_words(arguments["near"])) if "near" in arguments else (),
-        figure=asks_for_figure(arguments["near"]) if "near" in arguments else False,
+        near=Question.parse(arguments["near"]) if "near" in arguments else None,
         offset_chars=arguments.get("offset_chars"),
         limit_chars=arguments.get("limit_chars"),
         query=(

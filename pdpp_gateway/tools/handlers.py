@@ -39,10 +39,10 @@ from mcp_gateway_middleware import ToolResult, gateway_error
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef
-from pdpp_gateway.question.meaning import closest_sentence
-from pdpp_gateway.question.passages import passage_at
+from pdpp_gateway.question.asked import Question
+from pdpp_gateway.question.passages import Passage
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
-from pdpp_gateway.retrieval.passage_reads import find_passage, window_around
+from pdpp_gateway.retrieval.passage_reads import read_windows, window_around
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
 from pdpp_gateway.rs.memo import memoised_read
@@ -154,8 +154,8 @@ async def read_record_field(context: GatewayContext, args: FieldArgs) -> ToolRes
     ref = args.ref
     path = rs_path("v1", "streams", ref.stream, "records", ref.record_id, "field-window")
     try:
-        if args.near:
-            return ToolResult(structured=await _near_window(context, args))
+        if args.near is not None:
+            return ToolResult(structured=await _near_window(context, args, args.near))
         response = await context.rs.get_json(path, args.query)
     except RsStatusError as error:
         if error.status != 422 or error.code != "field_not_text":
@@ -188,22 +188,15 @@ async def read_record_field(context: GatewayContext, args: FieldArgs) -> ToolRes
     return ToolResult(structured=structured)
 
 
-async def _near_window(context: GatewayContext, args: FieldArgs) -> dict[str, Any]:
-    """The window centred on the field's best passage for ``near`` (``passage_reads``), read
-    from the field's start, at most ``NEAR_SCAN_CHARS``; when none of its words occurs, on
-    the sentence nearest them in meaning (``meaning.closest_sentence``: people paraphrase);
-    ``words_not_found`` only when no sentence comes near either."""
-    scanned, passage = await find_passage(
-        context.rs, args.ref, args.field, NEAR_SCAN_CHARS, args.near, figure=args.figure
-    )
-    found_by = "words"
-    if passage is None:  # people paraphrase: the sentence nearest the words in meaning
-        span = await asyncio.to_thread(
-            closest_sentence, scanned.text, " ".join(args.near), figure=args.figure
-        )
-        passage = None if span is None else passage_at(scanned.text, *span, args.near)
-        found_by = "meaning"
-    if passage is None:
+async def _near_window(context: GatewayContext, args: FieldArgs, asked: Question) -> dict[str, Any]:
+    """The window around the field's sentence that best answers ``near``, read from the field's
+    start (at most ``NEAR_SCAN_CHARS``) and chosen by the scorer behind a search's evidence
+    (``passage_reads.read_windows``: meaning, the words weighted by their rarity in the text,
+    the kind of value asked for). People paraphrase: when no word of ``near`` occurs, the
+    sentence nearest it in meaning answers (``found_by: "meaning"``, and the text says so);
+    ``words_not_found`` only for a field with no sentence at all."""
+    scanned, windows = await read_windows(context.rs, args.ref, args.field, asked, 1, NEAR_SCAN_CHARS)
+    if not windows:
         read = (
             f"the first {len(scanned.text)} of its {scanned.total}"
             if scanned.total > len(scanned.text)
@@ -211,9 +204,12 @@ async def _near_window(context: GatewayContext, args: FieldArgs) -> dict[str, An
         )
         raise gateway_error(
             "words_not_found",
-            f"None of the words {', '.join(args.near)} occurs in {args.field} ({read} characters were read).",
+            f"None of the words {', '.join(asked.terms)} occurs in {args.field} ({read} characters were read).",
             param="near",
         )
+    best = windows[0]
+    passage = Passage(*best.sentence, best.marks, best.matched, best.asked)
+    found_by = "words" if best.matched else "meaning"
     served = RecordRef(args.ref.stream, args.ref.record_id, scanned.connection_id)
     return {
         "record": {

@@ -299,7 +299,7 @@ READ_RECORD_FIELD: Final = ToolSpec(
         "(GET /v1/streams/{stream}/records/{id}/field-window). Give id (any id shown, or a pdpp://record/ "
         "URI) or connection_id + stream + record_id. Page with "
         "offset_chars (each result gives the next and previous arguments), jump to the first match of q "
-        "with before_chars/after_chars of context, or to the best passage for the words of near. "
+        "with before_chars/after_chars of context, or to the sentence that best answers near. "
         "limit_chars defaults to 4096 (1200 with near)."
     ),
     input_schema=_object(
@@ -319,7 +319,7 @@ READ_RECORD_FIELD: Final = ToolSpec(
             "near": {
                 **_NAME,
                 "maxLength": MAX_QUERY_CHARS,
-                "description": "Words to find together.",
+                "description": "What to find, any words.",
             },
             "before_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},
             "after_chars": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_CHARS},
