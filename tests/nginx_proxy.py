@@ -1,30 +1,27 @@
-"""A real nginx in front of gateways, as an operator deploys one: TLS ends at the proxy,
-the gateway is served under a path prefix, and the proxy says so in ``X-Forwarded-*``.
+"""A real nginx in front of gateways, run with the guide's own configuration file.
+
+``config/nginx/pdpp-gateway.conf`` is what README.md tells an operator to include: TLS ending
+at the proxy, the gateway under the path prefix ``/pdpp``, replicas in one upstream (a replica
+that refuses a connection is left out for a second and its call retried on another),
+``X-Forwarded-*`` set, the operational endpoints refused, the RS behind ``/``. The tests run
+that file unchanged but for its addresses (``guide_config``): the replicas' ports, the listen
+address (a free loopback port: not the default one, so the Host a client sends carries it),
+the certificate files and the RS's address; this module only wraps it in an ``http`` block
+with a pid, logs and temp files of its own under ``directory``.
 
 ``scripts/test`` installs Debian's nginx where the machine allows (root with apt);
-elsewhere the tests that need it skip and say why. ``nginx_proxy(directory, ports)``
-runs it in the foreground (``daemon off``) on a free loopback port with a config, pid,
-logs and temp files of its own under ``directory``, proxying
-
-- ``https://127.0.0.1:<port><prefix>/...`` to ``/...`` of the gateways on ``ports`` (one
-  upstream, round robin, kept-alive connections, a call a replica dropped retried on
-  another, as the README's proxy settings say), with ``X-Forwarded-Proto``,
-  ``X-Forwarded-Host`` (host and port, as the client sent them) and, unless
-  ``forward_prefix=False``, ``X-Forwarded-Prefix``;
-- ``https://127.0.0.1:<port>/.well-known/oauth-protected-resource<prefix>/mcp``, the path
-  RFC 9728 gives the metadata of ``<prefix>/mcp``, to the gateways unchanged.
-
-A port may name a gateway that is not (or no longer) running: nginx then sends its calls
-to another (a refused connection is retried on the next server and the server is left
-out for a second), as a platform's router does with an instance that comes or goes, and
-without a reload (which closes the proxy's idle client connections). The block's end
-stops it.
+elsewhere the tests that need it skip and say why. ``nginx_proxy(directory, ports)`` runs
+it in the foreground (``daemon off``) and stops it at the block's end. A port may name a
+gateway that is not (or no longer) running: nginx then sends its calls to another, as a
+platform's router does with an instance that comes or goes, and without a reload (which
+closes the proxy's idle client connections).
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -39,6 +36,33 @@ import pytest
 from tests.tls_files import TlsFiles, tls_files
 
 START_SECONDS = 10.0
+GUIDE_CONFIG = Path(__file__).resolve().parents[1] / "config" / "nginx" / "pdpp-gateway.conf"
+PREFIX = "/pdpp"  # the path prefix the guide's configuration serves the gateway under
+_REPLICA = re.compile(r"^( *)server 127\.0\.0\.1:\d+( [^;]*;)\n", re.MULTILINE)
+
+
+def guide_config(ports: list[int], listen: int, tls: TlsFiles, rs: str | None) -> str:
+    """``config/nginx/pdpp-gateway.conf`` with its addresses replaced: one upstream server line
+    per port in ``ports`` (each with the guide's own parameters), a listen on ``listen`` at the
+    loopback address, ``tls``'s certificate and key, and ``rs`` (an origin) behind ``/``. Each
+    replaced line must be in the file, or the tests would run something else than the guide."""
+    text = GUIDE_CONFIG.read_text(encoding="utf-8")
+    replicas = _REPLICA.findall(text)
+    assert replicas, "the guide's upstream names no replica"
+    indent, parameters = replicas[0]
+    lines = "".join(f"{indent}server 127.0.0.1:{port}{parameters}\n" for port in ports)
+    first = _REPLICA.search(text)
+    assert first is not None
+    text = text[: first.start()] + lines + _REPLICA.sub("", text[first.end() :])
+    for old, new in (
+        ("listen 443 ssl;", f"listen 127.0.0.1:{listen} ssl;"),
+        ("ssl_certificate /etc/ssl/certs/data.example.com.pem;", f"ssl_certificate {tls.certificate};"),
+        ("ssl_certificate_key /etc/ssl/private/data.example.com.key;", f"ssl_certificate_key {tls.key};"),
+        ("proxy_pass http://127.0.0.1:7663;", f"proxy_pass {rs or 'http://127.0.0.1:9'};"),
+    ):
+        assert text.count(old) == 1, f"the guide's configuration no longer says {old!r}"
+        text = text.replace(old, new)
+    return text
 
 
 def free_port() -> int:
@@ -51,9 +75,9 @@ def free_port() -> int:
 class Nginx:
     directory: Path
     port: int
-    prefix: str
     tls: TlsFiles
-    forward_prefix: bool
+    rs: str | None  # the RS's origin behind ``/``, when there is one
+    prefix: str = PREFIX
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -73,10 +97,8 @@ class Nginx:
     def write_config(self, ports: list[int]) -> Path:
         for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (self.directory / name).mkdir(exist_ok=True)
-        servers = "\n".join(f"    server 127.0.0.1:{port} max_fails=1 fail_timeout=1s;" for port in ports)
-        forwarded_prefix = (
-            f"proxy_set_header X-Forwarded-Prefix {self.prefix};" if self.forward_prefix else ""
-        )
+        included = self.directory / "pdpp-gateway.conf"
+        included.write_text(guide_config(ports, self.port, self.tls, self.rs), encoding="utf-8")
         # nginx started by root hands its workers to an unprivileged user; keep it the caller.
         user = f"user {getpass.getuser()};" if os.geteuid() == 0 else ""
         d = self.directory
@@ -93,26 +115,7 @@ http {{
   fastcgi_temp_path {d}/fastcgi;
   uwsgi_temp_path {d}/uwsgi;
   scgi_temp_path {d}/scgi;
-  upstream pdpp_gateway {{
-{servers}
-    keepalive 32;
-  }}
-  server {{
-    listen 127.0.0.1:{self.port} ssl;
-    ssl_certificate {self.tls.certificate};
-    ssl_certificate_key {self.tls.key};
-    client_max_body_size 4m;
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
-    proxy_set_header Host $http_host;
-    proxy_set_header X-Forwarded-Proto $scheme;
-    proxy_set_header X-Forwarded-Host $http_host;
-    {forwarded_prefix}
-    # Every call is a read: one a replica dropped (it went away) is safe to send to another.
-    proxy_next_upstream error timeout non_idempotent;
-    location {self.prefix}/ {{ proxy_pass http://pdpp_gateway/; }}
-    location = /.well-known/oauth-protected-resource{self.prefix}/mcp {{ proxy_pass http://pdpp_gateway; }}
-  }}
+  include {included};
 }}
 """
         path = self.directory / "nginx.conf"
@@ -152,7 +155,7 @@ http {{
 
 @contextmanager
 def nginx_proxy(
-    directory: Path, ports: list[int], *, prefix: str = "/pdpp", forward_prefix: bool = True, port: int = 0
+    directory: Path, ports: list[int], *, port: int = 0, rs: str | None = None
 ) -> Iterator[Nginx]:
     """nginx on ``port`` (a free one when 0) in front of the gateways on ``ports``."""
     binary = shutil.which("nginx") or next(
@@ -161,7 +164,7 @@ def nginx_proxy(
     if binary is None:
         pytest.skip("nginx is not installed (scripts/test installs it where apt is available)")
     directory.mkdir(parents=True, exist_ok=True)
-    proxy = Nginx(directory, port or free_port(), prefix, tls_files(directory), forward_prefix)
+    proxy = Nginx(directory, port or free_port(), tls_files(directory), rs)
     proxy.start(binary, ports)
     try:
         yield proxy

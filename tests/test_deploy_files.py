@@ -39,14 +39,27 @@ def test_the_runtime_the_buildpack_installs_is_one_the_project_supports() -> Non
     assert tuple(int(part) for part in version.split(".")[:2]) >= (int(wanted[1]), int(wanted[2]))
     assert f"`.python-version` ({version};" in deploy_section()
     lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    # the middleware library from this repository, then this project, as their pyproject files say
-    assert [line for line in lines if not line.startswith("#")] == ["./middleware", "."]
+    assert [line for line in lines if line and not line.startswith("#")] == ["."]  # this project, whole
+
+
+def test_the_middleware_library_is_built_in_with_every_dependency_it_needs() -> None:
     library = tomllib.loads((ROOT / "middleware" / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    (pin,) = [d for d in PYPROJECT["dependencies"] if d.startswith(library["name"])]
-    # exactly the folder's version, a local one (PEP 440 "+label"), which no package index serves:
-    # pip never fetches a package of that name published by someone else
-    assert pin.endswith(f"=={library['version']}")
-    assert "+" in library["version"]
+    names = {_name(requirement) for requirement in PYPROJECT["dependencies"]}
+    # no dependency on a distribution no index serves: the library's source root is one of ours
+    assert library["name"] not in names
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert "middleware/src" in found["packages"]["find"]["where"]
+    assert "mcp_gateway_middleware*" in found["packages"]["find"]["include"]
+    # what the library needs to import, its HTTP and Redis stages included, this project installs
+    needed = [
+        *library["dependencies"],
+        *(d for extra in library["optional-dependencies"].values() for d in extra),
+    ]
+    assert {_name(requirement) for requirement in needed} <= names
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\[<>=!~;@ ]", requirement, maxsplit=1)[0].lower()
 
 
 def test_the_procfile_web_process_reads_the_committed_settings_and_port() -> None:
@@ -66,3 +79,22 @@ def test_the_license_file_is_the_one_pyproject_declares() -> None:
     assert "Apache License\n                           Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text
     assert "APPENDIX: How to apply the Apache License to your work." in text
+
+
+def test_the_guide_quotes_the_nginx_configuration_the_tests_run() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("### Behind a reverse proxy, or at a path prefix")
+    section = readme[start : readme.index("\n### ", start + 1)]
+    (quoted,) = re.findall(r"```nginx\n(.*?)```", section, re.DOTALL)
+    assert quoted == (ROOT / "config" / "nginx" / "pdpp-gateway.conf").read_text(encoding="utf-8")
+    # the flags it tells each replica to start with exist, and name the prefix the file serves
+    for flag in (
+        "--public-url",
+        "--trusted-proxy",
+        "--rs-internal-url",
+        "--allowed-host",
+        "--allowed-prefix",
+    ):
+        assert flag in section
+    assert "proxy_set_header X-Forwarded-Prefix /pdpp;" in quoted
+    assert "https://data.example.com/pdpp --trusted-proxy" in section

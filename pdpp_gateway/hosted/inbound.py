@@ -9,8 +9,9 @@ Contract:
 
   1. an ``MCP-Protocol-Version`` this server does not speak → 400 ``-32022`` with
      ``data.supported`` (what ``server/discover`` lists) and ``data.requested``; its id
-     is ``null``, since the body is not read before the bearer is accepted (the SDK's
-     client matches the answer to its request by the HTTP exchange);
+     is the request's when the body arrived whole with the headers and is small
+     (``ID_PEEK_BYTES``), else ``null``: no body is waited for, nor a large one read,
+     before the bearer is accepted;
   2. ``Accept`` must admit ``application/json`` with a non-zero quality (the most
      specific matching range decides: ``application/json;q=0, */*`` refuses) → 406;
   3. ``Content-Type`` must be ``application/json`` → 415;
@@ -117,6 +118,8 @@ class Inbound:
 
 INBOUND: Final = web.RequestKey("mcp_inbound", Inbound)
 
+# a body this small that arrived with its headers is read for its id by a refusal made from the headers
+ID_PEEK_BYTES: Final = 8_192
 MCP_LABELS: Final = web.RequestKey("mcp_labels", tuple[str, str])  # (method, tool) metric labels
 
 
@@ -142,7 +145,7 @@ def header_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Await
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         requested = request.headers.get(VERSION_HEADER)
         if requested is not None and requested not in _SUPPORTED:
-            return _unsupported_version(requested)
+            return _unsupported_version(requested, await _arrived_id(request))
         return await shape(request, handler)
 
     return check
@@ -272,7 +275,23 @@ def _invalid(request_id: Any, message: str) -> web.Response:
     return refusal(400, "invalid_request", message, rpc_code=INVALID_REQUEST, request_id=request_id)
 
 
-def _unsupported_version(version: str) -> web.Response:
+async def _arrived_id(request: web.Request) -> Any:
+    """The JSON-RPC id of a body that has already arrived whole and is at most
+    ``ID_PEEK_BYTES`` long, so a refusal made from the headers still names the request it
+    answers; ``None`` otherwise (this never waits for a body, nor reads a large one, before
+    the bearer check)."""
+    length = request.content_length
+    if length is None or length > ID_PEEK_BYTES or not request.content.is_eof():
+        return None
+    try:
+        message = orjson.loads(await request.read())
+    except orjson.JSONDecodeError:
+        return None
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if _valid_id(found) else None
+
+
+def _unsupported_version(version: str, request_id: Any) -> web.Response:
     """400, as the SDK words it at the stdio door: ``data.supported``
     lists what ``server/discover`` lists (the 2026-era versions) and ``data.requested``
     echoes the value as sent when it could be a version of any shape (at most 16 letters,
@@ -290,6 +309,7 @@ def _unsupported_version(version: str) -> web.Response:
         f"use the initialize handshake ({', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}) and leave the header "
         "out before it.",
         rpc_code=UNSUPPORTED_PROTOCOL_VERSION,
+        request_id=request_id,
         supported=supported,
         requested=version if _ECHOABLE.fullmatch(version) else NOT_ECHOED,
     )

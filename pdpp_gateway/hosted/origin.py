@@ -29,7 +29,8 @@ Contract:
 - ``host_guard`` (aiohttp middleware): the request's effective host (the forwarded host
   from a trusted proxy, else ``Host``) and, for an absolute-form request target
   (``POST http://other.example/mcp``), the target's host must both be on the
-  allow-list, else 421 ``misdirected_request``; a present ``Origin`` must be an allowed origin, else 403
+  allow-list, else 421 ``misdirected_request`` (its message and a warning line name the host
+  that arrived, normalised, and the hosts served); a present ``Origin`` must be an allowed origin, else 403
   ``origin_not_allowed``. Health probes (``/healthz``, ``/readyz``, ``/metrics``) are
   exempt: platforms call them on internal host names.
 """
@@ -215,6 +216,10 @@ class OriginPolicy:
             )
         return hosts
 
+    def served_hosts(self) -> list[str]:
+        """The host names this gateway serves, as a 421 answer names them."""
+        return sorted(self.hosts - {"*"})
+
     def host_allowed(self, host: str | None) -> bool:
         if host is None:
             return False
@@ -232,12 +237,22 @@ def host_guard(policy: OriginPolicy) -> Middleware:
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in EXEMPT_PATHS:
             return await handler(request)
-        if not all(policy.host_allowed(host) for host in policy.named_hosts(request)):
+        refused = [host for host in policy.named_hosts(request) if not policy.host_allowed(host)]
+        if refused:
+            arrived = refused[0] or "a host name that cannot be read"
+            served = ", ".join(policy.served_hosts())
+            _log.warning(
+                "refused a request for %s (421): this gateway serves %s",
+                arrived,
+                served,
+                extra={"fields": {"event": "misdirected_request", "host": arrived, "served": served}},
+            )
             return refusal(
                 421,
                 "misdirected_request",
-                "This gateway does not serve that host name. Use the provider's public MCP URL "
-                f"({policy.configured_base or policy.fallback_origin}/mcp).",
+                f"This gateway does not serve the host {arrived}: it serves {served}. Use the provider's "
+                f"public MCP URL ({policy.configured_base or policy.fallback_origin}/mcp); behind a proxy, "
+                "have it pass the host and port the client used (nginx: proxy_set_header Host $http_host).",
                 policy.fallback_origin,
                 # The RS types its own 421 api_error; here the request itself is at fault
                 # (a Host this door does not serve), as its JSON-RPC code -32600 says.

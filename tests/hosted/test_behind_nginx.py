@@ -74,6 +74,9 @@ async def discovery_through(proxy: Nginx) -> dict[str, Any]:
         async with http.post(f"{public}/mcp", json=PING, headers={"Accept": "application/json"}) as answer:
             assert answer.status == 401
             challenge = answer.headers["WWW-Authenticate"], answer.headers["Link"], await answer.json()
+        for probe in ("metrics", "healthz", "readyz"):  # not public: each replica's own address
+            async with http.get(f"{public}/{probe}") as answer:
+                assert answer.status == 404, probe
         pages = {}
         for page in ("connect", "llms.txt"):
             async with http.get(f"{public}/{page}") as answer:
@@ -117,7 +120,7 @@ async def test_every_url_the_gateway_names_keeps_the_prefix(
         advertised = "under an allowed forwarded prefix (allowed: /pdpp)"
     async with serve("--provider-url", sandbox.url, "--trusted-proxy", "127.0.0.1", *args) as gateway:
         url = await gateway.wait_listening()
-        with nginx_proxy(tmp_path, [port_of(url)], port=port, forward_prefix=source != "public-url") as proxy:
+        with nginx_proxy(tmp_path, [port_of(url)], port=port) as proxy:
             assert_named_with_prefix(proxy, await discovery_through(proxy))
         assert await gateway.stop() == 0
     listening = next(line for line in gateway.lines if line.get("event") == "listening")

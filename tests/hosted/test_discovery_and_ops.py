@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -101,6 +102,9 @@ async def test_forwarded_host_outside_the_allow_list_is_misdirected(shared_sandb
         status, _, body = await get(base(url) + METADATA, TRUSTED)
         assert status == 421
         assert "misdirected_request" in body
+        # which host arrived, and which ones this gateway serves: the operator's next step
+        assert f"does not serve the host {TRUSTED['X-Forwarded-Host']}: it serves " in body
+        assert urlsplit(shared_sandbox.url).netloc in body.split("it serves ", 1)[1]
 
 
 async def test_icon_connect_page_and_llms_txt(shared_sandbox: Any) -> None:

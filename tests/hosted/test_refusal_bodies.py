@@ -186,7 +186,7 @@ async def test_unknown_protocol_version_names_the_supported_ones(gateway: str, s
     assert "_meta" not in message
     assert all(version in message for version in SUPPORTED)  # both eras named in words
     assert body["error"]["data"]["supported"] == ["2026-07-28"]  # what server/discover lists
-    assert body["id"] is None  # refused from the headers: the body is not read before the bearer
+    assert body["id"] == 9  # refused from the headers, yet naming the request (its body came with them)
 
 
 async def test_non_ascii_bearer_is_a_401_without_a_traceback(
@@ -246,6 +246,24 @@ async def test_absolute_form_target_naming_a_served_host_is_served(gateway: str,
     assert answer.json() == {"jsonrpc": "2.0", "id": 9, "result": {}}
 
 
+async def test_an_unsupported_version_never_waits_for_a_body_to_name_its_id(gateway: str) -> None:
+    """A body that has not arrived (or a large one) is not read before the bearer check: the
+    version refusal comes on the headers alone, its id null."""
+    host = gateway.split("//")[1].split("/")[0]
+    answer = await raw_exchange(
+        gateway,
+        (
+            f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: {JSON}\r\nContent-Type: {JSON}\r\n"
+            "MCP-Protocol-Version: 1999-01-01\r\nContent-Length: 2000000\r\n\r\n"
+        ).encode()
+        + b'{"jsonrpc":"2.0","id":5,',
+        seconds=30,
+    )
+    assert answer.status == 400
+    assert answer.json()["id"] is None
+    assert answer.json()["error"]["code"] == -32022
+
+
 async def test_unauthenticated_body_is_never_awaited(gateway: str, shared_sandbox: Any) -> None:
     """No bearer: the 401 comes on the headers alone, while the announced body never arrives
     (a gateway that read bodies first would wait for it, then answer 408)."""
@@ -271,7 +289,7 @@ async def test_an_unsupported_protocol_version_says_what_discover_lists(
     headers = sent_headers(bearer, **{"MCP-Protocol-Version": "1999-01-01"})
     got, _, body = await exchange("POST", gateway, headers, orjson.dumps(message))
     assert got == 400
-    assert body["id"] is None  # refused before the bearer check, which precedes reading the body
+    assert body["id"] == 31  # refused from the headers, before the bearer check, yet naming the request
     assert body["error"]["code"] == -32022
     assert body["error"]["data"]["supported"] == ["2026-07-28"]  # as server/discover lists them
     assert body["error"]["data"]["requested"] == "1999-01-01"
@@ -288,7 +306,7 @@ async def test_an_unsupported_version_of_any_shape_is_echoed_as_sent(
     headers = sent_headers(bearer, **{"MCP-Protocol-Version": version})
     got, _, body = await exchange("POST", gateway, headers, orjson.dumps(message))
     assert got == 400
-    assert body["id"] is None  # refused from the headers, before the body is read (after no bearer check)
+    assert body["id"] == "v"  # a small body that arrived with the headers is read for its id
     assert body["error"]["code"] == -32022
     assert body["error"]["data"]["requested"] == version
 

@@ -64,8 +64,9 @@ async def post(url: str, sent: CIMultiDict[str], data: Any) -> tuple[int, Any]:
 
 BEARER_CHECK = {"GET /v1/schema", "POST /introspect"}
 HEADER_REFUSALS = [
-    # the version is a header: refused before the bearer check, so before any introspection
-    ({"MCP-Protocol-Version": "1999-01-01"}, b'{"jsonrpc":"2.0","id":4,"method":"ping"}', 400, -32022, None),
+    # the version is a header: refused before the bearer check, so before any introspection,
+    # naming the request's id all the same (its small body came with the headers)
+    ({"MCP-Protocol-Version": "1999-01-01"}, b'{"jsonrpc":"2.0","id":4,"method":"ping"}', 400, -32022, 4),
     (
         {"MCP-Protocol-Version": "1999-01-01"},
         b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
