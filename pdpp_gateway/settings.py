@@ -147,13 +147,17 @@ class HostedSettings:
 
     @property
     def expected_issuer(self) -> str | None:
-        """The ``iss`` introspection answers must carry: configured, else the AS's origin."""
+        """The ``iss`` introspection answers must carry: configured, else the AS's origin; an
+        AS reached at the RS's private address (``rs_internal_url``) issues under the
+        provider's public origin, the one its clients sign in at."""
         if self.issuer:
             return self.issuer.rstrip("/")
         if not self.introspection_url:
             return None
-        parts = urlsplit(self.introspection_url)
-        return f"{parts.scheme}://{parts.netloc}"
+        reached = _origin_of(self.introspection_url)
+        if self.rs_internal_url and reached == _origin_of(self.rs_internal_url):
+            return _origin_of(self.provider_url)
+        return reached
 
     def host_allow_list(self) -> frozenset[str]:
         """Lower-cased ``host`` or ``host:port`` entries a request's Host may name."""
@@ -356,3 +360,8 @@ def _number(name: str, value: Any, kind: type[int] | type[float], *, minimum: fl
     if number < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, got {number}")
     return number
+
+
+def _origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

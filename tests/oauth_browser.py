@@ -8,6 +8,7 @@ checkboxes (ticked or not) and the decision buttons.
 
 from __future__ import annotations
 
+import ssl as ssl_module
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import urljoin
@@ -43,8 +44,9 @@ class _FormParser(HTMLParser):
 
 
 class ConsentBrowser:
-    def __init__(self) -> None:
-        self.session = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+    def __init__(self, ssl: ssl_module.SSLContext | None = None) -> None:
+        connector = aiohttp.TCPConnector(ssl=ssl) if ssl is not None else None
+        self.session = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True), connector=connector)
 
     async def __aenter__(self) -> ConsentBrowser:
         return self

@@ -290,7 +290,9 @@ def _upstream(gateway: Gateway) -> Callable[[web.Application], AsyncIterator[Non
                 None if store is None else SharedRefusals(store, settings.introspection_cache_seconds)
             )
             gateway.rs = rs
-            gateway.discovery = RsDiscovery(rs, introspection)
+            gateway.discovery = RsDiscovery(
+                rs, introspection, reached_at=settings.rs_internal_url, public_origin=settings.provider_url
+            )
             gateway.readiness = ReadinessProbe(rs)
             validator = CachedValidator(
                 _validator(settings, gateway.policy, rs, introspection),

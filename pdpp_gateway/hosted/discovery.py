@@ -26,6 +26,11 @@ Contract:
   for ``REFRESH_SECONDS``; a failed read is not remembered (an AS metadata read is
   retried no sooner than ``MISS_SECONDS``), and the document is then served with what
   was last known (or without it) rather than with invented values.
+- An RS the gateway reaches at a private address (``--rs-internal-url``) may name its
+  authorization server by the address it was reached at. Such a server is advertised at
+  the provider's public origin instead (same path): clients cannot reach the private one,
+  and the public metadata never names it. Its RFC 8414 metadata is read at the private
+  address and must state the public issuer (``public_issuer``).
 """
 
 from __future__ import annotations
@@ -51,9 +56,19 @@ PDPP_DATA_ACCESS: Final = "https://pdpp.dev/data-access"
 
 
 class RsDiscovery:
-    def __init__(self, rs: RsClient, session: aiohttp.ClientSession | None = None) -> None:
+    def __init__(
+        self,
+        rs: RsClient,
+        session: aiohttp.ClientSession | None = None,
+        *,
+        reached_at: str | None = None,
+        public_origin: str | None = None,
+    ) -> None:
         self._rs = rs
         self._session = session
+        # the private origin the RS is reached at, and the public one clients know it by
+        self._private = _origin(reached_at) if reached_at and public_origin else None
+        self._public = _origin(public_origin) if reached_at and public_origin else None
         self._servers: list[str] | None = None
         self._fetched_at = 0.0
         self._as_metadata: dict[str, Any] | None = None
@@ -69,7 +84,7 @@ class RsDiscovery:
             return self._servers
         servers = document.get("authorization_servers")
         if isinstance(servers, list) and all(isinstance(s, str) for s in servers):
-            self._servers = list(servers)
+            self._servers = [public_issuer(server, self._private, self._public) for server in servers]
             self._fetched_at = time.monotonic()
         return self._servers
 
@@ -91,9 +106,11 @@ class RsDiscovery:
 
     async def _fetch_as_metadata(self, issuer: str) -> dict[str, Any] | None:
         assert self._session is not None
+        # a public issuer of the RS's own is read where the gateway reaches the RS
+        reached = public_issuer(issuer, self._public, self._private)
         try:
             async with self._session.get(
-                as_metadata_url(issuer), headers={"Accept": "application/json"}, timeout=AS_TIMEOUT
+                as_metadata_url(reached), headers={"Accept": "application/json"}, timeout=AS_TIMEOUT
             ) as response:
                 raw = await response.content.read(AS_METADATA_MAX_BYTES + 1)
                 status = response.status
@@ -108,6 +125,25 @@ class RsDiscovery:
         if not isinstance(document, dict) or document.get("issuer") != issuer:
             return None
         return document
+
+
+def public_issuer(server: str, private: str | None, public: str | None) -> str:
+    """``server`` with its origin ``private`` replaced by ``public`` (its path kept); any other
+    server, or no such pair, unchanged."""
+    if private is None or public is None or _origin(server) != private:
+        return server
+    parts = urlsplit(server)
+    return public + parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, lower-cased, without a default port."""
+    parts = urlsplit(url)
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host
+    port = parts.port
+    default = {"http": 80, "https": 443}.get(scheme)
+    return f"{scheme}://{host}" + (f":{port}" if port is not None and port != default else "")
 
 
 def as_metadata_url(issuer: str) -> str:

@@ -16,6 +16,8 @@ takes the port it took last time when that is free (``ports.LastPorts``), so a c
 entry or ``connect`` grant keeps working. ``--no-state``, or ``--port 0`` (a new origin
 each run), keeps them in memory, lost at stop. A saved state it cannot read is one line
 naming the file and exit 64. ``add_state_options`` / ``lasting`` give ``demo`` the same.
+Behind a reverse proxy, ``--public-url <origin>`` is the origin its OAuth issuer, metadata and
+links name (``SandboxConfig.public_origin``); anything but a bare origin is exit 64.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import errno
 import sys
 from pathlib import Path
 from typing import Final, NamedTuple
+from urllib.parse import urlsplit
 
 from pdpp_gateway.files.ports import LastPorts
 from pdpp_gateway.refusals import ExitCode
@@ -110,7 +113,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="lifetime of the access tokens its authorization server issues (default 3600; the PDPP "
         "reference issues 600). A lapsed one is answered 403 grant_expired, as the reference does.",
     )
+    parser.add_argument(
+        "--public-url",
+        metavar="ORIGIN",
+        help="the origin clients reach it at through a reverse proxy (https://data.example.com): its "
+        "OAuth issuer, metadata and links name it instead of the address it listens on",
+    )
     add_state_options(parser)
+
+
+def public_origin(value: str | None) -> str | None:
+    """``--public-url`` as an origin (``scheme://host[:port]``), or ``ValueError`` saying why not."""
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in {"http", "https"} or not parts.hostname or parts.path.strip("/") or parts.query:
+        raise ValueError(f"--public-url must be an origin such as https://data.example.com, not {value!r}")
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,6 +142,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.access_token_ttl < 1:
         print("pdpp-gateway sandbox: --access-token-ttl must be at least 1 second", file=sys.stderr)
+        return ExitCode.USAGE
+    try:
+        public = public_origin(args.public_url)
+    except ValueError as error:
+        print(f"pdpp-gateway sandbox: {error}", file=sys.stderr)
         return ExitCode.USAGE
     root = state_root(args)
     ports, asked = last_ports(root), args.port
@@ -141,13 +165,14 @@ def run(args: argparse.Namespace) -> int:
         access_token_ttl=args.access_token_ttl,
         connection_suffix="" if args.fixed_ids else kept.connection_suffix or f"_{secrets.token_hex(3)}",
         state_file=str(kept.state_file) if kept.state_file is not None else None,
+        public_origin=public,
     )
 
     async def serve() -> None:
         async with start_sandbox(config, host=args.host, port=args.port) as server:
             if asked is None:
                 ports.remember(args.host, {"sandbox": server.port})
-            print(f"sandbox RS listening on {server.url}")
+            print(f"sandbox RS listening on {server.url}" + (f", public at {public}" if public else ""))
             print(describe(kept))
             print(
                 f"introspection: POST {server.url}/introspect with Basic "

@@ -21,7 +21,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.sandbox.config import SandboxConfig
 from pdpp_gateway.sandbox.fronting import sandbox_settings
+from pdpp_gateway.sandbox.runner import start_sandbox
 from tests.gateway_process import serve
 from tests.hosted.test_oauth_clients import MemoryStorage, Person, sdk_oauth_provider
 from tests.nginx_proxy import Nginx, free_port, nginx_proxy
@@ -35,31 +37,67 @@ def port_of(url: str) -> int:
     return port
 
 
-async def test_an_oauth_client_signs_in_through_the_proxy_under_its_prefix(
-    sandbox: Any, tmp_path: Path
-) -> None:
+async def test_an_oauth_client_signs_in_through_the_proxy_with_the_rs_behind_it(tmp_path: Path) -> None:
+    """The layout the guide offers: one public origin, the RS behind ``/`` and the gateway
+    behind ``/pdpp/``, both through the guide's nginx; the gateway reaches the RS privately
+    (``--rs-internal-url``) and the RS names its public origin (``sandbox --public-url``).
+    The SDK's own OAuth client finds the sign-in, signs in and calls a tool, every request of
+    it through the proxy: nothing it is told names a private address."""
     port = free_port()
-    public = f"https://127.0.0.1:{port}/pdpp"
-    settings = sandbox_settings(sandbox.url, public_url=public, trusted_proxies=("127.0.0.1",))
-    person, storage = Person(), MemoryStorage()
-    async with start_gateway(settings) as url:
-        with nginx_proxy(tmp_path, [port_of(url)], port=port) as proxy:
-            sandbox.allow_resource(f"{public}/mcp")
-            async with (
-                httpx2.AsyncClient(
-                    auth=sdk_oauth_provider(f"{public}/mcp", person, storage),
-                    verify=proxy.tls.client_context(),
-                    timeout=30,
-                ) as http,
-                Client(
-                    streamable_http_client(f"{public}/mcp", http_client=http), mode="legacy", cache=None
-                ) as client,
-            ):
-                result = await client.call_tool("schema", {})
+    origin = f"https://127.0.0.1:{port}"
+    public = f"{origin}/pdpp"
+    async with start_sandbox(SandboxConfig(public_origin=origin)) as rs:
+        rs.allow_resource(f"{public}/mcp")
+        settings = sandbox_settings(
+            rs.url,
+            provider_url=origin,
+            rs_internal_url=rs.url,
+            public_url=public,
+            trusted_proxies=("127.0.0.1",),
+        )
+        async with start_gateway(settings) as url:
+            with nginx_proxy(tmp_path, [port_of(url)], port=port, rs=rs.url) as proxy:
+                person, storage = Person(ssl=proxy.tls.client_context()), MemoryStorage()
+                found = await discovery_through(proxy)
+                async with (
+                    httpx2.AsyncClient(
+                        auth=sdk_oauth_provider(f"{public}/mcp", person, storage),
+                        verify=proxy.tls.client_context(),
+                        timeout=30,
+                    ) as http,
+                    Client(
+                        streamable_http_client(f"{public}/mcp", http_client=http), mode="legacy", cache=None
+                    ) as client,
+                ):
+                    result = await client.call_tool("schema", {})
+    assert found["metadata"]["authorization_servers"] == [origin]
+    assert rs.url not in str(found)  # the private address is named nowhere a client reads
     assert result.is_error is False
     assert "SDK OAuth client" in person.pages[0]
     assert storage.tokens is not None
     assert storage.tokens.refresh_token
+
+
+async def test_an_rs_that_names_its_private_address_is_advertised_at_its_public_origin(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """An RS reached at ``--rs-internal-url`` that names its authorization server by that
+    address (the sandbox without ``--public-url``): the gateway's public metadata names the
+    provider's public origin instead, never the private one."""
+    port = free_port()
+    origin, public = f"https://127.0.0.1:{port}", f"https://127.0.0.1:{port}/pdpp"
+    settings = sandbox_settings(
+        sandbox.url,
+        provider_url=origin,
+        rs_internal_url=sandbox.url,
+        public_url=public,
+        trusted_proxies=("127.0.0.1",),
+    )
+    async with start_gateway(settings) as url:
+        with nginx_proxy(tmp_path, [port_of(url)], port=port, rs=sandbox.url) as proxy:
+            found = await discovery_through(proxy)
+    assert found["metadata"]["authorization_servers"] == [origin]
+    assert sandbox.url not in str(found)
 
 
 async def discovery_through(proxy: Nginx) -> dict[str, Any]:

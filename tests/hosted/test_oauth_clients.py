@@ -7,6 +7,7 @@ the person (``ConsentBrowser``) to the consent page, exchanges the code and list
 
 from __future__ import annotations
 
+from ssl import SSLContext
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -45,13 +46,14 @@ class MemoryStorage:
 class Person:
     """Approves (or denies) on the consent page the provider sends them to."""
 
-    def __init__(self, decision: str = "approve") -> None:
+    def __init__(self, decision: str = "approve", ssl: SSLContext | None = None) -> None:
         self.decision = decision
+        self.ssl = ssl  # the proxy's certificate authority, when the pages are behind one
         self.location = ""
         self.pages: list[str] = []
 
     async def visit(self, url: str) -> None:
-        async with ConsentBrowser() as browser:
+        async with ConsentBrowser(self.ssl) as browser:
             status, form, _ = await browser.open(url)
             assert status == 200, form.text[:200]
             self.pages.append(form.text)

@@ -68,3 +68,12 @@ async def test_sandbox_on_a_busy_port_is_one_line_and_exit_64() -> None:
     assert err.strip() == (
         f"pdpp-gateway sandbox: cannot listen on 127.0.0.1:{port}: address already in use (choose another with --port)"
     )
+
+
+async def test_a_public_url_that_is_not_an_origin_is_one_line_and_exit_64() -> None:
+    code, err = await run_cli_async("sandbox", "--port", "0", "--public-url", "https://data.example.com/pdpp")
+    assert code == 64
+    assert err.strip() == (
+        "pdpp-gateway sandbox: --public-url must be an origin such as https://data.example.com, "
+        "not 'https://data.example.com/pdpp'"
+    )
