@@ -18,7 +18,11 @@ then ``caller.authenticate``); ``refuse`` renders every refusal from the one tab
   each reading with the child's OWN token (no resolver, or one that does not know the
   package: ``package_unresolvable``; none active: ``package_revoked``);
 - the ladder's verdict: inactive → 401 naming why; owner or any other kind → 403
-  before any read.
+  before any read;
+- a single-grant caller's reads are watched (``refused_tokens``): when the RS refuses the
+  token itself during the call (a grant revoked inside the verdict's minute), the answer is
+  that refusal's 401 with its challenge, not a tool error, and the verdict cache (every
+  replica's, with Redis) refuses the token from then on, without another RS read.
 
 It runs before the body is read (``transport`` checks the headers first, the body
 after), so an unauthenticated caller never makes the gateway buffer or parse a body.
@@ -36,20 +40,22 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final, NamedTuple
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from mcp_gateway_middleware.http import bearer_check
 
-from pdpp_gateway.caller import BearerFacts, Rejection, TokenKind, authenticate, read_bearer
+from pdpp_gateway.caller import BearerFacts, Caller, Rejection, TokenKind, authenticate, read_bearer
 from pdpp_gateway.context import GatewayContext, PackageMember
 from pdpp_gateway.expiring import Expiring
 from pdpp_gateway.hosted.limits import CALLER, caller_key
 from pdpp_gateway.hosted.origin import OriginPolicy
 from pdpp_gateway.hosted.packages import PackageResolver
 from pdpp_gateway.hosted.refusals import rejected
-from pdpp_gateway.hosted.tokens import CACHE_ENTRIES, AuthServerUnavailable, BearerValidator
+from pdpp_gateway.hosted.refused_tokens import RefusalWatch, watching
+from pdpp_gateway.hosted.tokens import CACHE_ENTRIES, AuthServerUnavailable, VerdictCache
 from pdpp_gateway.rs.client import RsClient
 
 GATEWAY_CONTEXT: Final = web.RequestKey("gateway_context", GatewayContext)
@@ -88,7 +94,7 @@ class BearerCheck:
     header. A new verdict, a refusal or a package caller (whose members the resolver names
     on every call) builds it again."""
 
-    validator: BearerValidator
+    validator: VerdictCache
     packages: PackageResolver | None
     rs: RsClient
     provider_url: str
@@ -111,7 +117,12 @@ class BearerCheck:
             admission = request[_ADMISSION]
             request[GATEWAY_CONTEXT] = admission.context
             request[CALLER] = admission.caller_key
-            response = await handler(request)
+            with watching() as seen:
+                response = await handler(request)
+            if seen.reason is not None:  # the RS refused the token itself: sign in again
+                verdict: Caller[PackageMember] | Rejection = authenticate(BearerFacts.inactive(seen.reason))
+                if isinstance(verdict, Rejection):
+                    return self.refuse(request, verdict)
             members = admission.context.caller.members
             if members:
                 response.headers["X-Pdpp-Grant-Package-Member-Count"] = str(len(members))
@@ -146,11 +157,12 @@ class BearerCheck:
         caller = authenticate(facts, serves_packages=True, package_members=members)
         if isinstance(caller, Rejection):
             return caller
-        context = GatewayContext.for_caller(
-            caller,
-            self.provider_url,
-            rs=None if caller.members else self.rs.bind(token),
+        watched = (
+            None
+            if caller.members
+            else RefusalWatch(self.rs.bind(token), partial(self.validator.refuse, token))
         )
+        context = GatewayContext.for_caller(caller, self.provider_url, rs=watched)
         return Admission(context, caller_key(facts, token))
 
     def refuse(self, request: web.Request, rejection: Rejection) -> web.Response:

@@ -55,6 +55,12 @@ class BearerValidator(Protocol):
     async def validate(self, token: str) -> BearerFacts: ...
 
 
+class VerdictCache(BearerValidator, Protocol):
+    """A validator that keeps verdicts, and learns a refusal found otherwise (an RS read)."""
+
+    async def refuse(self, token: str, reason: str) -> None: ...
+
+
 class IntrospectionValidator:
     """RFC 7662 introspection with client credentials; issuer and audience checked."""
 
@@ -159,7 +165,8 @@ class SchemaProbeValidator:
 class CachedValidator:
     """Caches verdicts for at most min(exp, ``ttl``) seconds, bounded in entries. With
     ``shared``, a refusal learned here is published to the other replicas, and a cached
-    active verdict yields to one they published (``shared_state.SharedRefusals``)."""
+    active verdict yields to one they published (``shared_state.SharedRefusals``).
+    ``refuse`` learns a refusal the RS made of an admitted token (``refused_tokens``)."""
 
     def __init__(
         self,
@@ -202,6 +209,14 @@ class CachedValidator:
             pending.add_done_callback(lambda done: self._settled(key, done))
         # shield: a caller that goes away does not cancel the check the others wait on
         return await asyncio.shield(pending)
+
+    async def refuse(self, token: str, reason: str) -> None:
+        """The RS refused ``token`` (``reason``) after it was admitted: from now on it is
+        refused here, for the bound a verdict lasts, and, with ``shared``, on every replica."""
+        key = hashlib.sha256(token.encode()).digest()
+        if self._shared is not None:
+            await self._shared.publish(key.hex(), reason)
+        self._entries.put(key, BearerFacts.inactive(reason), self._ttl)
 
     def _settled(self, key: bytes, done: asyncio.Future[BearerFacts]) -> None:
         self._pending.pop(key, None)

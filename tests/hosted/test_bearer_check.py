@@ -285,6 +285,9 @@ class _Verdicts:
         self.calls += 1
         return self.facts
 
+    async def refuse(self, token: str, reason: str) -> None:
+        self.facts = BearerFacts.inactive(reason)
+
 
 async def test_an_admission_lives_exactly_as_long_as_the_verdict_it_was_built_from() -> None:
     """The same header and the very same verdict reuse one admission; a new verdict (the
