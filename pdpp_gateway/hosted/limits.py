@@ -13,7 +13,8 @@ Contract:
   callers together a global one (``--global-rate-limit``); ``0`` turns either off.
 - Without ``--redis-url`` the buckets live in each process. With it they live in Redis
   (``mcp_gateway_middleware.ratelimit_redis``), shared by every worker and replica; if Redis fails,
-  or is slow, each process limits on its own at once, logs it once and says so in
+  or answers nothing in time for a second, each process limits on its own at once, to its share of the
+  limit (the limit divided by the processes last counted: ``shared_state.Replicas``), logs it once and says so in
   ``/readyz``'s detail (``degraded``), and goes back to Redis when it answers steadily
   again (``shared_state.shared_store``).
 - A refused call is a 429 with ``Retry-After`` and a JSON-RPC error (``rate_limited``)
@@ -105,4 +106,4 @@ def rate_limits(settings: HostedSettings, store: SharedStore | None) -> RateLimi
     from mcp_gateway_middleware.ratelimit_redis import RedisLimiter
 
     shared = RedisLimiter(store.client, per_caller, ceiling, prefix=SHARED_PREFIX)
-    return RateLimits(FailoverLimiter(shared, local, store.guard))
+    return RateLimits(FailoverLimiter(shared, local, store.guard, lambda: store.replicas.known))

@@ -4,11 +4,14 @@ Contract:
 
 - ``shared_store(settings)``: one asyncio Redis client for the app's life with the
   ``Guard`` every use of it goes through (``mcp_gateway_middleware.outage``): a call gets
-  ``REDIS_DEADLINE`` seconds; after the first miss (refused, failing or hung: a frozen
-  Redis answers nothing) every call skips Redis at once and serves from this process's
-  own state, while one background probe (``PING``) waits for it to answer steadily. One
-  log line when it goes, one when it is back, however it flaps. ``None`` without
-  ``--redis-url``.
+  ``REDIS_DEADLINE`` seconds; after a failure (refused, reset), or when nothing has answered
+  in time for a second (hung: a frozen Redis answers nothing; slow answers while this process
+  is busy are not an outage), every call skips Redis at once and serves from this process's own state,
+  while one background probe (``PING``) waits for it to answer steadily. One log line when
+  it goes, one when it is back, however it flaps. ``None`` without ``--redis-url``.
+- ``Replicas``: how many processes share the store (a heartbeat every few seconds, on
+  Redis's clock), kept as last seen while Redis is down: the rate limits' fallback allows
+  each process its share of the limit, not the whole limit.
 - ``SharedRefusals``: a token refused by one replica (inactive: revoked, expired, wrong
   audience...) is refused by every replica within the verdict cache bound. The replica
   that learns it writes ``<prefix>:<sha256 of the token>`` with the refusal's reason for
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -36,13 +40,61 @@ _log = logging.getLogger(__name__)
 PREFIX: Final = "pdpp:refused"
 
 
-REDIS_DEADLINE: Final = 0.01  # a loopback or one-hop Redis answers in well under a millisecond
+REDIS_DEADLINE: Final = (
+    0.05  # a loopback or one-hop Redis, as a loaded process (its own loop lag included) sees it
+)
+
+
+# every process says it is alive this often; one silent for REPLICA_SECONDS is no longer counted
+HEARTBEAT_SECONDS: Final = 1.0
+REPLICA_SECONDS: Final = 5
+REPLICAS_KEY: Final = "pdpp:replicas"
+# KEYS: the set of processes. ARGV: this process's id, the seconds a silent one stays counted.
+_BEAT: Final = """
+local now = tonumber(redis.call('TIME')[1])
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[2]))
+return redis.call('ZCARD', KEYS[1])
+"""
+
+
+class Replicas:
+    """How many processes share the store, as last seen: each writes its id with Redis's own
+    time every ``HEARTBEAT_SECONDS`` (through the guard) and counts those heard from within
+    ``REPLICA_SECONDS``. While Redis is down the count stays what it last was: each process
+    then limits to its share of the limit (``FailoverLimiter``)."""
+
+    def __init__(self, client: Any, guard: Guard) -> None:
+        self.known = 1
+        self._id = secrets.token_hex(8)
+        self._client = client
+        self._guard = guard
+        self._script = client.register_script(_BEAT)
+
+    async def beat(self) -> None:
+        with contextlib.suppress(DependencyDown):
+            count = await self._guard.call(
+                lambda: self._script(keys=[REPLICAS_KEY], args=[self._id, REPLICA_SECONDS])
+            )
+            self.known = max(1, int(count))
+
+    async def run(self) -> None:
+        while True:
+            await self.beat()
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+
+    async def leave(self) -> None:
+        """No longer counted (at shutdown; best effort)."""
+        with contextlib.suppress(DependencyDown):
+            await self._guard.call(lambda: self._client.zrem(REPLICAS_KEY, self._id))
 
 
 @dataclass(frozen=True, slots=True)
 class SharedStore:
     client: Any
     guard: Guard
+    replicas: Replicas
 
 
 @asynccontextmanager
@@ -57,9 +109,15 @@ async def shared_store(settings: HostedSettings) -> AsyncIterator[SharedStore | 
     guard = Guard(outage, client.ping, deadline=REDIS_DEADLINE)
     with contextlib.suppress(Exception):  # connect before serving, so no call pays for it
         await asyncio.wait_for(client.ping(), 1.0)
+    replicas = Replicas(client, guard)
+    beating = asyncio.get_running_loop().create_task(replicas.run())
     try:
-        yield SharedStore(client, guard)
+        yield SharedStore(client, guard, replicas)
     finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
+        await replicas.leave()
         await guard.aclose()
         await client.aclose()
 

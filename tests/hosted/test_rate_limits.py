@@ -103,11 +103,13 @@ async def test_two_gateways_share_limits_and_refusals_and_survive_redis_dying(sa
             assert status == 401
             assert body["error"]["data"]["code"] == "grant_revoked"
 
-            # Redis dies: both keep serving, limited per process, and say so.
+            # Redis dies: both keep serving, each limited to its share of the limit, and say so.
             redis.kill()
             fresh = sandbox.tokens["client_work_mail"]
             after = [(await post(http, url, fresh))[0] for url in urls for _ in range(6)]
-            assert after.count(200) == 10  # 5 each: the per-process fallback, never unlimited
+            # a burst of 5 shared by the 2 processes each counted (heartbeats a second apart,
+            # and a second has passed): 2 each, never 5 each, never unlimited
+            assert after.count(200) == 4
             for url in urls:
                 async with http.get(url.replace("/mcp", "/readyz")) as response:
                     ready = await response.json()
@@ -121,9 +123,9 @@ async def test_two_gateways_share_limits_and_refusals_and_survive_redis_dying(sa
 
 
 async def test_a_frozen_redis_is_skipped_after_one_call_and_said_once(sandbox: Any) -> None:
-    """A hung Redis (SIGSTOP) answers nothing: after the first call missed its deadline no call
-    waits for it (the old client waited out a 0.5 s socket timeout on every call), and the
-    outage is one log line down and one back once Redis answers steadily again."""
+    """A hung Redis (SIGSTOP) answers nothing: calls wait at most its deadline (50 ms) for a
+    second, then none waits for it (the old client waited out a 0.5 s socket timeout on every
+    call), and the outage is one log line down and one back once Redis answers steadily again."""
     env = {"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET}
     args = [*introspection_args(sandbox), "--rate-limit", "1000", "--rate-burst", "1000"]
     with redis_server() as redis:
@@ -147,7 +149,7 @@ async def test_a_frozen_redis_is_skipped_after_one_call_and_said_once(sandbox: A
             async with http.get(url.replace("/mcp", "/readyz")) as response:
                 assert (await response.json()).get("detail", {}).get("rate_limits") is None
             assert await gateway.stop() == 0
-    assert max(took[1:]) < 0.4  # nothing waits for the hung Redis after the first miss
+    assert max(took[1:]) < 0.4  # no call waits out a socket timeout: at most the guard's deadline
     logs = "".join(gateway.raw)
     assert logs.count("shared Redis store unavailable") == 1
     assert logs.count("shared Redis store is back") == 1

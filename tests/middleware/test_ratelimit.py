@@ -125,3 +125,15 @@ async def test_the_stage_refuses_with_the_gateways_answer(aiohttp_client: Any) -
     assert refused.status == 429
     assert int(refused.headers["Retry-After"]) >= 99
     assert (await client.get("/")).status == 200  # no caller: not limited here
+
+
+def test_a_process_alone_allows_its_share_of_a_limit_several_enforce() -> None:
+    """While the shared store is down, each of n processes allows 1/n of the rate and burst:
+    together about the limit, never n times it."""
+    now = [0.0]
+    local = LocalLimiter(Rate(6, 9), Rate(0, 0), clock=lambda: now[0])
+    assert [local.take_now("grant:a", share=3).allowed for _ in range(4)] == [True, True, True, False]
+    now[0] += 0.5  # a third of the rate refills a token a half second
+    assert local.take_now("grant:a", share=3).allowed
+    assert not local.take_now("grant:a", share=3).allowed
+    assert [local.take_now("grant:b").allowed for _ in range(10)].count(True) == 9  # share 1: the whole limit

@@ -12,14 +12,18 @@ Contract:
   reaches the log.
 - ``Guard(outage, probe, ...)`` puts that dependency on a request's path without letting it
   slow the request: ``await guard.call(make)`` runs ``make()`` within ``deadline`` seconds
-  (a few milliseconds: the dependency is on loopback or one hop away); any failure or a
-  missed deadline raises ``DependencyDown`` and marks it down. While it is down every
-  ``call`` raises ``DependencyDown`` at once, without touching it, and one background task
-  runs ``probe()`` every ``probe_every`` seconds until it answers ``steady`` times in a row
-  within ``probe_deadline``: only then is it up again. So a hung dependency costs one
-  request ``deadline`` once, an outage is one log line down and one back however it flaps,
-  and the caller serves from its own state meanwhile. Several stages may share one guard
-  (one Redis client behind the rate limits and the shared refusals).
+  (what a loaded process sees of a dependency on loopback or one hop away: its own event
+  loop's lag included); a failure or a missed deadline raises ``DependencyDown`` for that
+  call. A failure (refused, reset) marks the dependency down at once; a missed deadline
+  does only when nothing has answered in time for ``patience`` seconds (slow answers while
+  the process itself is busy, many calls waiting at once, are not an outage). While it is
+  down every ``call`` raises ``DependencyDown`` at once, without touching it, and one
+  background task runs ``probe()`` every ``probe_every`` seconds until it answers
+  ``steady`` times in a row within ``probe_deadline``: only then is it up again. So a hung
+  dependency costs the calls of ``patience`` seconds their ``deadline`` once, an outage is
+  one log line down and one back however it flaps, and the caller serves from its own state
+  meanwhile. Several stages may share one guard (one Redis client behind the rate limits and
+  the shared refusals).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -61,14 +66,19 @@ class Guard:
         outage: Outage,
         probe: Callable[[], Awaitable[object]],
         *,
-        deadline: float = 0.01,
+        deadline: float = 0.05,
+        patience: float = 1.0,
         probe_every: float = 0.5,
         probe_deadline: float = 0.25,
         steady: int = 3,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.outage = outage
         self._probe = probe
         self._deadline = deadline
+        self._patience = patience
+        self._clock = clock
+        self._answered_at = clock()  # the last answer in time (or the start)
         self._probe_every = probe_every
         self._probe_deadline = probe_deadline
         self._steady = steady
@@ -82,10 +92,17 @@ class Guard:
         if self.outage.reason is not None:
             raise DependencyDown(self.outage.reason)
         try:
-            return await asyncio.wait_for(make(), self._deadline)
-        except Exception as error:  # any failure, a missed deadline included
+            answer = await asyncio.wait_for(make(), self._deadline)
+        except TimeoutError as error:  # slow: an outage only when nothing answers for a while
+            if self._clock() - self._answered_at < self._patience:
+                raise DependencyDown(f"no answer within {self._deadline:g} s") from None
             self._mark_down(error)
             raise DependencyDown(self.outage.reason) from None
+        except Exception as error:  # a failure: down at once
+            self._mark_down(error)
+            raise DependencyDown(self.outage.reason) from None
+        self._answered_at = self._clock()
+        return answer
 
     def _mark_down(self, error: BaseException) -> None:
         self.outage.down(error)
@@ -102,6 +119,7 @@ class Guard:
                 answered = 0
             else:
                 answered += 1
+        self._answered_at = self._clock()
         self.outage.up()
 
     async def aclose(self) -> None:

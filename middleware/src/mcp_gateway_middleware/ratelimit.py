@@ -11,13 +11,17 @@ Contract:
   callers never share a bucket, and a key is never a credential (hash it if in doubt).
 - ``LocalLimiter``: the buckets of this process (bounded: the least recently used
   callers are forgotten first, which only ever gives a forgotten caller a full bucket).
-- ``FailoverLimiter(shared, local, guard)``: a shared limiter (Redis, see
+  ``take_now(caller, share=n)`` limits at ``1/n`` of each rate and burst (a burst at
+  least 1): this process's share of a limit that ``n`` processes enforce together.
+- ``FailoverLimiter(shared, local, guard, share)``: a shared limiter (Redis, see
   ``ratelimit_redis``) with this process's buckets as the fallback, reached through
-  ``guard`` (``outage.Guard``: a deadline of a few milliseconds per call). When the shared
-  store fails or is slow, requests are limited per process at once and ``degraded`` says
-  why (logged once per outage), until the guard's background probe finds the store
-  answering steadily again. Limiting never fails open to "no limit", and never fails
-  closed to "refuse everyone".
+  ``guard`` (``outage.Guard``: a deadline per call). When the shared store fails or is
+  slow, requests are limited per process at once, each process to its share of the limit
+  (``share()``: how many processes enforce it, as last known; 1 by default), and
+  ``degraded`` says why (logged once per outage), until the guard's background probe
+  finds the store answering steadily again. Limiting never fails open to "no limit", nor
+  to N processes each allowing the whole limit, and never fails closed to "refuse
+  everyone".
 - ``rate_limit(limiter, caller_of, refuse)``: an aiohttp middleware. ``caller_of``
   returns the caller key of an authenticated request (``None``: not limited here);
   ``refuse(request, decision)`` builds the gateway's own 429 answer.
@@ -82,9 +86,9 @@ class LocalLimiter:
     async def take(self, caller: str) -> Decision:
         return self.take_now(caller)
 
-    def take_now(self, caller: str) -> Decision:
+    def take_now(self, caller: str, share: int = 1) -> Decision:
         now = self._clock()
-        keyed = [(caller, self._rates["caller"]), (GLOBAL, self._rates["global"])]
+        keyed = [(caller, _part(self._rates["caller"], share)), (GLOBAL, _part(self._rates["global"], share))]
         levels = [(key, rate, self._level(key, rate, now)) for key, rate in keyed if not rate.unlimited]
         short = [(1 - tokens) / rate.per_second for _, rate, tokens in levels if tokens < 1]
         if short:
@@ -106,13 +110,23 @@ class LocalLimiter:
             self._buckets.popitem(last=False)
 
 
-class FailoverLimiter:
-    """A shared limiter, falling back to this process's buckets while it is down."""
+def _part(rate: Rate, share: int) -> Rate:
+    """One of ``share`` equal parts of ``rate`` (a burst of at least one)."""
+    if share <= 1 or rate.unlimited:
+        return rate
+    return Rate(rate.per_second / share, max(1, rate.burst // share))
 
-    def __init__(self, shared: Limiter, local: LocalLimiter, guard: Guard) -> None:
+
+class FailoverLimiter:
+    """A shared limiter, falling back to this process's share of the limit while it is down."""
+
+    def __init__(
+        self, shared: Limiter, local: LocalLimiter, guard: Guard, share: Callable[[], int] = lambda: 1
+    ) -> None:
         self._shared = shared
         self._local = local
         self._guard = guard
+        self._share = share
 
     @property
     def degraded(self) -> str | None:
@@ -123,7 +137,7 @@ class FailoverLimiter:
         try:
             return await self._guard.call(lambda: self._shared.take(caller))
         except DependencyDown:  # down, slow or failing: limit locally (the guard says so once)
-            return self._local.take_now(caller)
+            return self._local.take_now(caller, self._share())
 
 
 Refuse = Callable[[web.Request, Decision], Awaitable[web.StreamResponse] | web.StreamResponse]
