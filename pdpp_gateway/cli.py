@@ -7,13 +7,15 @@ command line naming a command imports only that command's module (the stdio door
 start-up is timed).
 Nothing here prints to stdout except what a command deliberately prints; the stdio
 server keeps stdout for protocol frames only. A usage error (an unknown option, a missing
-or malformed argument) is one usage line and exit 64, as the README's tables say; each
-option's ``--help`` line states its default.
+or malformed argument) is one usage line and exit 64, as the README's tables say: an
+unknown option shows its own command's usage and the option it most likely meant, an
+unknown command the nearest command; each option's ``--help`` line states its default.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -85,14 +87,25 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             name, help=module.HELP, description=module.HELP, formatter_class=_ShowDefaults
         )
         module.configure(sub)
-        sub.set_defaults(_run=module.run)
+        sub.set_defaults(_run=module.run, _parser=sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
-    args = parser.parse_args(words)
+    known = words[0] if words and words[0] in COMMANDS else None
+    parser = build_parser(known)
+    if known is None and words and not words[0].startswith("-"):
+        near = difflib.get_close_matches(words[0], COMMANDS, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        parser.error(f"unknown command {words[0]!r}{hint} (commands: {', '.join(COMMANDS)})")
+    args, extra = parser.parse_known_args(words)
+    if extra:  # the command's own usage, and the option it most likely meant
+        command: argparse.ArgumentParser = args._parser
+        options = [name for action in command._actions for name in action.option_strings]
+        near = difflib.get_close_matches(extra[0], options, n=1) if extra[0].startswith("-") else []
+        hint = f"; did you mean {near[0]}?" if near else ""
+        command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     try:
         code: int = args._run(args)
     except KeyboardInterrupt:

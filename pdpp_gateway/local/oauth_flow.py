@@ -89,7 +89,8 @@ async def _get_json(
             status = response.status
     except (aiohttp.ClientError, TimeoutError) as error:
         raise ConnectError(
-            f"cannot reach {what} at {url} ({type(error).__name__}). Check the URL and your network, then retry.",
+            f"cannot reach {what} at {url} ({type(error).__name__}). Check the URL and your network, then "
+            f"retry.{_plain_http_hint(url)}",
             ExitCode.UNAVAILABLE,
         ) from None
     if status in (404, 405) or len(raw) > MAX_DOCUMENT_BYTES:
@@ -382,3 +383,14 @@ async def refresh(
         "resource": resource,
     }
     return await _token_request(session, token_endpoint, form)
+
+
+def _plain_http_hint(url: str) -> str:
+    """For an https URL of a loopback address (a URL given without a scheme reads as https):
+    say to give it as plain http, which a local server usually speaks."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    loopback = host in {"localhost", "::1"} or host.startswith("127.")
+    if parts.scheme != "https" or not loopback:
+        return ""
+    return f" A server on this machine usually speaks plain http: start the URL with http://{parts.netloc}"

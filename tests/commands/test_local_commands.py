@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -246,6 +247,30 @@ def test_the_demo_runs_with_its_default_ports_taken(tmp_path: Path) -> None:
     assert "port 7664 is in use by another program" in done.stderr
     assert "MCP server URL:  http://127.0.0.1:" in done.stdout
     assert ":7664/mcp" not in done.stdout
+
+
+def test_a_mistyped_option_shows_its_command_s_usage_and_the_option_meant() -> None:
+    wrong = run_cli("serve", "--provder-url", "https://data.example.com")
+    assert wrong.returncode == 64
+    assert wrong.stderr.startswith("usage: pdpp-gateway serve ")  # the command's own usage
+    assert "unrecognized arguments: --provder-url https://data.example.com; did you mean --provider-url?" in (
+        wrong.stderr
+    )
+
+
+def test_a_mistyped_command_suggests_the_nearest() -> None:
+    wrong = run_cli("conect", "http://127.0.0.1:7664/mcp")
+    assert wrong.returncode == 64
+    assert "unknown command 'conect'; did you mean 'connect'?" in wrong.stderr
+
+
+def test_connect_to_a_loopback_address_without_a_scheme_says_to_try_http() -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = run_cli("connect", f"127.0.0.1:{port}/mcp", "--no-browser")
+    assert done.returncode == 69
+    assert f"start the URL with http://127.0.0.1:{port}" in done.stderr
 
 
 def test_usage_errors_exit_64_and_every_option_says_what_it_does() -> None:
