@@ -253,7 +253,7 @@ def host_guard(policy: OriginPolicy) -> Middleware:
                 f"This gateway does not serve the host {arrived}: it serves {served}. Use the provider's "
                 f"public MCP URL ({policy.configured_base or policy.fallback_origin}/mcp); behind a proxy, "
                 "have it pass the host and port the client used (nginx: proxy_set_header Host $http_host).",
-                policy.fallback_origin,
+                policy.configured_base or policy.fallback_origin,  # its icon under the prefix too
                 # The RS types its own 421 api_error; here the request itself is at fault
                 # (a Host this door does not serve), as its JSON-RPC code -32600 says.
                 error_type="invalid_request_error",

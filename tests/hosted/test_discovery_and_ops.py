@@ -262,3 +262,13 @@ async def test_as_metadata_for_another_issuer_is_not_used() -> None:
     ):
         document = await response.json()
     assert "authorization" not in document["pdpp_agent_discovery"]["mcp"]
+
+
+async def test_a_misdirected_request_s_icon_keeps_the_public_prefix(shared_sandbox: Any) -> None:
+    settings = sandbox_settings(shared_sandbox.url, public_url="https://data.example.org/pdpp")
+    async with start_gateway(settings) as url:
+        status, headers, body = await get(url, {"Host": "elsewhere.example"})
+    assert status == 421
+    assert headers["Link"].startswith("<https://data.example.org/pdpp/icon.svg>")
+    assert "does not serve the host elsewhere.example" in body
+    assert "https://data.example.org/pdpp/mcp" in body
