@@ -18,6 +18,17 @@ Prints, per round and k: calls/s, calls lost (anything but a tool result), x 1 r
 and the CPU time spent per call by the replicas and by every process of the run (replicas,
 nginx, the RS, Redis, this client): when the second stays flat as k grows, the machine's
 cores, not the replicas, are what the calls wait for.
+
+Then the limits and a restart, under load (``restart_and_burst``, the fleet
+``tests/hosted/test_replicas.py`` runs: three replicas, the per-grant limit on at 5/s and a
+burst of 10, limits shared through Redis): ``--clients`` load clients over the four grants
+send calls back to back (most answered 429 once their buckets are empty: each still passes
+the bearer check and a Redis bucket, which is the load a limit must hold under); meanwhile a
+fifth grant sends 60 calls at once (answered: at most the burst of 10 plus what refilled while
+they ran, about 5/s: more would be each replica allowing its own burst), then the replicas are
+restarted one at a time as the README says (the successor started, then SIGTERM to the old
+one). Prints the burst's answered calls against that bound, and the load's calls lost during
+the restart (anything but a tool result or a 429).
 """
 
 from __future__ import annotations
@@ -28,16 +39,20 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
+from types import SimpleNamespace
 
+import aiohttp
 from gateway_bench import free_port, process, sandbox_process, serve_args, wait_up
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pdpp_gateway.sandbox.config import TOKENS
+from tests.hosted.test_replicas import fleet
 from tests.nginx_proxy import nginx_proxy
 from tests.redis_server import RedisServer
-from tests.replicas import GRANTS, Load, calls_per_second
+from tests.replicas import GRANTS, Load, calls_per_second, tool_call
 
 REPLICAS = 3
 WARM_UP_SECONDS = 2.0
@@ -84,6 +99,49 @@ async def measure(
     return rate, lost, replicas_ms, all_ms
 
 
+BURST, RATE, BURST_CALLS = 10, 5.0, 60
+BURST_GRANT = "client_life"  # not one of the load's GRANTS: its bucket is its own
+
+
+async def restart_and_burst(rs_url: str, directory: Path, clients: int) -> None:
+    """The fifth grant's burst and a rolling restart, under the load of the other four (see above)."""
+    limits = ("--rate-limit", str(RATE), "--rate-burst", str(BURST))
+    async with fleet(SimpleNamespace(url=rs_url), directory, 2 * REPLICAS, *limits) as replicas:
+        assert replicas.proxy is not None
+        load = replicas.load(dict(TOKENS))
+        load.pause = 0
+        load.start(clients_per_grant=max(1, clients // len(GRANTS)))
+        await asyncio.sleep(WARM_UP_SECONDS)
+        headers = {"Authorization": f"Bearer {TOKENS[BURST_GRANT]}", "Accept": "application/json"}
+        connector = aiohttp.TCPConnector(ssl=replicas.proxy.tls.client_context(), limit=BURST_CALLS)
+        async with aiohttp.ClientSession(connector=connector) as http:
+
+            async def one(n: int) -> int:
+                async with http.post(f"{replicas.public}/mcp", json=tool_call(n), headers=headers) as answer:
+                    await answer.read()
+                    return answer.status
+
+            started = time.perf_counter()
+            statuses = await asyncio.gather(*(one(n) for n in range(BURST_CALLS)))
+            took = time.perf_counter() - started
+        before = len(load.outcomes)
+        for successor in replicas.ports[REPLICAS:]:
+            old = replicas.running.pop(0)
+            await replicas.start(successor)  # the next one first, then SIGTERM to the old one
+            await old.stop()
+        during = load.outcomes[before:]
+        await asyncio.sleep(1)
+        await load.stop()
+    lost = [outcome for outcome in during if not outcome.ok and not outcome.detail.startswith("HTTP 429")]
+    bound = BURST + RATE * took
+    print(
+        f"burst of {BURST_CALLS} from one grant across {REPLICAS} replicas under load: "
+        f"{statuses.count(200)} answered in {took:.2f} s (limit {BURST} + {RATE:g}/s: {bound:.0f}; one burst per "
+        f"replica would be {REPLICAS * BURST}+), {statuses.count(429)} refused 429"
+    )
+    print(f"rolling restart under load: {len(lost)} of {len(during)} calls lost")
+
+
 async def main(seconds: float, clients: int, rounds: int) -> None:
     missing = [name for name in ("nginx", "redis-server", "openssl") if shutil.which(name) is None]
     if missing:
@@ -122,6 +180,8 @@ async def main(seconds: float, clients: int, rounds: int) -> None:
                             f"{round_number:>5} | {k:>8} | {rate:>7.0f} | {lost:>4} | {f'x{rate / baseline:.2f}':>11} |"
                             f" {mine:.2f}, {total:.2f}"
                         )
+                await stack.aclose()  # the throughput replicas go: the fleet below is its own
+                await restart_and_burst(rs_url, Path(scratch) / "restart", clients)
     finally:
         redis.kill()
 

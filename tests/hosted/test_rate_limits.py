@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 
 from pdpp_gateway.hosted.embedded import start_gateway
+from pdpp_gateway.hosted.shared_state import REDIS_DEADLINE
 from pdpp_gateway.sandbox.fronting import sandbox_settings
 from tests.hosted.test_serve_command import SECRET, introspection_args, serve
 from tests.redis_server import redis_server
@@ -122,8 +123,8 @@ async def test_two_gateways_share_limits_and_refusals_and_survive_redis_dying(sa
             assert "shared Redis store unavailable" in logs
 
 
-async def test_a_frozen_redis_is_skipped_after_one_call_and_said_once(sandbox: Any) -> None:
-    """A hung Redis (SIGSTOP) answers nothing: calls wait at most its deadline (50 ms) for a
+async def test_a_frozen_redis_is_skipped_after_a_second_and_said_once(sandbox: Any) -> None:
+    """A hung Redis (SIGSTOP) answers nothing: calls wait at most its deadline (0.25 s) for a
     second, then none waits for it (the old client waited out a 0.5 s socket timeout on every
     call), and the outage is one log line down and one back once Redis answers steadily again."""
     env = {"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET}
@@ -149,7 +150,10 @@ async def test_a_frozen_redis_is_skipped_after_one_call_and_said_once(sandbox: A
             async with http.get(url.replace("/mcp", "/readyz")) as response:
                 assert (await response.json()).get("detail", {}).get("rate_limits") is None
             assert await gateway.stop() == 0
-    assert max(took[1:]) < 0.4  # no call waits out a socket timeout: at most the guard's deadline
+    # a call waits at most the guard's deadline for each of its two Redis uses (its bucket, the
+    # shared refusals), never the client's socket timeout; once the outage is declared, none waits
+    assert max(took) < 2 * REDIS_DEADLINE + 0.15
+    assert max(took[-20:]) < 0.1
     logs = "".join(gateway.raw)
     assert logs.count("shared Redis store unavailable") == 1
     assert logs.count("shared Redis store is back") == 1
