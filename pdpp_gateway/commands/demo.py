@@ -106,9 +106,10 @@ async def _demo(
 ) -> int:
     import asyncio
     import json
-    import shutil
+    import shlex
     from urllib.parse import urlsplit
 
+    from pdpp_gateway.commands.client_config import entries, launcher, server_args
     from pdpp_gateway.hosted.embedded import mcp_http, start_gateway
     from pdpp_gateway.hosted.pages import PageFacts
     from pdpp_gateway.local.credentials import write_credential
@@ -177,10 +178,13 @@ async def _demo(
             )
 
             write_credential(cache_root, sandbox.url, token, grant_id="grt_broad")
-            command = shutil.which("pdpp-gateway") or f"{sys.executable} -m pdpp_gateway"
+            command = shlex.join(launcher())
+            desktop = entries({"pdpp-sandbox": server_args(sandbox.url, cache_root)}, "claude-desktop")
             print(
-                f"\nOr run it locally over stdio (the demo grant is cached in {cache_root}):\n"
-                f"  {command} stdio --provider-url {sandbox.url} --cache-root {cache_root}\n"
+                f"\nOr run it locally over stdio (the demo grant is cached in {cache_root}). Claude Desktop, "
+                f"the exact entry (the same as `{command} client-config --client claude-desktop` prints):\n"
+                f"{desktop}\n"
+                f"  By hand: {command} stdio --provider-url {sandbox.url} --cache-root {cache_root}\n"
                 f"  (to approve your own grant in the browser first: "
                 f"{command} connect {sandbox.url} --cache-root {cache_root})"
             )

@@ -9,8 +9,10 @@ is true of this deployment), no I/O.
   ``demo_token`` (the demo's sandbox token for header-only clients; never set elsewhere)
   and ``local.cache_root`` (a non-default credential cache for the terminal lines).
 - ``connect_page``: one primary payload, the MCP URL, then exact copy-paste setup for
-  Claude Code, Codex, remote-connector apps (ChatGPT, Claude.ai, ...) and the terminal
-  path (``pdpp-gateway connect`` then ``stdio``), and a pointer to ``llms.txt``. Every
+  Claude Code, Codex, Claude Desktop (``connect``, then ``client-config --client
+  claude-desktop``, which prints its entry with this install's absolute paths),
+  remote-connector apps (ChatGPT, Claude.ai, ...) and the terminal path (``pdpp-gateway
+  connect`` then ``stdio``), and a pointer to ``llms.txt``. Every
   command has a copy button; long lines wrap, so a phone never scrolls sideways. Every
   interpolated value is HTML-escaped.
 - ``llms_txt``: the same facts for an agent, plus one line per read tool.
@@ -114,6 +116,12 @@ def _terminal(provider_url: str, facts: PageFacts) -> tuple[str, str]:
     )
 
 
+def _desktop_entry(provider_url: str, facts: PageFacts) -> str:
+    """The command that prints Claude Desktop's exact entry (this install's absolute paths)."""
+    root = f" --cache-root {facts.cache_root}" if facts.cache_root else ""
+    return f"pdpp-gateway client-config --client claude-desktop --provider-url {provider_url}{root}"
+
+
 def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()) -> str:
     url = escape(mcp_url)
     name = facts.server_name
@@ -159,6 +167,12 @@ def connect_page(mcp_url: str, provider_url: str, facts: PageFacts = PageFacts()
 {_block(f"claude mcp add --transport http {name} {mcp_url}")}
 <h2>Codex</h2>
 {_block(f"codex mcp add {name} --url {mcp_url}")}
+<h2>Claude Desktop</h2>
+<p>Claude Desktop runs the gateway on this computer over stdio: approve a grant once, then print the
+exact entry for its <code>claude_desktop_config.json</code> (Settings &gt; Developer &gt; Edit Config),
+which starts the gateway by its full path:</p>
+{_block(connect)}
+{_block(_desktop_entry(provider_url, facts))}
 <h2>ChatGPT, Claude.ai and other remote MCP clients</h2>
 {remote}
 {sign_in}

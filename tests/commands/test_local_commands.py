@@ -51,6 +51,19 @@ def test_demo_runs_the_hosted_gateway_on_the_sandbox_and_prints_client_setup(tmp
         "headers": {"Authorization": f"Bearer {token.group(1)}"},
     }
     assert "stdio --provider-url" in out
+    # Claude Desktop: the exact entry, starting this install's gateway by its absolute path
+    rs = re.search(r"Sandbox RS:\s+(http://127\.0\.0\.1:\d+)", out)
+    assert rs, out
+    desktop = out[out.index("# claude-desktop: add to claude_desktop_config.json") :]
+    entry = json.loads(desktop[desktop.index("{") : desktop.index("\n}\n") + 2])["mcpServers"]["pdpp-sandbox"]
+    assert Path(entry["command"]).is_absolute()
+    assert entry["args"][-5:] == [
+        "stdio",
+        "--provider-url",
+        rs.group(1),
+        "--cache-root",
+        str(tmp_path / "cache"),
+    ]
     assert f"claude mcp add --transport http pdpp-sandbox {url.group(1)}\n" in out  # OAuth sign-in, no header
     assert " connect http://127.0.0.1:" in out  # the terminal path to approve one's own grant
 

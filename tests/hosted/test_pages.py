@@ -22,6 +22,9 @@ def test_connect_page_leads_with_the_mcp_url_and_exact_setup() -> None:
     assert f"codex mcp add pdpp --url {MCP}" in page
     assert f"pdpp-gateway connect {PROVIDER}" in page
     assert f"pdpp-gateway stdio --provider-url {PROVIDER}" in page
+    # Claude Desktop by name, with the command that prints its exact entry (absolute paths)
+    assert "<h2>Claude Desktop</h2>" in page
+    assert f"pdpp-gateway client-config --client claude-desktop --provider-url {PROVIDER}" in page
     assert "https://data.example.com/llms.txt" in page
     assert len(page.encode()) < 8_000
     assert 'data-copy="claude mcp add --transport http pdpp https://data.example.com/mcp"' in page
