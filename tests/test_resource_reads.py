@@ -60,6 +60,15 @@ async def test_a_uri_outside_the_grant_is_the_callers_to_fix(shared_sandbox: Any
     assert "not granted for this stream" in other_source.value.error.message
     assert other_stream.value.error.code == -32602
     assert other_stream.value.error.data["code"] == "context.stream_not_allowed"
+    # its data says what the message says (the tool error's words), not the RS's failed token
+    # check with advice to get another credential
+    for refused in (other_source.value.error.data, other_stream.value.error.data):
+        assert refused["type"] == "permission_error"
+        assert "Token introspection" not in refused["message"]
+        assert "resource_metadata" not in refused
+        assert "owner" not in refused["next_step"]
+    assert 'Stream "issues" is not in this grant' in other_stream.value.error.data["message"]
+    assert "call schema()" in other_stream.value.error.data["next_step"]
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,10 @@ Contract (no SDK import: the stdio door answers reads with it before the SDK has
   ``code`` from the one status table (``wire.codes``; see ``resources``), ``message``
   ``<code>: <message>`` and the next step (``render.errors.next_step``) within
   ``MAX_ERROR_MESSAGE`` characters, ``data`` the typed envelope naming the ``uri`` (cut
-  past ``MAX_URI_ECHO``); ``uri`` None leaves it out (``resources/list``).
+  past ``MAX_URI_ECHO``); ``uri`` None leaves it out (``resources/list``). A read outside the
+  grant (``errors.ASKED_OUTSIDE_GRANT``, which the RS words as a failed token check) has the
+  tool error's words in its data too: ``permission_error``, the message and next step above,
+  no ``resource_metadata`` (no sign-in fixes it).
 """
 
 from __future__ import annotations
@@ -69,6 +72,9 @@ def error_object(error: ToolError, uri: str | None, *, modern: bool) -> dict[str
     if modern and code == rpc_codes.NOT_FOUND:
         code = rpc_codes.INVALID_PARAMS  # the 2026-07-28 era retired -32002
     data = dict(error.envelope)
+    if error.code in ASKED_OUTSIDE_GRANT:  # what was asked is outside the grant, not the token
+        data.update(type="permission_error", message=_bounded(message, MAX_ERROR_MESSAGE), next_step=step)
+        data.pop("resource_metadata", None)  # no sign-in fixes it: the credential is fine
     if uri is not None:
         data["uri"] = uri if len(uri) <= MAX_URI_ECHO else uri[: MAX_URI_ECHO - 1] + "…"
     return error_envelope(code, f"{said} {step}" if step else said, data)
