@@ -8,12 +8,12 @@ would never be asked to sign in again.
 Contract:
 
 - ``RefusalWatch(reader, learn)`` wraps a single-grant caller's bound reader (its memoised
-  reads kept: ``rs.memo``). A read the RS
-  answers with a refusal of the token itself (``token_refusal``: a 401 other than a refusal of
-  what was asked, ``errors.ASKED_OUTSIDE_GRANT``; a 403 revoking or expiring the grant or the
-  token) raises as before, and first notes its reason for the request in flight and hands it to
-  ``learn`` once per reason (the verdict cache's ``refuse``: the cached verdict turns inactive
-  and, with Redis, every replica's does: ``shared_state.SharedRefusals``).
+  reads kept: ``rs.memo``). A read the RS answers with a refusal of the token itself
+  (``token_refusal``: a 401 other than a refusal of what was asked,
+  ``errors.ASKED_OUTSIDE_GRANT``; a 403 revoking or expiring the grant or the token) raises as
+  before, and first notes its reason for the request in flight and, once per request, hands it
+  to ``learn`` (the verdict cache's ``refuse``: the cached verdict turns inactive and, with
+  Redis, every replica's does: ``shared_state.SharedRefusals``).
 - ``watching()``: the bearer stage enters it around each request's handler; the ``Seen`` it
   yields holds the reason noted during that request (reads in tasks the handler started
   included: they share the request's context), else ``None``. The stage then answers the
