@@ -7,7 +7,8 @@ reads them), then prints the MCP URL, a demo client token and copy-paste setup f
 Claude Code, Codex and a generic client, and serves until Ctrl-C. OAuth MCP clients can
 sign in with no token: the hosted metadata names the sandbox's authorization server,
 which issues tokens for this gateway's ``/mcp`` after consent. It also caches the demo
-grant the way ``pdpp-gateway connect`` would (``--cache-root``) and prints the stdio
+grant the way ``pdpp-gateway connect`` would (``--cache-root``, by default a ``demo`` folder of
+the per-user data directory: the demo writes nothing in the current directory) and prints the stdio
 alternative; ``/connect`` and ``/llms.txt`` show the demo token and that cache root.
 The demo token is sandbox material; printing it is intended.
 
@@ -51,7 +52,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="hosted gateway port (default 7664, or a free one when that is taken; 0 picks a free one)",
     )
-    parser.add_argument("--cache-root", default=".pdpp-demo", help="where the demo grant is cached for stdio")
+    parser.add_argument(
+        "--cache-root",
+        help="where the demo grant is cached for stdio (default: a demo folder in the per-user data "
+        "directory, $XDG_DATA_HOME/pdpp-gateway/demo, else ~/.local/share/pdpp-gateway/demo; never the "
+        "current directory)",
+    )
     parser.add_argument("--once", action="store_true", help="exit after the smoke session instead of serving")
     parser.add_argument(
         "--rate-limit", type=float, default=20.0, help=RATE_LIMIT_HELP.replace("env PDPP_RATE_LIMIT; ", "")
@@ -67,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pdpp_gateway.files.ports import port_or_free
     from pdpp_gateway.hosted.serve import BindError
+    from pdpp_gateway.local.cache_root import user_cache_root
     from pdpp_gateway.sandbox.oauth_state import StateError
 
     root = state_root(args)
@@ -85,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            return asyncio.run(_demo(args, Path(args.cache_root).resolve(), kept, (ports, chosen)))
+            cache_root = Path(args.cache_root).resolve() if args.cache_root else user_cache_root() / "demo"
+            return asyncio.run(_demo(args, cache_root, kept, (ports, chosen)))
     except BindError as error:
         print(f"pdpp-gateway demo: {error} (choose another with --gateway-port)", file=sys.stderr)
         return ExitCode.USAGE

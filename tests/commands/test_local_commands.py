@@ -225,6 +225,20 @@ def test_terminal_commands_use_a_package_and_every_printed_command_runs(
     assert "named twice" in twice.stderr
 
 
+def test_the_demo_writes_nothing_in_the_current_directory(tmp_path: Path) -> None:
+    here, data = tmp_path / "here", tmp_path / "data"
+    here.mkdir()
+    done = run_cli(
+        "demo", "--once", "--port", "0", "--gateway-port", "0", "--rate-limit", "0",
+        cwd=here, env={"XDG_DATA_HOME": str(data)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(here.iterdir()) == []
+    cache = data / "pdpp-gateway" / "demo"
+    assert f"the demo grant is cached in {cache}" in done.stdout
+    assert any(cache.rglob("*.json"))
+
+
 def test_the_demo_steps_aside_from_busy_default_ports(tmp_path: Path) -> None:
     import socket
 
