@@ -12,8 +12,9 @@ only when the grants are not in the per-user directory the gateway finds by itse
 names it by its absolute path). Exit 78 when no provider is given and none is cached, or
 when a cache file or folder is unsafe (``local.cache_files``). ``connect`` prints the same after
 connecting (``entries``, named as here among the providers cached beside it). Each
-provider's entry has its own name (``server_names``: host, port and path, so two
-sandboxes on one host never share one); one that gives no answer
+provider's entry has its own name, from its URL alone (``server_names``: host, port and path,
+so two sandboxes on one host never share one, and a name never changes when a second provider
+is cached); one that gives no answer
 now (``local.provider_probe``, at most a few seconds for all) is printed all the same, with a
 line on stderr saying so and what to run.
 """
@@ -122,14 +123,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def server_names(urls: list[str]) -> list[str]:
-    """One entry name per provider: ``pdpp`` for the only one; else, unique, ``pdpp-`` and
-    its host, port and path (``http://127.0.0.1:7665`` is ``pdpp-127-0-0-1-7665``),
-    numbered if two still meet."""
+    """One entry name per provider, from its URL alone, so a name never changes when another
+    provider is cached beside it: ``pdpp-`` and its host, port and path
+    (``http://127.0.0.1:7665`` is ``pdpp-127-0-0-1-7665``, ``https://data.example.com`` is
+    ``pdpp-data-example-com``), numbered if two still meet."""
     import re
     from urllib.parse import urlsplit
 
-    if len(urls) == 1:
-        return ["pdpp"]
     names: list[str] = []
     for url in urls:
         parts = urlsplit(url)

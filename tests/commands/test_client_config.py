@@ -28,7 +28,7 @@ async def test_the_printed_desktop_entry_runs_from_anywhere(sandbox: Any, tmp_pa
         run_cli, "client-config", "--client", "claude-desktop", env=as_person(home), cwd=tmp_path
     )
     assert printed.returncode == 0, printed.stderr
-    entry = json.loads(printed.stdout.split("\n", 1)[1])["mcpServers"]["pdpp"]
+    (entry,) = json.loads(printed.stdout.split("\n", 1)[1])["mcpServers"].values()
     assert Path(entry["command"]).is_absolute()
     assert entry["args"][-3:] == ["stdio", "--provider-url", sandbox.url]  # no --cache-root: the default
     elsewhere = tmp_path / "client-working-dir"
@@ -101,9 +101,11 @@ async def test_two_providers_on_one_host_get_an_entry_each_and_a_gone_one_is_nam
     async with start_sandbox() as first:
         async with start_sandbox() as second:
             await approve(first.url, root, "gmail")
+            alone, _ = await printed()
             await approve(second.url, root, "github")
             servers, said = await printed()
             assert said == ""  # both answer
+            assert alone.items() <= servers.items()  # a second provider renames no entry pasted before
         ports = [url.rsplit(":", 1)[1] for url in (first.url, second.url)]
         assert {name: entry["args"][-1] for name, entry in servers.items()} == {
             f"pdpp-127-0-0-1-{ports[0]}": first.url,

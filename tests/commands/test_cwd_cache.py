@@ -93,5 +93,5 @@ def test_with_the_opt_in_it_is_used_and_named_by_its_absolute_path(
     assert str(local) in listed.stderr
     printed = run_cli("client-config", "--client", "claude-desktop", *flags, env=person, cwd=project)
     assert printed.returncode == 0, printed.stderr
-    entry = json.loads(printed.stdout.split("\n", 1)[1])["mcpServers"]["pdpp"]
+    (entry,) = json.loads(printed.stdout.split("\n", 1)[1])["mcpServers"].values()
     assert entry["args"][-2:] == ["--cache-root", str(local)]  # the entry names it absolutely
