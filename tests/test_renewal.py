@@ -113,6 +113,10 @@ async def test_an_rs_that_refuses_even_a_renewed_token_is_not_renewed_for_on_eve
             with pytest.raises(RsStatusError) as refused:
                 await reader.get_json("/v1/streams/messages/records")
             assert refused.value.code == "context.active_false"
+            # the command that approves this very grant again, never a <provider-url> placeholder
+            assert refused.value.envelope["reconnect"] == (
+                f"pdpp-gateway connect {credential.provider_url} --connector gmail --cache-root {tmp_path}"
+            )
         assert refreshes(sandbox) == 1  # one renewal, then none while the RS keeps refusing
         assert len(refusing.data_reads()) == 6  # the first read, its repeat with the new token, four more
 

@@ -37,7 +37,7 @@ from typing import Final, TypeVar
 
 from pdpp_gateway.local.credentials import Credential, load_credential
 from pdpp_gateway.local.package import token_lapsed
-from pdpp_gateway.local.renewal import RenewalError, renew
+from pdpp_gateway.local.renewal import RenewalError, reconnect_command, renew
 from pdpp_gateway.local_verdict import CredentialError
 from pdpp_gateway.rs.client import BoundRsClient, RsBlob, RsClient, RsResponse
 from pdpp_gateway.rs.errors import RsStatusError, RsUnavailableError
@@ -82,8 +82,10 @@ class RenewingRs:
         try:
             return await call(self._reader)
         except RsStatusError as error:
-            if not token_lapsed(error.status, error.code) or time.monotonic() < self._held_until:
-                raise  # not the token's fault, or renewing has just not helped: no renewal now
+            if not token_lapsed(error.status, error.code):
+                raise  # not the token's fault
+            if time.monotonic() < self._held_until:  # renewing has just not helped: approve again
+                raise self._with_reconnect(error) from None
             try:
                 await self._renew(used)
             except RenewalError as failure:
@@ -98,6 +100,7 @@ class RenewingRs:
                     "the resource server refused a renewed access token; not renewing again for %.0f s",
                     self._hold,
                 )
+                raise self._with_reconnect(error) from None
             raise
         self._hold = 0.0
         return answer
@@ -121,6 +124,12 @@ class RenewingRs:
                 _log.warning("the access token could not be renewed: %s", failure.message)
                 raise
             self._use(credential)
+
+    def _with_reconnect(self, error: RsStatusError) -> RsStatusError:
+        """The RS's refusal with the exact command that approves this grant again (its
+        provider, connector and cache), not a placeholder."""
+        again = reconnect_command(self._credential.provider_url, self._credential.connector, self._cache_root)
+        return RsStatusError(error.status, {**error.envelope, "reconnect": again}, error.request_id)
 
     def _adopt_cached(self, stale: str) -> bool:
         """Use the cache's token when it is no longer ``stale``; False when it still is."""
