@@ -52,6 +52,8 @@ class CacheRefused(CredentialError):
     def __init__(self, path: Path, why: str, fix: str) -> None:
         super().__init__("cache_unsafe", f"refused the credential cache path {path}: {why}. Fix: {fix}")
         self.path = path
+        self.why = why
+        self.fix = fix
 
 
 def read(path: Path, *, private: bool = True) -> bytes | None:

@@ -10,7 +10,10 @@ Contract:
   ``.../127.0.0.1_7663_fixed-ids/state.json``), so two sandboxes on different ports or
   configurations never share one.
 - ``load(path)``: the saved state, ``None`` when there is none yet; a ``StateError`` naming
-  the file and how to start afresh when it cannot be read or is not in this format.
+  the file and how to start afresh when it cannot be read or is not in this format. It is read
+  with the credential cache's checks (``local.cache_files.read``): a link (to ``/dev/zero``,
+  dangling, or a linked folder), a FIFO or a device, a file others may write, or one over the
+  size bound is refused with its fix, never followed, waited on or silently replaced.
 - ``attach(store, path, suffix)``: fill the store with what was saved and save it after
   every change (``files.private.write_private``: written whole, 0600 in a 0700 directory).
   A save that fails (a full disk, a path that cannot be a directory) is one warning in the
@@ -35,6 +38,8 @@ from typing import Final, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from pdpp_gateway.files.private import write_private
+from pdpp_gateway.local.cache_files import CacheRefused
+from pdpp_gateway.local.cache_files import read as checked_read
 from pdpp_gateway.local.cache_root import user_cache_root
 from pdpp_gateway.sandbox.config import Principal
 from pdpp_gateway.sandbox.oauth_store import Client, IssuedCode, OAuthStore, RefreshEntry
@@ -77,12 +82,16 @@ def state_file(root: Path, host: str, port: int, fixed_ids: bool) -> Path:
 
 
 def load(path: Path) -> SavedState | None:
-    try:
-        text = path.read_bytes()
-    except FileNotFoundError:
-        return None
+    try:  # the credential cache's checked read: no link followed, no FIFO or device opened
+        text = checked_read(path)
+    except CacheRefused as refused:
+        raise StateError(
+            f"refused the sandbox's saved state {refused.path}: {refused.why}. Fix: {refused.fix}"
+        ) from None
     except OSError as error:
         raise StateError(f"cannot read the sandbox's saved state {path}: {error.strerror}") from None
+    if text is None:
+        return None
     try:
         return _FORMAT.validate_json(text)
     except ValidationError:

@@ -213,12 +213,42 @@ def test_a_saved_state_it_cannot_read_is_one_line_and_exit_64(tmp_path: Path) ->
     state = home / ".local" / "share" / "pdpp-gateway" / "sandbox" / f"127.0.0.1_{port}" / "state.json"
     state.parent.mkdir(parents=True)
     state.write_text('{"version": 0}')
+    state.chmod(0o600)  # as the sandbox writes it: it holds refresh tokens
     done = run_cli("sandbox", "--port", str(port), env=_person(home))
     assert done.returncode == 64
     assert done.stderr.strip().splitlines() == [
         f"pdpp-gateway sandbox: the sandbox's saved state {state} is not in this version's format; "
         f"remove {state.parent} to start afresh (its clients and grants are then forgotten)"
     ]
+
+
+@pytest.mark.parametrize(
+    "kind", ["link to /dev/zero", "fifo", "dangling link", "linked folder", "readable by all"]
+)
+def test_a_saved_state_that_is_not_a_private_file_is_refused_with_its_fix(tmp_path: Path, kind: str) -> None:
+    """The credential cache's checks: never followed, never waited on, never silently reset."""
+    home, port = tmp_path / "home", _free_port()
+    state = home / ".local" / "share" / "pdpp-gateway" / "sandbox" / f"127.0.0.1_{port}" / "state.json"
+    state.parent.mkdir(parents=True)
+    if kind == "link to /dev/zero":
+        state.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(state)
+    elif kind == "dangling link":
+        state.symlink_to(tmp_path / "nowhere.json")
+    elif kind == "linked folder":
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir(mode=0o700)
+        state.parent.rmdir()
+        state.parent.symlink_to(elsewhere, target_is_directory=True)
+    else:
+        state.write_text("{}")
+        state.chmod(0o644)
+    done = run_cli("sandbox", "--port", str(port), env=_person(home), timeout=30)
+    assert done.returncode == 64
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("pdpp-gateway sandbox: refused the sandbox's saved state ")
+    assert "Fix: " in line
 
 
 async def test_the_sandbox_takes_the_port_it_chose_last_time_and_keeps_its_state_there(
