@@ -2,8 +2,9 @@
 
 ``scripts/test`` installs Debian's ``redis-server`` where the machine allows (root with
 apt); elsewhere the tests that need it skip and say why. ``RedisServer.kill()`` stops it
-mid-test, to show what the gateway does when Redis goes away; ``freeze()`` / ``thaw()``
-stop and resume it (SIGSTOP / SIGCONT), a Redis that hangs.
+mid-test, to show what the gateway does when Redis goes away, and ``restart()`` brings a new,
+empty one back on the same port; ``freeze()`` / ``thaw()`` stop and resume it (SIGSTOP /
+SIGCONT), a Redis that hangs.
 """
 
 from __future__ import annotations
@@ -25,8 +26,27 @@ class RedisServer:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._binary = binary
+        self._start()
+
+    def restart(self) -> None:
+        """A new, empty redis-server on the same port (the old one killed): an outage that ends."""
+        self.kill()
+        self._start()
+
+    def _start(self) -> None:
         self._process = subprocess.Popen(  # noqa: S603 - the test machine's own redis-server
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            [
+                self._binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -159,3 +159,35 @@ async def test_a_frozen_redis_is_skipped_after_a_second_and_said_once(sandbox: A
     logs = "".join(gateway.raw)
     assert logs.count("shared Redis store unavailable") == 1
     assert logs.count("shared Redis store is back") == 1
+
+
+async def test_shared_limits_are_back_once_readyz_says_redis_is(sandbox: Any) -> None:
+    """Redis goes away and comes back (a new, empty server on the same port): once every
+    process's /readyz has dropped the per-process detail, one grant's calls across both share one
+    bucket again, not one each (the pooled connections to the old server are not each an outage
+    of their own)."""
+    env = {"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET}
+    with redis_server() as redis:
+        async with (
+            serve(*shared_args(sandbox, redis.url, "60"), env=env) as first,
+            serve(*shared_args(sandbox, redis.url, "60"), env=env) as second,
+            aiohttp.ClientSession() as http,
+        ):
+            urls = [await first.wait_listening(), await second.wait_listening()]
+            token = sandbox.tokens["client_broad"]
+            for _ in range(4):  # warm pools on both: several connections each
+                await asyncio.gather(*(post(http, url, token, LIST) for url in urls for _ in range(4)))
+            redis.kill()
+            await asyncio.gather(*(post(http, url, token, LIST) for url in urls))
+            redis.restart()
+            for url in urls:  # until each says Redis is in use again
+                for _ in range(100):
+                    async with http.get(url.replace("/mcp", "/readyz")) as response:
+                        if "rate_limits" not in ((await response.json()).get("detail") or {}):
+                            break
+                    await asyncio.sleep(0.1)
+            fresh = sandbox.tokens["client_work_mail"]
+            statuses = [(await post(http, urls[n % 2], fresh))[0] for n in range(12)]
+            for gateway in (first, second):
+                assert await gateway.stop() == 0
+    assert statuses.count(200) == 5, statuses  # the shared burst of 5, not 5 per process
