@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
+from pdpp_gateway.hosted.origin import normal_origin
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsError
 
@@ -67,8 +68,8 @@ class RsDiscovery:
         self._rs = rs
         self._session = session
         # the private origin the RS is reached at, and the public one clients know it by
-        self._private = _origin(reached_at) if reached_at and public_origin else None
-        self._public = _origin(public_origin) if reached_at and public_origin else None
+        self._private = normal_origin(reached_at) if reached_at and public_origin else None
+        self._public = normal_origin(public_origin) if reached_at and public_origin else None
         self._servers: list[str] | None = None
         self._fetched_at = 0.0
         self._as_metadata: dict[str, Any] | None = None
@@ -130,20 +131,10 @@ class RsDiscovery:
 def public_issuer(server: str, private: str | None, public: str | None) -> str:
     """``server`` with its origin ``private`` replaced by ``public`` (its path kept); any other
     server, or no such pair, unchanged."""
-    if private is None or public is None or _origin(server) != private:
+    if private is None or public is None or normal_origin(server) != private:
         return server
     parts = urlsplit(server)
     return public + parts.path + (f"?{parts.query}" if parts.query else "")
-
-
-def _origin(url: str) -> str:
-    """``scheme://host[:port]`` of ``url``, lower-cased, without a default port."""
-    parts = urlsplit(url)
-    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
-    host = f"[{host}]" if ":" in host else host
-    port = parts.port
-    default = {"http": 80, "https": 443}.get(scheme)
-    return f"{scheme}://{host}" + (f":{port}" if port is not None and port != default else "")
 
 
 def as_metadata_url(issuer: str) -> str:

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from pdpp_gateway.rs.errors import ASKED_OUTSIDE_GRANT, RsStatusError
 from pdpp_gateway.rs.memo import memoised_read
@@ -35,6 +35,8 @@ from pdpp_gateway.rs.memo import memoised_read
 if TYPE_CHECKING:
     from pdpp_gateway.context import RsReader
     from pdpp_gateway.rs.client import RsBlob, RsResponse
+
+T = TypeVar("T")
 
 # what a 403 says of the grant or the token itself (not of what was asked)
 _REFUSED_403: Final = frozenset({"grant_revoked", "grant_expired", "token_revoked", "token_expired"})
@@ -77,27 +79,23 @@ class RefusalWatch:
     learn: Callable[[str], Awaitable[None]]
 
     async def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
-        try:
-            return await self.reader.get_json(path, query)
-        except RsStatusError as error:
-            await self._note(error)
-            raise
+        return await self._watched(self.reader.get_json(path, query))
 
     async def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = (), *, max_bytes: int) -> RsBlob:
-        try:
-            return await self.reader.get_bytes(path, query, max_bytes=max_bytes)
-        except RsStatusError as error:
-            await self._note(error)
-            raise
+        return await self._watched(self.reader.get_bytes(path, query, max_bytes=max_bytes))
 
     async def memoised(self, path: str, query: Sequence[tuple[str, str]] = ()) -> RsResponse:
         """The reader's memoised read (``rs.memo``), watched the same way."""
+        response: RsResponse = await self._watched(memoised_read(self.reader, path, query))
+        return response
+
+    async def _watched(self, read: Awaitable[T]) -> T:
+        """``read``'s answer; a refusal of the token is noted before it propagates."""
         try:
-            response: RsResponse = await memoised_read(self.reader, path, query)
+            return await read
         except RsStatusError as error:
             await self._note(error)
             raise
-        return response
 
     async def _note(self, error: RsStatusError) -> None:
         reason = token_refusal(error)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import json
 import secrets
 from collections.abc import Mapping, Sequence
@@ -389,8 +390,17 @@ def _plain_http_hint(url: str) -> str:
     """For an https URL of a loopback address (a URL given without a scheme reads as https):
     say to give it as plain http, which a local server usually speaks."""
     parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    loopback = host in {"localhost", "::1"} or host.startswith("127.")
-    if parts.scheme != "https" or not loopback:
+    if parts.scheme != "https" or not is_loopback(parts.hostname):
         return ""
     return f" A server on this machine usually speaks plain http: start the URL with http://{parts.netloc}"
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` names this machine: ``localhost`` or a loopback address (not a name
+    that merely starts with "127.")."""
+    if host == "localhost":
+        return True
+    try:
+        return host is not None and ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -44,7 +44,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import secrets
 import time
@@ -56,6 +55,7 @@ from urllib.parse import urlencode, urlsplit
 from aiohttp import web
 from multidict import MultiDictProxy
 
+from pdpp_gateway.local.oauth_flow import is_loopback
 from pdpp_gateway.sandbox import oauth_state
 from pdpp_gateway.sandbox.config import Principal, SandboxConfig, StreamGrant
 from pdpp_gateway.sandbox.consent_page import consent_page, error_page
@@ -120,20 +120,11 @@ def _oauth_error(error: str, description: str, status: int = 400) -> web.Respons
     return json_response({"error": error, "error_description": description}, status, dict(_NO_STORE))
 
 
-def _is_loopback(host: str | None) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return host is not None and ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _valid_redirect(uri: str) -> bool:
     parts = urlsplit(uri)
     if parts.fragment or not parts.hostname:
         return False
-    return parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(parts.hostname))
+    return parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname))
 
 
 def _registered(uri: str, registered: tuple[str, ...]) -> bool:
@@ -141,7 +132,7 @@ def _registered(uri: str, registered: tuple[str, ...]) -> bool:
     if uri in registered:
         return True
     asked = urlsplit(uri)
-    if asked.scheme != "http" or not _is_loopback(asked.hostname):
+    if asked.scheme != "http" or not is_loopback(asked.hostname):
         return False
     for candidate in registered:
         known = urlsplit(candidate)

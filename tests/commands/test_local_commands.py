@@ -315,3 +315,10 @@ def test_usage_errors_exit_64_and_every_option_says_what_it_does() -> None:
             if action.option_strings and "-h" not in action.option_strings:
                 assert action.help, (name, action.option_strings)
     assert "(default: 127.0.0.1)" in run_cli("sandbox", "--help").stdout
+
+
+def test_only_an_address_of_this_machine_reads_as_loopback() -> None:
+    from pdpp_gateway.local.oauth_flow import is_loopback
+
+    assert all(is_loopback(host) for host in ("localhost", "127.0.0.1", "127.3.4.5", "::1"))
+    assert not any(is_loopback(host) for host in ("127.example.com", "10.0.0.1", "data.example.com", None))
