@@ -71,6 +71,7 @@ class Replicas:
         self._client = client
         self._guard = guard
         self._script = client.register_script(_BEAT)
+        self._stopping = asyncio.Event()
 
     async def beat(self) -> None:
         with contextlib.suppress(DependencyDown):
@@ -80,12 +81,19 @@ class Replicas:
             self.known = max(1, int(count))
 
     async def run(self) -> None:
-        while True:
+        """Heartbeats until ``leave``. Stopped by an event, not by cancelling: Python 3.11's
+        ``wait_for`` (inside the guard) can swallow a cancellation that meets an answer, and a
+        loop that then went on would hold the process's shutdown for good."""
+        while not self._stopping.is_set():
             await self.beat()
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), HEARTBEAT_SECONDS)
 
-    async def leave(self) -> None:
-        """No longer counted (at shutdown; best effort)."""
+    async def leave(self, running: asyncio.Task[None]) -> None:
+        """Stop ``running`` (this heartbeat's ``run``: at most one beat, the guard's deadline)
+        and no longer be counted (at shutdown; best effort)."""
+        self._stopping.set()
+        await running
         with contextlib.suppress(DependencyDown):
             await self._guard.call(lambda: self._client.zrem(REPLICAS_KEY, self._id))
 
@@ -114,10 +122,7 @@ async def shared_store(settings: HostedSettings) -> AsyncIterator[SharedStore | 
     try:
         yield SharedStore(client, guard, replicas)
     finally:
-        beating.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await beating
-        await replicas.leave()
+        await replicas.leave(beating)
         await guard.aclose()
         await client.aclose()
 
