@@ -257,6 +257,12 @@ def preview_around_mark(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, boo
     return ("…" if lo else "") + body + ("…" if hi < len(plain) else ""), True
 
 
+def shows_part(preview: object) -> bool:
+    """Whether a preview shows part of its field (``…`` where the text goes on), not all of it."""
+    text = str(preview or "").strip()
+    return text.startswith("…") or text.endswith("…")
+
+
 def read_more_query(text: str, limit: int = QUERY_CHARS) -> str | None:
     """A literal span of the preview around its first match, for ``read_record_field q``.
 
@@ -337,12 +343,14 @@ def _evidence(excerpt: Mapping[str, Any], naming: Mapping[str, str]) -> dict[str
         arguments.update(offset_chars=max(0, offset - CONTEXT_CHARS), limit_chars=3 * CONTEXT_CHARS)
     elif query:
         arguments.update(q=query, before_chars=CONTEXT_CHARS, after_chars=CONTEXT_CHARS)
-    return {
+    evidence: dict[str, Any] = {
         "field": field,
         "preview": preview,
         "truncated": bool(excerpt.get("truncated")) or cut,
-        "read": {"tool": "read_record_field", "arguments": arguments},
     }
+    if shows_part(preview):  # a field shown whole has no more to read
+        evidence["read"] = {"tool": "read_record_field", "arguments": arguments}
+    return evidence
 
 
 def _evidence_offset(excerpt: Mapping[str, Any]) -> int | None:

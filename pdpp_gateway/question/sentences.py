@@ -19,8 +19,9 @@ once; CPU-bound, call it from a thread in a server):
   Tuesday 14 April at 16:40"), whole when the sentence is longer (at most ``MAX_CHARS``), cut
   at word boundaries, no two overlapping, best first. A window never ends inside the sentence
   it was chosen for, unless that sentence alone is over ``MAX_CHARS``.
-- ``Window.preview(text)``: the window on one line, the question's words in ``<mark>`` tags,
-  ``…`` where the text goes on.
+- ``Window.preview(text, limit)``: the window on one line, the question's words in ``<mark>``
+  tags, ``…`` where the text goes on: its first ``limit`` characters, and on to the end of the
+  sentence it was chosen for when that ends later (a preview never stops inside it).
 """
 
 from __future__ import annotations
@@ -58,13 +59,20 @@ class Window:
     matched: int  # distinct question words inside it
     asked: int  # distinct question words looked for
 
-    def preview(self, text: str) -> str:
+    def preview(self, text: str, limit: int) -> str:
+        """The window's first ``limit`` characters on one line, never ending inside the sentence it
+        was chosen for (see the module contract)."""
+        end = self.end
+        if end - self.start > limit:
+            end = _word_end(text, max(self.start + limit, self.sentence[1]), self.sentence[1])
         parts = ["…" if self.start > 0 else ""]
         position = self.start
         for first, last in self.marks:
+            if last > end:
+                break
             parts.extend((text[position:first], f"<mark>{text[first:last]}</mark>"))
             position = last
-        parts.extend((text[position : self.end], "…" if self.end < len(text) else ""))
+        parts.extend((text[position:end], "…" if end < len(text) else ""))
         return " ".join("".join(parts).split())
 
 

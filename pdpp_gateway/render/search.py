@@ -18,7 +18,8 @@ separately, and in every continuation's arguments, only for a hit whose id could
 embed it. A hit proven in a text field shows up to ``MAX_EVIDENCE`` previews (at most
 ``PREVIEW_CHARS`` visible chars, tags well-formed) with the exact ``read_record_field``
 arguments; a hit whose field the gateway read for its passages shows them, not the
-field's opening (its snippet). A hit matched only on metadata shows no invented body
+field's opening (its snippet), as bounded where they were cut (``Window.preview``: never
+inside the sentence chosen; at most ``PASSAGE_CHARS``). A hit matched only on metadata shows no invented body
 window, only how to read it.
 """
 
@@ -49,6 +50,7 @@ BUDGET: Final = 5_000
 MAX_HITS: Final = 8
 MAX_EVIDENCE: Final = 2
 PREVIEW_CHARS: Final = 260
+PASSAGE_CHARS: Final = 3 * PREVIEW_CHARS  # a passage read for the answer: bounded where it was cut
 SNIPPET_CHARS: Final = 200
 ROW_EXCERPT_CHARS: Final = 60
 BARE_ROWS: Final = (
@@ -334,9 +336,12 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     if snippet and not passages and snippet not in previews and _flat(parse_marks(snippet)[0]) not in title:
         lines.append(f"    snippet: {preview_around_mark(snippet, SNIPPET_CHARS)[0]}")
     for item in evidence[:MAX_EVIDENCE]:
-        preview = preview_around_mark(_flat(str(item.get("preview", ""))), PREVIEW_CHARS)[0]
+        passage = item.get("provenance") == "passage"  # bounded already, around its sentence
+        preview = preview_around_mark(
+            _flat(str(item.get("preview", ""))), PASSAGE_CHARS if passage else PREVIEW_CHARS
+        )[0]
         where = ""
-        if item.get("provenance") == "passage":
+        if passage:
             where = f" (passage at char {item.get('at_chars')} of {item.get('total_chars')})"
         lines.append(f"    evidence {item.get('field')}{where}: {preview}")
         read = item.get("read")

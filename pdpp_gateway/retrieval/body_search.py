@@ -32,10 +32,10 @@ from pdpp_gateway.retrieval.linked_streams import BodyStream
 from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.tools.args import Pairs
 
-# the restricted search's hits: the best one is read unless a scan read it or a hit shows its
-# evidence already (then the search found nothing new: a second candidate, tried on
+# the restricted search's hits, one read: the first that no scan read and no hit shows is read
+# (a body the page already shows is nothing new; reading a second new one, tried on
 # questions.json, showed only noise, at two reads)
-BODY_CANDIDATES: Final = 1
+BODY_CANDIDATES: Final = 3
 
 
 async def search_bodies(

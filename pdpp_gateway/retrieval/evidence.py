@@ -18,8 +18,8 @@ failed read leaving the hit as it was):
   words (``Question.distinctive``), which the read's scorer weighs with the rest of the text;
   never on a text the page shows whole. The best-ranked short hit whose stream has a body
   stream in the grant's schema (``linked_streams.body_streams``: a mail's message and its body, an issue and its
-  comments, a conversation and its messages) and whose title does not answer has, in its
-  rank's turn and counted among the ``MAX_SCANS``, the body streams searched on the question
+  comments, a conversation and its messages) has, in its rank's turn (a title that names the
+  topic does not stand in for the text) and counted among the ``MAX_SCANS``, the body streams searched on the question
   by the meaning-based mode (``scan_bodies``: 1 read, within the caller's ``streams`` and
   ``connection_id``, none under a ``filter``); the body found is read as above and, when it
   shows evidence, stands as a hit of its own at that short hit's rank.
@@ -108,7 +108,7 @@ async def add_evidence(
             if where not in bodies_of:  # the grant's schema projected once per stream
                 bodies_of[where] = searchable_bodies(schema, hit, args)
             bodies = bodies_of[where]  # its snippet previews a body
-            if meaning and bodies and not (shown or bodied or titled) and len(scans) < MAX_SCANS:
+            if meaning and bodies and not (shown or bodied) and len(scans) < MAX_SCANS:
                 bodied = True
                 scans.append(partial(scan_bodies, context, hit, bodies, hits, args, searched, read, meaning))
             shown = shown or titled or (not bodies and answers(hit.get("evidence") or [], words, figure))
@@ -169,8 +169,8 @@ async def scan_bodies(
 ) -> Passage | None:
     """The body streams searched on the question by the meaning-based ``mode``
     (``body_search.search_bodies``, within the caller's ``connection_id`` when it set one,
-    the search added to ``searched``); the body found, unless a scan read it or a hit
-    already shows its evidence, is read as ``read_passages`` reads a field (its snippet marked when
+    the search added to ``searched``); the first body found that no scan read and no hit
+    shows evidence of is read as ``read_passages`` reads a field (its snippet marked when
     it is the whole field) and, when it shows evidence, placed in ``hits`` at ``hit``'s rank
     (an entry of it further down moves up). Answers its passage found by words (``None``: a
     failed search, no new body, or no passage in it)."""
@@ -184,9 +184,9 @@ async def scan_bodies(
     names = [body.name for body in bodies]
     searched.append({"mode": mode, "query": args.text, "streams": names, "hits": len(found)})
     shown = read | {str(each.get("id")) for each in hits if each.get("evidence")}
-    body = found[0] if found else None
+    body = next((each for each in found if each.get("id") not in shown), None)
     field = None if body is None else text_field(bodies, body)
-    if body is None or field is None or body.get("id") in shown:
+    if body is None or field is None:
         return None
     body["found_by"] = [mode]
     read.add(str(body["id"]))
@@ -250,7 +250,11 @@ def _long_field(hit: Mapping[str, Any], schema: Mapping[str, Any] | None) -> str
     connection = hit.get("connection_id")
     if isinstance(connection, str) and body_streams(schema, str(hit.get("stream")), connection):
         return None  # its text previews a body (a mail's message): the body is the long text
-    cut = [str(item.get("field")) for item in evidence if item.get("truncated") and _cut(item.get("preview"))]
+    cut = [
+        str(item.get("field"))
+        for item in evidence
+        if item.get("truncated") and documents.shows_part(item.get("preview"))
+    ]
     matched = [str(field) for field in hit.get("matched_fields") or ()]
     if not evidence and str(hit.get("snippet") or "").endswith("…"):
         cut = matched[:1]
@@ -260,9 +264,3 @@ def _long_field(hit: Mapping[str, Any], schema: Mapping[str, Any] | None) -> str
     if matched and set(matched) <= set(documents.TITLE_FIELDS) and isinstance(connection, str):
         return text_field_of(schema, str(hit.get("stream")), connection)
     return None
-
-
-def _cut(preview: object) -> bool:
-    """Whether a preview shows part of its field (``…`` where the text goes on), not all of it."""
-    text = str(preview or "").strip()
-    return text.startswith("…") or text.endswith("…")

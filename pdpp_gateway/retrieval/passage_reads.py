@@ -15,9 +15,10 @@ Contract:
   (``sentences.answer_windows``, in a thread): the one scorer behind a search's evidence and
   an aimed ``near`` read alike.
 - ``window_evidence(scanned, window, naming, field)`` is the search-hit evidence for an answer
-  window (``sentences.answer_windows``): its marked preview, where it lies (``at_chars`` of
-  ``total_chars``), ``provenance: "passage"`` and the ``read_record_field`` arguments that open
-  around it.
+  window (``sentences.answer_windows``): its marked preview (``Window.preview``, at most
+  ``PREVIEW_CHARS`` unless the sentence chosen runs on), where it lies (``at_chars`` of
+  ``total_chars``), ``provenance: "passage"`` and, unless the preview shows the whole field,
+  the ``read_record_field`` arguments that open around it.
 - ``window_around(scanned, passage, limit_chars)`` is the field-window answer centred on a
   passage, holding its sentences whole where they fit (never ending inside the sentence it
   was aimed at), in the RS's own window shape (offsets, ``has_more``, next/previous offsets and
@@ -33,7 +34,7 @@ from functools import partial
 from typing import Any, Final
 
 from pdpp_gateway.context import RsReader
-from pdpp_gateway.documents import CONTEXT_CHARS
+from pdpp_gateway.documents import CONTEXT_CHARS, shows_part
 from pdpp_gateway.ids import RecordRef
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage, sentence_bounds
@@ -44,7 +45,7 @@ from pdpp_gateway.rs.errors import RsProtocolError
 from pdpp_gateway.tools.specs import MAX_WINDOW_CHARS
 
 WINDOW_CHARS: Final = MAX_WINDOW_CHARS
-PREVIEW_CHARS: Final = 260
+PREVIEW_CHARS: Final = 300
 READ_AROUND_CHARS: Final = 1_200  # an answer window's read-more: the window and what surrounds it
 
 
@@ -113,17 +114,20 @@ def window_evidence(
     scanned: ScannedField, window: Window, naming: Mapping[str, str], field: str
 ) -> dict[str, Any]:
     """The hit evidence of an answer window of the scanned field, with the read that opens
-    around it (``READ_AROUND_CHARS``, from a little before it)."""
-    return {
+    around it (``READ_AROUND_CHARS``, from a little before it) unless it shows the whole field."""
+    preview = window.preview(scanned.text, PREVIEW_CHARS)
+    evidence: dict[str, Any] = {
         "field": field,
-        "preview": window.preview(scanned.text),
+        "preview": preview,
         "truncated": True,
         "provenance": "passage",
         "at_chars": window.start,
         "total_chars": scanned.total,
         "words_matched": window.matched,
         "words_asked": window.asked,
-        "read": {
+    }
+    if shows_part(preview) or scanned.total > len(scanned.text):  # a text shown whole: nothing to read
+        evidence["read"] = {
             "tool": "read_record_field",
             "arguments": {
                 **naming,
@@ -131,8 +135,8 @@ def window_evidence(
                 "offset_chars": max(0, window.start - CONTEXT_CHARS),
                 "limit_chars": READ_AROUND_CHARS,
             },
-        },
-    }
+        }
+    return evidence
 
 
 def window_around(scanned: ScannedField, passage: Passage, limit_chars: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pdpp_gateway.question.answer_type import asked_kinds, held_kinds
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.meaning import sentences
 from pdpp_gateway.question.sentences import MAX_CHARS, answer_windows
+from pdpp_gateway.retrieval.passage_reads import PREVIEW_CHARS
 
 LETTER = (
     "Dear Ms Okafor,\n\nThank you for calling the clinic this morning. "
@@ -58,8 +59,9 @@ def test_the_answer_line_after_its_introduction_is_in_the_first_window() -> None
     windows = answer_windows(question, text, count=2)
     assert windows
     assert "Thursday 9 October at 11:20" in text[windows[0].start : windows[0].end]
-    shown = windows[0].preview(text)
+    shown = windows[0].preview(text, PREVIEW_CHARS)
     assert "<mark>appointment</mark>" in shown
+    assert "Thursday 9 October at 11:20" in shown  # what a page shows of it, not only the window
     assert shown.endswith("…")  # the letter goes on
 
 
@@ -86,3 +88,6 @@ def test_a_window_never_ends_inside_the_sentence_it_was_chosen_for(parts: list[s
         assert (first, last) in sentences(text)
         assert window.start <= first
         assert window.end >= last or last - first > MAX_CHARS
+        # what a page shows of it, however short its bound, runs on to the sentence's end
+        shown = window.preview(text, 20).removesuffix("…").replace("<mark>", "").replace("</mark>", "")
+        assert " ".join(text[first:last].split()) in shown or last - first > MAX_CHARS

@@ -157,7 +157,8 @@ def test_handle_arguments_adds_connection_id_only_when_the_id_cannot_carry_it() 
 
 def test_search_continuations_carry_an_unembeddable_connection() -> None:
     bare = {**_hit(COLON), "evidence_excerpts": [], "record_key": "body_2"}
-    body = {"data": [bare, _hit(COLON), {**bare, "record_key": "body_3"}]}
+    cut = _hit(COLON, preview="…x <mark>deposit</mark> y…")  # a preview of part of its field
+    body = {"data": [bare, cut, {**bare, "record_key": "body_3"}]}
     results = search_results(body, provider_url=PROVIDER)
     assert results[1]["id"] == "message_bodies:body_1"
     assert results[1]["evidence"][0]["read"]["arguments"]["connection_id"] == COLON

@@ -53,7 +53,11 @@ QUERIES = [
 async def test_read_more_lands_on_the_window_the_preview_shows(stdio_gateway: Client, query: str) -> None:
     _, text = await _call(stdio_gateway, "search", query=query, limit=25)
     pairs = _evidence_pairs(text)
-    assert pairs, text
+    shown = re.findall(r"^ +evidence [^:]+: (.*)$", text, re.M)
+    assert shown, text
+    whole = [preview for preview in shown if not preview.startswith("…") and not preview.endswith("…")]
+    # a preview cut by "…" offers the read that goes on; one showing its whole field offers none
+    assert sorted(preview for preview, _ in pairs) == sorted(p for p in shown if p not in whole), text
     for preview, arguments in pairs:
         window, window_text = await _call(stdio_gateway, "read_record_field", **arguments)
         shown = _visible(preview)

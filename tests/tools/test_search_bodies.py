@@ -17,6 +17,7 @@ from aiohttp import web
 from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.retrieval.body_search import BODY_CANDIDATES
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.upstreams import Fault, upstream_proxy
@@ -62,7 +63,7 @@ async def test_the_question_finds_the_body_that_answers_at_the_message_s_rank(sh
     # one search of the body stream on the question as asked, in every connection, then the
     # body's text for the passage: no record read, no read of the message's opening
     (search,) = _body_searches(reads)
-    assert search == {"q": [GYM], "streams": ["message_bodies"], "limit": ["1"]}
+    assert search == {"q": [GYM], "streams": ["message_bodies"], "limit": [str(BODY_CANDIDATES)]}
     after = reads[[query for _, query in reads].index(search) + 1 :]
     assert [path for path, _ in after] == ["/v1/streams/message_bodies/records/body_gym/field-window"]
     assert not any("fields" in query for _, query in reads)
@@ -75,8 +76,15 @@ async def test_the_question_finds_the_body_that_answers_at_the_message_s_rank(sh
     assert evidence["at_chars"] > 10_000  # deep in the body, past its opening
     assert "39 EUR" in evidence["preview"]
     searched = result.structured["retrieval"]["searched"]
-    assert {"mode": "hybrid", "query": GYM, "streams": ["message_bodies"], "hits": 1} in searched
-    assert "searched the long texts (message_bodies) for the question: 1 hit(s)" in result.text
+    assert {
+        "mode": "hybrid",
+        "query": GYM,
+        "streams": ["message_bodies"],
+        "hits": BODY_CANDIDATES,
+    } in searched
+    assert (
+        f"searched the long texts (message_bodies) for the question: {BODY_CANDIDATES} hit(s)" in result.text
+    )
     # the body's opening is no snippet line of its own: its passage is shown
     assert "snippet: Hi, your membership" not in result.text
     # the read call, run as printed, returns the window holding the fact
