@@ -15,7 +15,8 @@ a row wherever it ranks, with the aimed read of its long field when it has one
 the one-line rows cannot all fit, the text says exactly which hits are not listed and
 how to list them (a smaller ``limit``, then ``next_cursor``). ``connection_id`` appears
 separately, and in every continuation's arguments, only for a hit whose id could not
-embed it. A hit proven in a text field shows up to ``MAX_EVIDENCE`` previews (at most
+embed it. A hit proven in a text field shows its best preview (the first hit up to
+``MAX_EVIDENCE``: one window each leaves room for more hits in full; at most
 ``PREVIEW_CHARS`` visible chars, tags well-formed) with the exact ``read_record_field``
 arguments; a hit whose field the gateway read for its passages shows them, not the
 field's opening (its snippet), as bounded where they were cut (``Window.preview``: never
@@ -335,7 +336,7 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     passages = any(e.get("provenance") == "passage" for e in evidence)  # not its opening
     if snippet and not passages and snippet not in previews and _flat(parse_marks(snippet)[0]) not in title:
         lines.append(f"    snippet: {preview_around_mark(snippet, SNIPPET_CHARS)[0]}")
-    for item in evidence[:MAX_EVIDENCE]:
+    for item in evidence[: MAX_EVIDENCE if number == 1 else 1]:
         passage = item.get("provenance") == "passage"  # bounded already, around its sentence
         preview = preview_around_mark(
             _flat(str(item.get("preview", ""))), PASSAGE_CHARS if passage else PREVIEW_CHARS
