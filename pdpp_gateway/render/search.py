@@ -284,6 +284,11 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+def _plain(preview: str) -> str:
+    """A preview's words alone: one line, no marks, no ``…`` at its ends."""
+    return _flat(parse_marks(preview)[0]).strip("… ")
+
+
 def _connection_part(hit: Mapping[str, Any]) -> str:
     connection = hit.get("connection_id")
     hit_id = str(hit.get("id"))
@@ -331,10 +336,12 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     if isinstance(origin, Mapping):
         lines.append(_origin_line(hit_id, origin))
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
-    previews = {_flat(str(e.get("preview", ""))) for e in evidence}
+    previews = [_plain(str(e.get("preview", ""))) for e in evidence]
     snippet = _flat(str(hit.get("snippet") or ""))
     passages = any(e.get("provenance") == "passage" for e in evidence)  # not its opening
-    if snippet and not passages and snippet not in previews and _flat(parse_marks(snippet)[0]) not in title:
+    said = _plain(snippet)  # already shown when an evidence preview (or the title) holds it, or it them
+    shown = any(said in preview or (preview and preview in said) for preview in previews)
+    if said and not passages and not shown and said not in title:
         lines.append(f"    snippet: {preview_around_mark(snippet, SNIPPET_CHARS)[0]}")
     for item in evidence[: MAX_EVIDENCE if number == 1 else 1]:
         passage = item.get("provenance") == "passage"  # bounded already, around its sentence
