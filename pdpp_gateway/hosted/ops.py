@@ -7,7 +7,8 @@ Contract:
   process's random prefix and its request count, unique without a system call), echoes it as
   ``Request-Id``, binds it to ``request_id.REQUEST_ID`` for every log line of the request,
   counts the response by route and status, and writes one JSON access line (method,
-  path without query, status, milliseconds, the serving process's pid). A path is named
+  path without query, status, milliseconds, the serving process's pid, and whatever a stage
+  put under ``ACCESS_FIELDS`` on the request: the Host check, the host it refused). A path is named
   only when it is one of the gateway's routes (the metadata under a proxy's prefix by its
   pattern), else ``other``. It never logs headers or bodies.
 - ``/healthz``: 200 while the process serves. ``/readyz``: 200 when the RS's ``/v1`` API
@@ -41,6 +42,8 @@ from pdpp_gateway.hosted.readiness import ReadinessProbe
 from pdpp_gateway.observe.request_id import REQUEST_ID
 
 _access = logging.getLogger("pdpp_gateway.access")
+# a request's own fields for its access line, set by a stage that has something to say of it
+ACCESS_FIELDS: Final = web.RequestKey("access_fields", dict[str, str])
 _SANE_ID: Final = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 PREFIXED_METADATA_ROUTE: Final = "/.well-known/oauth-protected-resource/{prefix}/mcp"
 _ROUTES: Final = frozenset(
@@ -153,6 +156,7 @@ def observe(metrics: Metrics) -> Middleware:
                             "status": status,
                             "ms": round((time.perf_counter() - started) * 1000, 2),
                             "pid": pid,
+                            **request.get(ACCESS_FIELDS, {}),
                         }
                     },
                 )

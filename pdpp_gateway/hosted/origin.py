@@ -29,8 +29,8 @@ Contract:
 - ``host_guard`` (aiohttp middleware): the request's effective host (the forwarded host
   from a trusted proxy, else ``Host``) and, for an absolute-form request target
   (``POST http://other.example/mcp``), the target's host must both be on the
-  allow-list, else 421 ``misdirected_request`` (its message and a warning line name the host
-  that arrived, normalised, and the hosts served); a present ``Origin`` must be an allowed origin, else 403
+  allow-list, else 421 ``misdirected_request`` (its message, a warning line and the request's
+  access line name the host that arrived, normalised, and the hosts served); a present ``Origin`` must be an allowed origin, else 403
   ``origin_not_allowed``. Health probes (``/healthz``, ``/readyz``, ``/metrics``) are
   exempt: platforms call them on internal host names.
 """
@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from pdpp_gateway.hosted.ops import ACCESS_FIELDS
 from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.settings import HostedSettings, path_prefix
 
@@ -55,6 +56,9 @@ EXEMPT_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 PUBLIC_BASE: Final = web.RequestKey("public_base", str)  # ``base_of``'s per-request memo
+MAX_LOGGED_HOST: Final = (
+    255  # a refused host as logged: a DNS name's longest, so a junk header stays one short line
+)
 MAX_WARNED_PREFIXES: Final = 16  # refused forwarded prefixes named in a warning, once each
 _log = logging.getLogger("pdpp_gateway.hosted")
 _warned_prefixes: set[str] = set()
@@ -239,8 +243,9 @@ def host_guard(policy: OriginPolicy) -> Middleware:
             return await handler(request)
         refused = [host for host in policy.named_hosts(request) if not policy.host_allowed(host)]
         if refused:
-            arrived = refused[0] or "a host name that cannot be read"
+            arrived = (refused[0] or "a host name that cannot be read")[:MAX_LOGGED_HOST]
             served = ", ".join(policy.served_hosts())
+            request[ACCESS_FIELDS] = {"host": arrived, "served": served}
             _log.warning(
                 "refused a request for %s (421): this gateway serves %s",
                 arrived,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -96,7 +97,10 @@ async def test_untrusted_peer_cannot_choose_the_advertised_origin(shared_sandbox
         assert "data.example.org" not in str(document)
 
 
-async def test_forwarded_host_outside_the_allow_list_is_misdirected(shared_sandbox: Any) -> None:
+async def test_forwarded_host_outside_the_allow_list_is_misdirected(
+    shared_sandbox: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="pdpp_gateway.access")
     settings = sandbox_settings(shared_sandbox.url, trusted_proxies=("127.0.0.1",))
     async with start_gateway(settings) as url:
         status, _, body = await get(base(url) + METADATA, TRUSTED)
@@ -105,6 +109,12 @@ async def test_forwarded_host_outside_the_allow_list_is_misdirected(shared_sandb
         # which host arrived, and which ones this gateway serves: the operator's next step
         assert f"does not serve the host {TRUSTED['X-Forwarded-Host']}: it serves " in body
         assert urlsplit(shared_sandbox.url).netloc in body.split("it serves ", 1)[1]
+    # the access line of that request says so too, beside its status
+    (line,) = [
+        r.fields for r in caplog.records if r.name == "pdpp_gateway.access" and r.fields["status"] == 421
+    ]  # type: ignore[attr-defined]
+    assert line["host"] == TRUSTED["X-Forwarded-Host"]
+    assert urlsplit(shared_sandbox.url).netloc in line["served"]
 
 
 async def test_icon_connect_page_and_llms_txt(shared_sandbox: Any) -> None:
