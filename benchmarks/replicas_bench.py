@@ -28,7 +28,11 @@ fifth grant sends 60 calls at once (answered: at most the burst of 10 plus what 
 they ran, about 5/s: more would be each replica allowing its own burst), then the replicas are
 restarted one at a time as the README says (the successor started, then SIGTERM to the old
 one). Prints the burst's answered calls against that bound, and the load's calls lost during
-the restart (anything but a tool result or a 429).
+the restart (anything but a tool result or a 429). Last, Redis is killed: after a few seconds
+a sixth grant's burst gets what the replicas allow alone (each its share of the limit, so still
+about one burst in all), then Redis comes back empty on its port, and as soon as every
+replica's own ``/readyz`` answers 200 with nothing degraded, a seventh grant's burst must again
+get one burst in all (shared limits back when ``/readyz`` says so).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from gateway_bench import free_port, process, sandbox_process, serve_args, wait_
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pdpp_gateway.sandbox.config import TOKENS
-from tests.hosted.test_replicas import fleet
+from tests.hosted.test_replicas import Fleet, fleet
 from tests.nginx_proxy import nginx_proxy
 from tests.redis_server import RedisServer
 from tests.replicas import GRANTS, Load, calls_per_second, tool_call
@@ -100,46 +104,90 @@ async def measure(
 
 
 BURST, RATE, BURST_CALLS = 10, 5.0, 60
-BURST_GRANT = "client_life"  # not one of the load's GRANTS: its bucket is its own
+# none of the load's GRANTS: each burst's bucket is its own
+BURST_GRANT, OUTAGE_GRANT, BACK_GRANT = "client_life", "client_home_mail", "client_orbit_chat"
+OUTAGE_SECONDS = 3.0  # Redis down before the burst during the outage: every replica has noticed
+READY_WAIT_SECONDS = 30.0
+
+
+async def burst(replicas: Fleet, grant: str) -> tuple[int, int, float]:
+    """``BURST_CALLS`` calls at once from ``grant`` through the proxy: answered, refused, seconds."""
+    assert replicas.proxy is not None
+    headers = {"Authorization": f"Bearer {TOKENS[grant]}", "Accept": "application/json"}
+    connector = aiohttp.TCPConnector(ssl=replicas.proxy.tls.client_context(), limit=BURST_CALLS)
+    async with aiohttp.ClientSession(connector=connector) as http:
+
+        async def one(n: int) -> int:
+            async with http.post(f"{replicas.public}/mcp", json=tool_call(n), headers=headers) as answer:
+                await answer.read()
+                return answer.status
+
+        started = time.perf_counter()
+        statuses = await asyncio.gather(*(one(n) for n in range(BURST_CALLS)))
+        return statuses.count(200), statuses.count(429), time.perf_counter() - started
+
+
+async def all_ready(ports: list[int]) -> float:
+    """Seconds until the own ``/readyz`` of every replica on ``ports`` answers 200, nothing degraded."""
+    started = time.perf_counter()
+    async with aiohttp.ClientSession() as http:
+        while time.perf_counter() - started < READY_WAIT_SECONDS:
+            ready = 0
+            for port in ports:
+                async with http.get(f"http://127.0.0.1:{port}/readyz") as answer:
+                    body = await answer.json()
+                    ready += answer.status == 200 and not body.get("detail")
+            if ready == len(ports):
+                return time.perf_counter() - started
+            await asyncio.sleep(0.1)
+    raise TimeoutError(
+        f"the replicas' /readyz did not all say Redis was back within {READY_WAIT_SECONDS:g} s"
+    )
+
+
+def burst_line(what: str, answered: int, refused: int, took: float) -> str:
+    bound = BURST + RATE * took
+    return (
+        f"{what}: {answered} answered in {took:.2f} s (limit {BURST} + {RATE:g}/s: {bound:.0f}; one burst per "
+        f"replica would be {REPLICAS * BURST}+), {refused} refused 429"
+    )
 
 
 async def restart_and_burst(rs_url: str, directory: Path, clients: int) -> None:
-    """The fifth grant's burst and a rolling restart, under the load of the other four (see above)."""
+    """The fifth grant's burst, a rolling restart, then a Redis outage, under the load of the other
+    four grants (see above)."""
     limits = ("--rate-limit", str(RATE), "--rate-burst", str(BURST))
     async with fleet(SimpleNamespace(url=rs_url), directory, 2 * REPLICAS, *limits) as replicas:
-        assert replicas.proxy is not None
+        assert replicas.redis is not None
         load = replicas.load(dict(TOKENS))
         load.pause = 0
         load.start(clients_per_grant=max(1, clients // len(GRANTS)))
         await asyncio.sleep(WARM_UP_SECONDS)
-        headers = {"Authorization": f"Bearer {TOKENS[BURST_GRANT]}", "Accept": "application/json"}
-        connector = aiohttp.TCPConnector(ssl=replicas.proxy.tls.client_context(), limit=BURST_CALLS)
-        async with aiohttp.ClientSession(connector=connector) as http:
-
-            async def one(n: int) -> int:
-                async with http.post(f"{replicas.public}/mcp", json=tool_call(n), headers=headers) as answer:
-                    await answer.read()
-                    return answer.status
-
-            started = time.perf_counter()
-            statuses = await asyncio.gather(*(one(n) for n in range(BURST_CALLS)))
-            took = time.perf_counter() - started
+        first = await burst(replicas, BURST_GRANT)
         before = len(load.outcomes)
         for successor in replicas.ports[REPLICAS:]:
             old = replicas.running.pop(0)
             await replicas.start(successor)  # the next one first, then SIGTERM to the old one
             await old.stop()
         during = load.outcomes[before:]
+        replicas.redis.kill()
+        await asyncio.sleep(OUTAGE_SECONDS)
+        alone = await burst(replicas, OUTAGE_GRANT)
+        replicas.redis.restart()  # a new, empty Redis on the same port
+        waited = await all_ready(replicas.ports[REPLICAS:])  # the successors serve now
+        back = await burst(replicas, BACK_GRANT)
         await asyncio.sleep(1)
         await load.stop()
     lost = [outcome for outcome in during if not outcome.ok and not outcome.detail.startswith("HTTP 429")]
-    bound = BURST + RATE * took
-    print(
-        f"burst of {BURST_CALLS} from one grant across {REPLICAS} replicas under load: "
-        f"{statuses.count(200)} answered in {took:.2f} s (limit {BURST} + {RATE:g}/s: {bound:.0f}; one burst per "
-        f"replica would be {REPLICAS * BURST}+), {statuses.count(429)} refused 429"
-    )
+    print(burst_line(f"burst of {BURST_CALLS} from one grant across {REPLICAS} replicas under load", *first))
     print(f"rolling restart under load: {len(lost)} of {len(during)} calls lost")
+    print(burst_line("the same burst while Redis is down (each replica allows its share)", *alone))
+    print(
+        burst_line(
+            f"the same burst as soon as every /readyz says Redis is back ({waited:.1f} s after its restart)",
+            *back,
+        )
+    )
 
 
 async def main(seconds: float, clients: int, rounds: int) -> None:

@@ -23,21 +23,38 @@ from tests.conftest import gateway_env
 
 
 class GatewayProcess:
+    """The process and every line it writes, read as it writes them (a pipe left unread fills,
+    and a gateway blocked writing its log answers nothing: a test would see a hang that no
+    deployment has, where the platform drains its output)."""
+
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
         self.lines: list[dict[str, Any]] = []
         self.raw: list[str] = []
+        self._listening: list[str] = []
+        self._news = asyncio.Event()  # set on each line read and at the end of the output
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.process.stderr is not None
+        try:
+            while line := await self.process.stderr.readline():
+                self._keep(line)
+                if self.lines[-1].get("event") == "listening":
+                    self._listening.append(self.lines[-1]["url"])
+                self._news.set()
+        finally:
+            self._news.set()
 
     async def wait_listening(self, count: int = 1) -> str:
-        urls: list[str] = []
-        assert self.process.stderr is not None
-        while len(urls) < count:
-            line = await asyncio.wait_for(self.process.stderr.readline(), timeout=60)
-            assert line, f"the gateway exited early: {''.join(self.raw)}"
-            self._keep(line)
-            if self.lines and self.lines[-1].get("event") == "listening":
-                urls.append(self.lines[-1]["url"])
-        return urls[0]
+        async def listening() -> str:
+            while len(self._listening) < count:
+                assert not self._reader.done(), f"the gateway exited early: {''.join(self.raw)}"
+                self._news.clear()
+                await self._news.wait()
+            return self._listening[0]
+
+        return await asyncio.wait_for(listening(), timeout=60)
 
     def _keep(self, line: bytes) -> None:
         text = line.decode()
@@ -52,11 +69,12 @@ class GatewayProcess:
         event loop closed, when the default action kills the process) and wait for exit."""
         if not already_signalled:
             self.process.send_signal(signal.SIGTERM)
-        assert self.process.stderr is not None
-        rest = await asyncio.wait_for(self.process.stderr.read(), timeout=60)
-        for line in rest.splitlines(keepends=True):
-            self._keep(line)
+        await asyncio.wait_for(asyncio.shield(self._reader), timeout=60)  # its output to the end
         return await asyncio.wait_for(self.process.wait(), timeout=60)
+
+    async def closed(self) -> None:
+        """The output read to its end (the process gone), so the pipe transport closes."""
+        await self._reader
 
 
 @asynccontextmanager
@@ -84,6 +102,5 @@ async def serve(
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-        assert process.stderr is not None
-        await process.stderr.read()  # to end of file, so the pipe transport closes
+        await gateway.closed()
         await process.wait()

@@ -111,8 +111,15 @@ async def shared_store(settings: HostedSettings) -> AsyncIterator[SharedStore | 
         yield None
         return
     import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
 
-    client = aioredis.from_url(settings.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5)
+    # One retry at once, on a new connection: after Redis restarts, each pooled connection fails
+    # once, and the default (three retries, backing off up to seconds) outlasts the guard's
+    # deadline, so a Redis that is back looked down again, call after call, for many seconds.
+    client = aioredis.from_url(
+        settings.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 1)
+    )
     outage = Outage("shared Redis store", "rate limits and token verdicts are per process", _log)
     guard = Guard(outage, client.ping, deadline=REDIS_DEADLINE)
     with contextlib.suppress(Exception):  # connect before serving, so no call pays for it

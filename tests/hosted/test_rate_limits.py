@@ -163,9 +163,9 @@ async def test_a_frozen_redis_is_skipped_after_a_second_and_said_once(sandbox: A
 
 async def test_shared_limits_are_back_once_readyz_says_redis_is(sandbox: Any) -> None:
     """Redis goes away and comes back (a new, empty server on the same port): once every
-    process's /readyz has dropped the per-process detail, one grant's calls across both share one
-    bucket again, not one each (the pooled connections to the old server are not each an outage
-    of their own)."""
+    process's /readyz has dropped the per-process detail, one grant's calls across both, at once,
+    share one bucket again, not one each, and /readyz stays so (the pooled connections to the old
+    server, met by concurrent calls, are not each an outage of their own)."""
     env = {"PDPP_INTROSPECTION_CLIENT_SECRET": SECRET}
     with redis_server() as redis:
         async with (
@@ -176,7 +176,7 @@ async def test_shared_limits_are_back_once_readyz_says_redis_is(sandbox: Any) ->
             urls = [await first.wait_listening(), await second.wait_listening()]
             token = sandbox.tokens["client_broad"]
             for _ in range(4):  # warm pools on both: several connections each
-                await asyncio.gather(*(post(http, url, token, LIST) for url in urls for _ in range(4)))
+                await asyncio.gather(*(post(http, url, token, LIST) for url in urls for _ in range(8)))
             redis.kill()
             await asyncio.gather(*(post(http, url, token, LIST) for url in urls))
             redis.restart()
@@ -187,7 +187,12 @@ async def test_shared_limits_are_back_once_readyz_says_redis_is(sandbox: Any) ->
                             break
                     await asyncio.sleep(0.1)
             fresh = sandbox.tokens["client_work_mail"]
-            statuses = [(await post(http, urls[n % 2], fresh))[0] for n in range(12)]
+            # at once, as calls come under load: each on its own pooled connection, stale or not
+            answers = await asyncio.gather(*(post(http, urls[n % 2], fresh) for n in range(16)))
+            statuses = [status for status, *_ in answers]
+            for url in urls:  # and Redis still counts as back: no stale connection took it down again
+                async with http.get(url.replace("/mcp", "/readyz")) as response:
+                    assert not (await response.json()).get("detail"), url
             for gateway in (first, second):
                 assert await gateway.stop() == 0
     assert statuses.count(200) == 5, statuses  # the shared burst of 5, not 5 per process

@@ -24,7 +24,7 @@ import aiohttp
 
 from tests.gateway_process import GatewayProcess, serve
 from tests.nginx_proxy import Nginx, free_port, nginx_proxy
-from tests.redis_server import redis_server
+from tests.redis_server import RedisServer, redis_server
 from tests.replicas import GRANTS, SECRET, Load, replica_args, tool_call
 
 REPLICAS = 3
@@ -41,6 +41,7 @@ class Fleet:
     extra: tuple[str, ...] = ()  # more serve arguments for every replica
     running: list[GatewayProcess] = field(default_factory=list)
     proxy: Nginx | None = None
+    redis: RedisServer | None = None  # the fleet's own, which a test may stop and start
 
     @property
     def public(self) -> str:
@@ -81,7 +82,13 @@ async def fleet(sandbox: Any, directory: Path, ports: int, *extra: str) -> Async
     with redis_server() as redis:
         async with AsyncExitStack() as stack:
             replicas = Fleet(
-                stack, sandbox.url, redis.url, free_port(), [free_port() for _ in range(ports)], extra
+                stack,
+                sandbox.url,
+                redis.url,
+                free_port(),
+                [free_port() for _ in range(ports)],
+                extra,
+                redis=redis,
             )
             for port in replicas.ports[:REPLICAS]:
                 await replicas.start(port)
