@@ -7,7 +7,7 @@ checkout): pip builds the wheel in its isolated build environment (setuptools fr
 package registry, as on any machine) and takes the dependencies from the registry,
 through its own cache. Where the registry cannot be reached these tests skip and say so.
 
-Then the library's example, ``middleware/examples/notes_gateway.py``, runs from that
+Then the library's example, ``middleware/src/mcp_gateway_middleware/examples/notes_gateway.py``, runs from that
 environment as a user would start it, and the tests talk to it over real HTTP.
 """
 
@@ -29,7 +29,7 @@ import aiohttp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "middleware" / "examples" / "notes_gateway.py"
+EXAMPLE = ROOT / "middleware/src/mcp_gateway_middleware/examples/notes_gateway.py"
 WRITER_KEY = "key-alice-5d21"
 READER_KEY = "key-bob-90e4"
 
@@ -183,3 +183,49 @@ async def test_a_call_without_a_bearer_is_refused_before_any_tool(notes_url: str
     assert (status, refused["error"]["code"]) == (401, "missing_key")
     _, found = await call(notes_url, "search", query="unsigned")
     assert found["structured"]["hits"] == []  # the note never reached a shelf
+
+
+def test_the_wheel_and_the_sdist_carry_the_license_and_the_examples(
+    fresh_venv: FreshVenv, tmp_path: Path
+) -> None:
+    import tarfile
+    import zipfile
+
+    source = fresh_venv.home / "middleware"
+    pip = [sys.executable, "-m", "pip", "--python", str(fresh_venv.python)]
+    built = subprocess.run(  # noqa: S603
+        [*pip, "wheel", "--no-deps", "--no-input", "-w", str(tmp_path), str(source)],
+        capture_output=True,
+        text=True,
+        env=plain_environment(),
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    subprocess.run(  # noqa: S603
+        [*pip, "install", "--no-input", "setuptools>=77"],
+        check=True,
+        capture_output=True,
+        env=plain_environment(),
+    )
+    sdist = subprocess.run(  # noqa: S603
+        [
+            str(fresh_venv.python),
+            "-c",
+            f"from setuptools import build_meta; build_meta.build_sdist({str(tmp_path)!r})",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=source,
+        env=plain_environment(),
+    )
+    assert sdist.returncode == 0, sdist.stderr[-3000:]
+    (wheel,) = tmp_path.glob("*.whl")
+    (archive,) = tmp_path.glob("*.tar.gz")
+    in_wheel = zipfile.ZipFile(wheel).namelist()
+    with tarfile.open(archive) as tar:
+        in_sdist = [name.split("/", 1)[1] for name in tar.getnames() if "/" in name]
+    examples = sorted(p.name for p in (ROOT / "middleware/src/mcp_gateway_middleware/examples").glob("*.py"))
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in in_wheel)
+    assert {"LICENSE", "CHANGELOG.md", "README.md"} <= set(in_sdist)
+    for example in examples:
+        assert f"mcp_gateway_middleware/examples/{example}" in in_wheel
+        assert f"src/mcp_gateway_middleware/examples/{example}" in in_sdist

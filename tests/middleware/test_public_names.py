@@ -15,6 +15,7 @@ import mcp_gateway_middleware
 import mcp_gateway_middleware.http
 
 PUBLIC = {
+    "__version__",
     "Check",
     "Deadline",
     "FanOut",
@@ -23,10 +24,12 @@ PUBLIC = {
     "Next",
     "Outcome",
     "Parser",
+    "PipelineOrderError",
     "PreserveErrors",
     "RefuseTokenKinds",
     "RenderContent",
     "Renderer",
+    "Role",
     "ToolCall",
     "ToolError",
     "ToolResult",
@@ -56,3 +59,18 @@ def test_importing_middleware_does_not_load_jsonschema_aiohttp_or_the_product() 
     probe = "import sys, middleware; print(sorted(m for m in ('jsonschema', 'aiohttp', 'pdpp_gateway', 'mcp') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)  # noqa: S603
     assert done.stdout.strip() == "[]"
+
+
+def test_every_module_names_its_public_surface() -> None:
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(mcp_gateway_middleware.__path__):
+        if module.name in OPTIONAL_EXTRA_MODULES:
+            continue
+        loaded = importlib.import_module(f"mcp_gateway_middleware.{module.name}")
+        assert isinstance(getattr(loaded, "__all__", None), list), module.name
+        assert all(hasattr(loaded, name) for name in loaded.__all__), module.name
+
+
+OPTIONAL_EXTRA_MODULES: set[str] = set()  # modules whose extra this environment may lack

@@ -7,8 +7,7 @@ Contract:
   extra members such as ``available_connections`` or ``retry_with`` survive untouched.
 - ``PreserveErrors`` catches ``ToolError`` anywhere below it and answers an ``isError``
   result whose ``structured["error"]`` is that envelope, plus any ``extra`` facts
-  (e.g. ``http_status``). Its ``text`` stays unset for the rendering stage, unless
-  the stage was given a ``render`` function.
+  (e.g. ``http_status``). Its ``text`` stays unset: ``RenderContent``, above it, writes it.
 - Any other exception is a defect: it is logged with its traceback (server side only)
   and answered with a bounded ``internal_error`` envelope that names no internals.
   The caller never sees a traceback.
@@ -19,9 +18,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Final, Generic
+from typing import Any, ClassVar, Final, Generic
 
-from mcp_gateway_middleware.pipeline import C, JSONObject, Next, ToolCall, ToolResult
+from mcp_gateway_middleware.pipeline import C, JSONObject, Next, Role, ToolCall, ToolResult
+
+__all__ = ["ECHO_CHARS", "PreserveErrors", "ToolError", "echo", "gateway_error"]
 
 _log = logging.getLogger(__name__)
 
@@ -71,6 +72,8 @@ def gateway_error(
 class PreserveErrors(Generic[C]):
     """Stage: turn ``ToolError`` into an ``isError`` result; contain everything else (its
     text is the rendering stage's: ``RenderContent``)."""
+
+    role: ClassVar[Role] = Role.PRESERVE
 
     async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
         try:

@@ -42,6 +42,17 @@ from aiohttp.typedefs import Handler, Middleware
 
 from mcp_gateway_middleware.outage import DependencyDown, Guard
 
+__all__ = [
+    "GLOBAL",
+    "Decision",
+    "FailoverLimiter",
+    "Limiter",
+    "LocalLimiter",
+    "Rate",
+    "Stage",
+    "rate_limit",
+]
+
 _log = logging.getLogger(__name__)
 GLOBAL: Final = "*global*"
 MAX_CALLERS: Final = 100_000

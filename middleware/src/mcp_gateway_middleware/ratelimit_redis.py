@@ -19,6 +19,8 @@ from typing import Any, Final
 
 from mcp_gateway_middleware.ratelimit import GLOBAL, Decision, Rate
 
+__all__ = ["RedisLimiter"]
+
 # KEYS: caller bucket, global bucket. ARGV: caller rate, caller burst, global rate, global burst.
 # A rate <= 0 means that bucket does not limit. Returns {allowed, retry_after (string)}.
 _TAKE: Final = """

@@ -13,15 +13,19 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Generic
+from typing import ClassVar, Generic
 
-from mcp_gateway_middleware.pipeline import C, Next, ToolCall, ToolResult
+from mcp_gateway_middleware.pipeline import C, Next, Role, ToolCall, ToolResult
+
+__all__ = ["RenderContent", "Renderer"]
 
 Renderer = Callable[[ToolCall[C], ToolResult], str]
 
 
 class RenderContent(Generic[C]):
     """Stage: fill ``ToolResult.text`` from ``structured``."""
+
+    role: ClassVar[Role] = Role.RENDER
 
     def __init__(self, renderers: Mapping[str, Renderer[C]], error_renderer: Renderer[C]) -> None:
         self._renderers = dict(renderers)

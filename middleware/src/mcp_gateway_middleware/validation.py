@@ -36,14 +36,24 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from mcp_gateway_middleware.errors import ToolError, gateway_error
-from mcp_gateway_middleware.pipeline import C, JSONObject, Next, ToolCall, ToolResult
+from mcp_gateway_middleware.pipeline import C, JSONObject, Next, Role, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator as Validator
     from jsonschema.exceptions import ValidationError
+
+__all__ = [
+    "MAX_DEPTH",
+    "Check",
+    "Parser",
+    "ValidateArguments",
+    "depth_exceeds",
+    "fast_accept",
+    "whole_numbers",
+]
 
 Check = Callable[[Mapping[str, Any]], ToolError | None]
 Parser = Callable[[Mapping[str, Any]], object]
@@ -94,6 +104,8 @@ def fast_accept(schema: JSONObject) -> Callable[[Any], bool]:
 
 class ValidateArguments:
     """Stage: reject bad arguments with a typed, actionable error."""
+
+    role: ClassVar[Role] = Role.VALIDATE
 
     def __init__(
         self,
