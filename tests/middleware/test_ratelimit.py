@@ -12,8 +12,9 @@ import pytest
 import pytest_asyncio
 import redis.asyncio as aioredis
 from aiohttp import web
+from mcp_gateway_middleware.http import rate_limit
 from mcp_gateway_middleware.outage import Guard, Outage
-from mcp_gateway_middleware.ratelimit import Decision, FailoverLimiter, LocalLimiter, Rate, rate_limit
+from mcp_gateway_middleware.ratelimit import Decision, FailoverLimiter, LocalLimiter, Rate
 from mcp_gateway_middleware.ratelimit_redis import RedisLimiter
 
 from tests.redis_server import RedisServer, redis_server

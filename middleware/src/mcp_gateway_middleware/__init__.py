@@ -12,6 +12,7 @@ store is down and the stage carries on without it). Nothing here knows about PDP
 the gateway parameterises each stage with what it needs (``examples/`` inside this package holds gateways built from them).
 """
 
+from mcp_gateway_middleware.call_limits import LimitCalls
 from mcp_gateway_middleware.errors import PreserveErrors, ToolError, echo, gateway_error
 from mcp_gateway_middleware.fanout import Deadline, FanOut, Outcome
 from mcp_gateway_middleware.pipeline import (
@@ -35,6 +36,7 @@ __all__ = [
     "Deadline",
     "FanOut",
     "JSONObject",
+    "LimitCalls",
     "Middleware",
     "Next",
     "Outcome",
