@@ -36,6 +36,11 @@ class ToolError(Exception):
         self.extra: JSONObject = extra
         super().__init__(f"{self.envelope.get('code', 'error')}: {self.envelope.get('message', '')}")
 
+    def with_extra(self, **facts: Any) -> ToolError:
+        """This error with more facts beside its envelope (``http_status``, ``upstream``)."""
+        self.extra.update(facts)
+        return self
+
     @property
     def code(self) -> str:
         return str(self.envelope.get("code", "error"))
