@@ -42,8 +42,10 @@ PUBLIC = {
 
 
 HTTP_PUBLIC = {
+    "ACCEPTED",
     "Handler",
     "Stage",
+    "accepted",
     "accepts",
     "bearer_check",
     "rate_limit",

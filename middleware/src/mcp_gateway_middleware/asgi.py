@@ -2,7 +2,7 @@
 
 Contract (plain ASGI: this module imports no framework and needs no extra):
 
-- ``McpDoor(app, max_body_bytes=..., authenticate=..., limiter=..., caller_key=...)`` wraps an
+- ``McpDoor(app, max_body_bytes=..., authenticate=..., limiter=..., caller_key=..., methods=...)`` wraps an
   ASGI app. On each HTTP request, in this order: ``doors.shape_refusal`` (method and headers per
   the transport spec); when ``authenticate`` is given, ``doors.admit_bearer`` (``authenticate``
   answers the accepted caller or a ``doors.Refusal``; two ``Authorization`` headers are refused
@@ -21,10 +21,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
-from mcp_gateway_middleware.doors import Refusal, admit_bearer, rate_refusal, shape_refusal
+from mcp_gateway_middleware.doors import (
+    SPEC_METHODS,
+    TWO_CREDENTIALS,
+    Refusal,
+    admit_bearer,
+    rate_refusal,
+    shape_refusal,
+)
 from mcp_gateway_middleware.ratelimit import Limiter
 
-__all__ = ["ACCEPTED", "AsgiApp", "AsgiHeaders", "McpDoor", "accepted"]
+__all__ = ["ACCEPTED", "AsgiApp", "AsgiHeaders", "Authenticate", "McpDoor", "accepted", "send_refusal"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -33,9 +40,6 @@ AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Authenticate = Callable[[str | None], Awaitable[object]]  # the accepted caller, or a Refusal
 
 ACCEPTED: Final = "mcp_gateway_middleware.accepted"
-TWO_CREDENTIALS: Final = Refusal(
-    400, "duplicate_credentials", "Send one Authorization header: two name two credentials."
-)
 
 
 class AsgiHeaders:
@@ -74,8 +78,10 @@ class McpDoor:
         duplicate: Refusal = TWO_CREDENTIALS,
         limiter: Limiter | None = None,
         caller_key: Callable[[Any], str | None] = str,
+        methods: frozenset[str] = SPEC_METHODS,
     ) -> None:
         self._app = app
+        self._methods = methods
         self._max_body_bytes = max_body_bytes
         self._authenticate = authenticate
         self._duplicate = duplicate
@@ -92,7 +98,9 @@ class McpDoor:
 
     async def _refusal(self, scope: Scope) -> Refusal | None:
         headers = AsgiHeaders(scope)
-        refusal = shape_refusal(scope["method"], headers, max_body_bytes=self._max_body_bytes)
+        refusal = shape_refusal(
+            scope["method"], headers, max_body_bytes=self._max_body_bytes, methods=self._methods
+        )
         if refusal is not None or self._authenticate is None:
             return refusal
         caller = await admit_bearer(headers, self._authenticate, duplicate=self._duplicate)

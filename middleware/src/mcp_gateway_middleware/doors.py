@@ -26,7 +26,9 @@ nothing here imports either):
     → 413 ``request_too_large`` (cap the read itself too: aiohttp's ``client_max_size``);
   - ``GET`` (the server's event stream): ``Accept`` must admit ``text/event-stream`` → 406;
   - ``DELETE`` (ending a session): allowed (the server decides what it means);
-  - anything else → 405 ``method_not_allowed`` (the ``Allow`` header names the three).
+  - anything else, or one of the three that is not in ``methods`` (a stateless server keeps
+    no stream and no session: ``methods={"POST"}``) → 405 ``method_not_allowed``, whose
+    ``Allow`` header names ``methods``.
 
   Each message says what to send instead; a gateway may replace it by ``code``.
 - ``admit_bearer(headers, authenticate, rejection=R, duplicate=r)``: two ``Authorization``
@@ -47,6 +49,8 @@ from typing import Any, Final, Protocol, TypeVar
 
 __all__ = [
     "ALLOWED_METHODS",
+    "SPEC_METHODS",
+    "TWO_CREDENTIALS",
     "Headers",
     "Refusal",
     "accepts",
@@ -59,6 +63,7 @@ __all__ = [
 A = TypeVar("A")
 R = TypeVar("R")
 ALLOWED_METHODS: Final = "GET, POST, DELETE"
+SPEC_METHODS: Final = frozenset({"GET", "POST", "DELETE"})
 EVENT_STREAM: Final = "text/event-stream"
 
 
@@ -84,9 +89,10 @@ class Refusal:
     code: str
     message: str
     retry_after: int | None = None  # whole seconds, when waiting helps
+    allow: str = ALLOWED_METHODS  # a 405's Allow header
 
     def headers(self) -> dict[str, str]:
-        sent = {"Allow": ALLOWED_METHODS} if self.status == 405 else {}
+        sent = {"Allow": self.allow} if self.status == 405 else {}
         if self.retry_after is not None:
             sent["Retry-After"] = str(self.retry_after)
         if self.status == 401:
@@ -101,6 +107,11 @@ class Refusal:
         return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
 
 
+TWO_CREDENTIALS: Final = Refusal(
+    400, "duplicate_credentials", "Send one Authorization header: two name two credentials."
+)
+
+
 def shape_refusal(
     method: str,
     headers: Headers,
@@ -108,8 +119,17 @@ def shape_refusal(
     max_body_bytes: int,
     media_type: str = "application/json",
     content_type: str = "application/json",
+    methods: frozenset[str] = SPEC_METHODS,
 ) -> Refusal | None:
     """Why the transport spec refuses this request, from its method and headers (module contract)."""
+    if method not in methods:
+        allow = ", ".join(m for m in ("GET", "POST", "DELETE") if m in methods)
+        return Refusal(
+            405,
+            "method_not_allowed",
+            f"Method {method[:16]} is not allowed here: use {allow} (POST one JSON-RPC message at a time).",
+            allow=allow,
+        )
     if method == "POST":
         return _post_refusal(headers, max_body_bytes, media_type, content_type)
     if method == "GET":
@@ -120,14 +140,7 @@ def shape_refusal(
             "not_acceptable",
             f"Not acceptable: a GET opens the event stream; send Accept: {EVENT_STREAM}.",
         )
-    if method == "DELETE":
-        return None
-    return Refusal(
-        405,
-        "method_not_allowed",
-        f"Method {method[:16]} is not allowed here: use POST for a message, GET for the "
-        "event stream, DELETE to end a session.",
-    )
+    return None  # DELETE: the server decides what ending a session means
 
 
 def _post_refusal(

@@ -10,14 +10,15 @@ Contract:
 - ``bearer_check(authenticate, refuse, key, rejection=R, duplicate=r)``: ``doors.admit_bearer``
   over the request's headers; the accepted caller is stored under ``key`` for the stages and
   the handler below (an MCP tool handler reads it as ``ctx.request[key]``: the SDK hands the
-  aiohttp request through as the request context), a rejection is answered with
+  aiohttp request through as the request context; ``accepted(ctx.request)`` reads the one
+  keyed ``ACCEPTED``), a rejection is answered with
   ``refuse(request, rejection)`` and the handler never runs.
 - ``refuse_token_kinds(kind_of, refused, refuse, key)``: the HTTP twin of ``RefuseTokenKinds``.
   ``kind_of(accepted)`` names the kind of the caller under ``key``; a refused kind, or an
   unknown one (``None``, or no caller under ``key``) while ``refuse_unknown`` holds, is
   answered with ``refuse(request, kind)``.
-- ``shape_checks(max_body_bytes=..., refuse=...)``: ``doors.shape_refusal`` of the request's
-  method and headers, answered with ``refuse(request, refusal)``.
+- ``shape_checks(max_body_bytes=..., refuse=..., methods=...)``: ``doors.shape_refusal`` of the
+  request's method and headers, answered with ``refuse(request, refusal)``.
 - ``rate_limit(limiter, caller_of, refuse)``: one token per HTTP request that reaches it,
   so it counts messages (a POST, a GET stream, a DELETE), not tool calls: limit tool calls
   with the ``LimitCalls`` tool stage. ``caller_of`` returns the caller key of a request
@@ -30,17 +31,19 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from mcp_gateway_middleware.doors import Refusal, accepts, admit_bearer, shape_refusal
+from mcp_gateway_middleware.doors import SPEC_METHODS, Refusal, accepts, admit_bearer, shape_refusal
 from mcp_gateway_middleware.ratelimit import Decision, Limiter
 
 __all__ = [
+    "ACCEPTED",
     "Handler",
     "Stage",
+    "accepted",
     "accepts",
     "bearer_check",
     "rate_limit",
@@ -52,6 +55,13 @@ __all__ = [
 A = TypeVar("A")
 R = TypeVar("R")
 Stage = Middleware  # what web.Application(middlewares=...) takes; compose chains it too
+ACCEPTED: Final[web.RequestKey[Any]] = web.RequestKey("mcp_gateway_middleware.accepted", object)
+
+
+def accepted(request: object) -> Any:
+    """The caller a ``bearer_check`` keyed ``ACCEPTED`` accepted (``ctx.request`` of an MCP
+    handler served from aiohttp), or ``None``."""
+    return request.get(ACCEPTED) if isinstance(request, web.Request) else None
 
 
 def refusal_response(request: web.Request, refusal: Refusal) -> web.Response:
@@ -113,6 +123,7 @@ def shape_checks(
     refuse: Callable[[web.Request, Refusal], web.StreamResponse] = refusal_response,
     media_type: str = "application/json",
     content_type: str = "application/json",
+    methods: frozenset[str] = SPEC_METHODS,
 ) -> Stage:
     """A stage refusing what the transport spec refuses from the headers (``doors.shape_refusal``)."""
 
@@ -124,6 +135,7 @@ def shape_checks(
             max_body_bytes=max_body_bytes,
             media_type=media_type,
             content_type=content_type,
+            methods=methods,
         )
         return await handler(request) if refusal is None else refuse(request, refusal)
 

@@ -21,13 +21,17 @@ Contract (extra ``http``: aiohttp and aiohttp-retry):
   connection; never after a timeout (each attempt would get the whole budget again) and never
   a ``POST``, which might have taken effect.
 - ``headers`` (an upstream's own bearer token, say) go on every request and nowhere else.
+- ``session_lifespan(make)``: an MCP server's ``lifespan`` that opens one ``ClientSession``
+  while the server runs and hands ``make(session)`` (the upstreams) to every handler as
+  ``ctx.lifespan_context``; the session closes when the server stops.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from json import loads
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import aiohttp
 from aiohttp_retry import ExponentialRetry, RetryClient
@@ -35,8 +39,9 @@ from aiohttp_retry import ExponentialRetry, RetryClient
 from mcp_gateway_middleware.errors import ToolError, echo, gateway_error
 from mcp_gateway_middleware.pipeline import JSONObject
 
-__all__ = ["HttpUpstream", "upstream_error"]
+__all__ = ["HttpUpstream", "session_lifespan", "upstream_error"]
 
+T = TypeVar("T")
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _RETRIED_STATUSES: Final = {502, 503, 504}
 _RETRIED_ERRORS: Final[set[type[Exception]]] = {aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError}
@@ -61,6 +66,19 @@ def upstream_error(name: str, status: int, body: bytes) -> ToolError:
     return gateway_error("upstream_refused", f"{name} refused the call ({status}): {shown}.").with_extra(
         http_status=status, upstream=name
     )
+
+
+def session_lifespan(
+    make: Callable[[aiohttp.ClientSession], T],
+) -> Callable[[Any], AbstractAsyncContextManager[T]]:
+    """A server lifespan holding one ``ClientSession`` and what ``make`` builds on it (module contract)."""
+
+    @asynccontextmanager
+    async def lifespan(server: Any) -> AsyncIterator[T]:
+        async with aiohttp.ClientSession() as session:
+            yield make(session)
+
+    return lifespan
 
 
 class HttpUpstream:
