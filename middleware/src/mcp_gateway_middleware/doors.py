@@ -42,13 +42,14 @@ nothing here imports either):
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, Protocol, TypeVar
 
 __all__ = [
     "ALLOWED_METHODS",
+    "RPC_CODES",
     "SPEC_METHODS",
     "TWO_CREDENTIALS",
     "Headers",
@@ -74,13 +75,24 @@ class Headers(Protocol):
 
 
 # JSON-RPC codes by HTTP status: the server-defined range (-32000 to -32099) for what JSON-RPC
-# has no code of its own; a caller's other mistakes are invalid requests.
-_RPC_CODES: Final = {401: -32001, 403: -32001, 404: -32002, 429: -32029, 503: -32000, 504: -32000}
+# has no code of its own: no usable credential, not found, too many requests, try again shortly.
+RPC_CODES: Final[Mapping[int, int]] = {
+    401: -32001,
+    403: -32001,
+    404: -32002,
+    429: -32029,
+    503: -32000,
+    504: -32000,
+}
 
 
-def rpc_code(status: int) -> int:
-    """The JSON-RPC error code of a refusal with HTTP ``status``."""
-    return _RPC_CODES.get(status, -32600 if 400 <= status < 500 else -32603)
+def rpc_code(status: int, *, caller_fault: int = -32600) -> int:
+    """The JSON-RPC error code of a refusal with HTTP ``status`` (``RPC_CODES``; any other 4xx is
+    ``caller_fault``, an invalid request unless the gateway names another; the rest -32603)."""
+    code = RPC_CODES.get(status)
+    if code is not None:
+        return code
+    return caller_fault if 400 <= status < 500 else -32603
 
 
 @dataclass(frozen=True, slots=True)
