@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx2
 import pytest
 from aiohttp import web
@@ -343,3 +344,22 @@ def test_each_example_is_under_150_lines_with_at_most_20_of_glue(gateway: str, g
     script = EXAMPLES / f"{gateway}_gateway.py"
     assert code_lines(script) < 150
     assert code_lines(script, glue) <= 20
+
+
+@pytest.mark.parametrize("gateway", ["weather", "books"])
+async def test_a_web_page_cannot_reach_a_loopback_gateway_by_dns_rebinding(
+    gateway: str, sites: Any, catalogue: Any, aiohttp_server: Any
+) -> None:
+    served = weather_http(sites, aiohttp_server) if gateway == "weather" else books_http(catalogue)
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    sent = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": "Bearer ada-key-51",
+    }
+    async with served as url, aiohttp.ClientSession() as session:
+        for extra, status in [({"Origin": "http://evil.example"}, 403), ({"Host": "evil.example"}, 421)]:
+            async with session.post(url, json=hello, headers={**sent, **extra}) as answer:
+                assert answer.status == status
+        async with session.post(url, json=hello, headers={**sent, "Origin": url.rsplit("/", 1)[0]}) as answer:
+            assert answer.status == 200  # its own origin is welcome

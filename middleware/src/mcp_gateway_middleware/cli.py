@@ -77,7 +77,7 @@ def run(server_for: Callable[[CallerOf], Server[Any]], *, description: str, http
     with socket.create_server((options.host, options.port)) as listening:
         url = f"http://{options.host}:{listening.getsockname()[1]}/mcp"
         if options.http == "aiohttp":
-            _serve_aiohttp(server_for, authenticate, listening, url)
+            _serve_aiohttp(server_for, authenticate, options.host, listening, url)
         else:
             _serve_asgi(server_for, authenticate, options.host, listening, url)
 
@@ -91,13 +91,13 @@ def _serve_asgi(server_for: Any, authenticate: Any, host: str, listening: socket
     server.run(sockets=[listening])
 
 
-def _serve_aiohttp(server_for: Any, authenticate: Any, listening: socket.socket, url: str) -> None:
+def _serve_aiohttp(server_for: Any, authenticate: Any, host: str, listening: socket.socket, url: str) -> None:
     from aiohttp import web
 
     from mcp_gateway_middleware import http
     from mcp_gateway_middleware.sdk_aiohttp import mcp_app
 
-    app = mcp_app(server_for(lambda ctx: http.accepted(ctx.request)), authenticate=authenticate)
+    app = mcp_app(server_for(lambda ctx: http.accepted(ctx.request)), host=host, authenticate=authenticate)
     print(f"{server_for.__name__} on {url}", flush=True)
     web.run_app(app, sock=listening, print=None, access_log=None)
 
