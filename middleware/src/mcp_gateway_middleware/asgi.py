@@ -6,8 +6,8 @@ Contract (plain ASGI: this module imports no framework and needs no extra):
   ASGI app. On each HTTP request, in this order: ``doors.shape_refusal`` (method and headers per
   the transport spec); when ``authenticate`` is given, ``doors.admit_bearer`` (``authenticate``
   answers the accepted caller or a ``doors.Refusal``; two ``Authorization`` headers are refused
-  with ``duplicate``); when ``limiter`` is given, one token of ``caller_key(caller)``'s bucket
-  per HTTP message (a refused ``Decision`` is a 429 with ``Retry-After``). The first refusal is
+  with ``duplicate``); when ``limiter`` is given too, one token of ``caller_key(caller)``'s
+  bucket per HTTP message (``None``: not limited) (a refused ``Decision`` is a 429 with ``Retry-After``). The first refusal is
   answered as a JSON-RPC error body (``Refusal.rpc_body``) with its status and headers, and the
   app never sees the request. Other scopes (``lifespan``, ``websocket``) pass through.
 - The accepted caller reaches the tool handler in the ASGI scope's ``state`` under ``ACCEPTED``:
