@@ -1,7 +1,8 @@
 """The MCP server object shared by both front doors (stdio and hosted HTTP).
 
 Contract: ``build_server`` returns one low-level ``mcp.server.Server`` with the six
-read tools, the ``pdpp://`` resources and the instructions. Each request's
+read tools (``tools/list`` and ``tools/call`` are the library's MCP binding,
+``mcp_gateway_middleware.sdk.tool_handlers``), the ``pdpp://`` resources and the instructions. Each request's
 ``GatewayContext`` (whose RS client is bound to the caller's own token) comes from
 ``context_for(ctx)``, supplied by the front door: stdio has one caller, the hosted door
 one per HTTP request. Tool calls run through the process's one pipeline (built here
@@ -19,8 +20,10 @@ from collections.abc import Callable
 
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
-from mcp_gateway_middleware import ToolCall, ToolResult
+from mcp_gateway_middleware import ToolResult
+from mcp_gateway_middleware.sdk import call_tool_result as sdk_result
+from mcp_gateway_middleware.sdk import tool_handlers
+from mcp_gateway_middleware.specs import ToolSpec
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from pdpp_gateway import __version__
@@ -36,35 +39,30 @@ ContextFactory = Callable[[ServerRequestContext], GatewayContext]
 DEFAULT_SERVER_NAME = "pdpp-gateway"
 
 
-def sdk_tools(registry: Registry) -> list[types.Tool]:
-    """``registry``'s tools as the SDK lists them (every tool reads one RS, read-only)."""
+def tool_specs(registry: Registry) -> list[ToolSpec]:
+    """``registry``'s tools as the library's binding lists them (every tool reads one RS, read-only)."""
     return [
-        types.Tool(
-            name=spec.name,
+        ToolSpec(
+            spec.name,
+            spec.description,
+            spec.input_schema,
+            spec.output_schema,
             title=spec.title,
-            description=spec.description,
-            input_schema=spec.input_schema,
-            output_schema=spec.output_schema,
-            annotations=types.ToolAnnotations.model_validate(ANNOTATIONS),
+            annotations=ANNOTATIONS,
         )
         for spec in registry.specs
     ]
 
 
 def call_tool_result(result: ToolResult) -> types.CallToolResult:
-    """The pipeline's result as the MCP ``CallToolResult`` (the fast paths write the same
-    answer without this model: ``wire.call_result.result_wire``)."""
+    """The pipeline's result as the MCP ``CallToolResult`` (the library binding's, with this
+    gateway's retry hint; the fast paths write the same answer without this model:
+    ``wire.call_result.result_wire``). An error travels as its rendered text (code, step,
+    param) only: clients that check structured output against the tool's outputSchema (the
+    TypeScript SDK 1.x, the MCP Inspector) check error results too."""
     wait = retry_after(result)
-    return types.CallToolResult(
-        _meta={RETRY_AFTER_META: wait} if wait is not None else None,
-        content=[types.TextContent(type="text", text=result.text or "")],
-        # Clients that check structured output against the tool's outputSchema (the
-        # TypeScript SDK 1.x, the MCP Inspector) check error results too: an error
-        # envelope there would turn every tool error into -32602 and hide it from the
-        # model. So an error travels as its rendered text (code, step, param) only.
-        structured_content=None if result.is_error else result.structured,
-        is_error=result.is_error,
-    )
+    meta = {RETRY_AFTER_META: wait} if wait is not None else None
+    return sdk_result(result, meta=meta, unrendered=lambda result: "")  # as the fast paths write it
 
 
 def build_server(
@@ -79,25 +77,7 @@ def build_server(
     ``pipeline`` (built for the same registry) when it serves several servers (the hosted
     door has one per public origin)."""
     pipeline = pipeline or build_pipeline(registry)
-    listed = sdk_tools(registry)
-    names = registry.names
-
-    async def list_tools(
-        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(listed))
-
-    async def call_tool(
-        ctx: ServerRequestContext, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        if params.name not in names:
-            raise MCPError(
-                types.INVALID_PARAMS,
-                f"Unknown tool {params.name!r}; available tools: {', '.join(names)}.",
-            )
-        return call_tool_result(
-            await pipeline(ToolCall(params.name, params.arguments or {}, context_for(ctx)))
-        )
+    tools = tool_handlers(tool_specs(registry), pipeline, context_for, result_of=call_tool_result)
 
     async def list_resources(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
@@ -122,8 +102,8 @@ def build_server(
         description="Grant-scoped, read-only access to a PDPP resource server.",
         instructions=INSTRUCTIONS,
         icons=icons,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
         on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,

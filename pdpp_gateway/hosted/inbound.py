@@ -61,6 +61,7 @@ from mcp.shared.inbound import (
     classify_inbound_request,
     find_duplicated_routing_header,
 )
+from mcp_gateway_middleware.doors import Refusal
 from mcp_gateway_middleware.http import shape_checks
 from mcp_types import (
     HEADER_MISMATCH,
@@ -135,12 +136,12 @@ def header_checks(max_body_bytes: int) -> Callable[[web.Request, Handler], Await
         "(no Content-Encoding header); compressed request bodies are not accepted.",
     }
 
-    def refuse(status: int, code: str, message: str) -> web.Response:
-        return (
-            _too_large(max_body_bytes) if status == 413 else refusal(status, code, texts.get(code, message))
-        )
+    def refuse(request: web.Request, refused: Refusal) -> web.Response:
+        if refused.status == 413:
+            return _too_large(max_body_bytes)
+        return refusal(refused.status, refused.code, texts.get(refused.code, refused.message))
 
-    shape = shape_checks(refuse, max_body_bytes=max_body_bytes)
+    shape = shape_checks(max_body_bytes=max_body_bytes, refuse=refuse)
 
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         requested = request.headers.get(VERSION_HEADER)

@@ -30,15 +30,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from aiohttp import web
-from mcp_gateway_middleware.ratelimit import (
-    Decision,
-    FailoverLimiter,
-    Limiter,
-    LocalLimiter,
-    Rate,
-    Stage,
-    rate_limit,
-)
+from mcp_gateway_middleware.http import Stage, rate_limit
+from mcp_gateway_middleware.ratelimit import Decision, FailoverLimiter, Limiter, LocalLimiter, Rate
 
 from pdpp_gateway.caller import BearerFacts, TokenKind
 from pdpp_gateway.hosted.inbound import request_id_of

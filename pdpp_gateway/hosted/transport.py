@@ -10,7 +10,8 @@ no ``Mcp-Session-Id``, no server-sent events):
 - ``McpEndpoint.post``: a notification → 202, empty. A request runs through the SDK's
   single-request kernel (``serve_one``) with this aiohttp request as the request
   context, so the server's ``context_for`` reads the caller's ``GatewayContext`` from
-  it. Handshake era: ``initialize`` is answered, any request works without it
+  it (the library's ``mcp_gateway_middleware.sdk_kernel``, which the library's own aiohttp
+  endpoint uses too). Handshake era: ``initialize`` is answered, any request works without it
   (born-ready connection), errors ride HTTP 200. 2026 era: errors take their HTTP
   status from the SDK's table (400, or 404 for an unknown method). A plain
   ``tools/call`` takes the fast path instead (``fast_call``: the same pipeline and the
@@ -30,30 +31,13 @@ both eras. The SDK ignores ``q=0`` in ``Accept``; this transport honours it.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final
 
-import anyio
 import orjson
 from aiohttp import web
 from mcp.server import Server
-from mcp.server.connection import Connection
-from mcp.server.runner import modern_error_data, serve_one
-from mcp.shared.exceptions import NoBackChannelError
-from mcp.shared.inbound import (
-    ERROR_CODE_HTTP_STATUS,
-    InboundModernRoute,
-)
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-from mcp.shared.message import MessageMetadata, ServerMessageMetadata
-from mcp.shared.transport_context import TransportContext
-from mcp_types import (
-    DEFAULT_NEGOTIATED_VERSION,
-    INTERNAL_ERROR,
-    ErrorData,
-)
+from mcp_gateway_middleware.sdk_kernel import answer_request, handshake_failure, modern_failure
+from mcp_types import DEFAULT_NEGOTIATED_VERSION
 
 from pdpp_gateway.hosted.fast_call import FastToolCall, PlainCall
 from pdpp_gateway.hosted.inbound import INBOUND, VERSION_HEADER, Inbound, Request
@@ -61,38 +45,6 @@ from pdpp_gateway.hosted.ops import DRAIN
 from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.wire.call_result import RETRY_AFTER_META
 from pdpp_gateway.wire.codes import SERVER_RESTARTING
-
-_log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Exchange:
-    """The ``DispatchContext`` of one POST: no back channel, notifications dropped (JSON only)."""
-
-    transport: TransportContext
-    request_id: Any
-    message_metadata: MessageMetadata
-    can_send_request: bool = field(default=False, init=False)
-    _cancel: anyio.Event | None = field(default=None, init=False)
-
-    @property
-    def cancel_requested(self) -> anyio.Event:
-        """Never set (one POST cannot be cancelled by another), so made only when asked for."""
-        if self._cancel is None:
-            self._cancel = anyio.Event()
-        return self._cancel
-
-    async def send_raw_request(
-        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
-    ) -> dict[str, Any]:
-        raise NoBackChannelError(method)
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
-        return None
-
-    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        return None
-
 
 RESTART_RETRY_SECONDS: Final = 2
 MCP_OUTCOME: Final = web.RequestKey("mcp_outcome", str)
@@ -154,10 +106,17 @@ class McpEndpoint:
                 request, message.id, call, inbound.route is not None
             )
         else:
-            if inbound.route is not None:
-                status, reply = await self._modern(request, message, inbound.route)
-            else:
-                status, reply = await self._handshake(request, message, header)
+            status, reply = await answer_request(
+                self._server,
+                self._state,
+                request,
+                request.headers,
+                message.id,
+                message.method,
+                message.params,
+                inbound.route,
+                handshake_version=header,
+            )
             body = orjson.dumps(reply)
         request[MCP_OUTCOME] = _outcome(reply)
         response = web.Response(status=status, body=body, content_type="application/json")
@@ -180,66 +139,10 @@ class McpEndpoint:
                 reply["result"] = self._fast.sdk_shaped(source, call.version)
         except Exception as error:
             status, reply = (
-                self._modern_failure(request_id, error) if modern else self._failure(request_id, error)
+                modern_failure(request_id, error) if modern else handshake_failure(request_id, error)
             )
             return status, reply, orjson.dumps(reply)
         return 200, reply, orjson.dumps(reply) if body is None else body
-
-    async def _handshake(
-        self, request: web.Request, message: Request, version: str | None
-    ) -> tuple[int, dict[str, Any]]:
-        connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
-        try:
-            result = await self._serve(request, message, connection)
-        except Exception as error:
-            return self._failure(message.id, error)
-        return 200, {"jsonrpc": "2.0", "id": message.id, "result": result}
-
-    async def _modern(
-        self, request: web.Request, message: Request, route: InboundModernRoute
-    ) -> tuple[int, dict[str, Any]]:
-        connection = Connection.from_envelope(
-            route.protocol_version, route.client_info, route.client_capabilities
-        )
-        try:
-            result = await self._serve(request, message, connection)
-        except Exception as error:
-            return self._modern_failure(message.id, error)
-        return 200, {"jsonrpc": "2.0", "id": message.id, "result": result}
-
-    def _failure(self, request_id: Any, error: Exception) -> tuple[int, dict[str, Any]]:
-        """A handshake-era request whose handler raised: HTTP 200 with the error."""
-        data = handler_exception_to_error_data(error) or self._internal(error)
-        return 200, _error_body(request_id, data)
-
-    def _modern_failure(self, request_id: Any, error: Exception) -> tuple[int, dict[str, Any]]:
-        """A 2026-era request whose handler raised: the SDK's error and its HTTP status."""
-        if handler_exception_to_error_data(error) is None:
-            self._internal(error)
-        data = modern_error_data(error)
-        return ERROR_CODE_HTTP_STATUS.get(data.code, 200), _error_body(request_id, data)
-
-    async def _serve(self, request: web.Request, message: Request, connection: Connection) -> dict[str, Any]:
-        exchange = _Exchange(
-            transport=TransportContext(
-                kind="streamable-http", can_send_request=False, headers=request.headers
-            ),
-            request_id=message.id,
-            message_metadata=ServerMessageMetadata(request_context=request),
-        )
-        return await serve_one(
-            self._server,
-            exchange,
-            message.method,
-            message.params,
-            connection=connection,
-            lifespan_state=self._state,
-        )
-
-    @staticmethod
-    def _internal(error: Exception) -> ErrorData:
-        _log.error("MCP request failed: %s", type(error).__name__, exc_info=error)
-        return ErrorData(code=INTERNAL_ERROR, message="Internal server error")
 
 
 def _retry_after(reply: dict[str, Any]) -> int | None:
@@ -257,11 +160,3 @@ def _outcome(reply: dict[str, Any]) -> str:
     if isinstance(result, dict) and result.get("isError"):
         return "tool_error"
     return "ok"
-
-
-def _error_body(request_id: Any, error: ErrorData) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "error": error.model_dump(mode="json", by_alias=True, exclude_none=True),
-    }

@@ -33,6 +33,8 @@ an owner token never reaches a data route.
 
 from __future__ import annotations
 
+from typing import Final
+
 from mcp_gateway_middleware import (
     PreserveErrors,
     RenderContent,
@@ -48,6 +50,9 @@ from pdpp_gateway.render import render_error
 from pdpp_gateway.render.upstream import tool_error
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.tools.registry import REGISTRY, Registry
+
+# This gateway's own next step after a refusal (the library's words name no cursor).
+PAGING_HINTS: Final = {("limit", "maximum"): "Page with the returned next_cursor instead of asking for more."}
 
 
 def shape_results(registry: Registry) -> Stage:
@@ -79,7 +84,11 @@ def build_pipeline(registry: Registry = REGISTRY, *, ready: bool = False) -> Cal
         RenderContent({}, render_error),  # a refusal of the arguments: no tool's text to write
         PreserveErrors(),
         ValidateArguments(
-            registry.input_schemas, registry.checks, parsers=registry.parsers, compile_now=ready
+            registry.input_schemas,
+            registry.checks,
+            parsers=registry.parsers,
+            compile_now=ready,
+            hints=PAGING_HINTS,
         ),
         RenderContent(registry.renderers, render_error),
         PreserveErrors(),

@@ -1,6 +1,7 @@
 """JSON-RPC error codes the gateway answers with, and the one HTTP status → code table.
 
-Contract (standard library only: the stdio door words errors before the SDK has loaded):
+Contract (standard library and the middleware library's framework-free door only: the stdio
+door words errors before the SDK has loaded):
 
 - ``for_status(status, caller_fault=...)`` is the code of a refusal or failure that an
   HTTP status describes, on every door and for tool calls and resource reads alike:
@@ -24,8 +25,9 @@ Contract (standard library only: the stdio door words errors before the SDK has 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Final
+
+from mcp_gateway_middleware.doors import RPC_CODES, rpc_code
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -38,19 +40,11 @@ SERVER_RESTARTING: Final = -32003  # the server stopped the call
 RATE_LIMITED: Final = -32029  # too many requests
 HANDLER_EXCEPTION: Final = 0  # the SDK's stdio answer to a handler's exception
 
-BY_STATUS: Final[Mapping[int, int]] = {
-    401: CREDENTIAL_REFUSED,
-    403: CREDENTIAL_REFUSED,
-    404: NOT_FOUND,
-    429: RATE_LIMITED,
-    503: UNAVAILABLE,
-    504: UNAVAILABLE,
-}
+
+BY_STATUS: Final = RPC_CODES  # the statuses with a code of their own (the table above)
 
 
 def for_status(status: int, *, caller_fault: int) -> int:
-    """The JSON-RPC code for a refusal or failure with HTTP ``status`` (module table)."""
-    code = BY_STATUS.get(status)
-    if code is not None:
-        return code
-    return caller_fault if 400 <= status < 500 else INTERNAL_ERROR
+    """The JSON-RPC code for a refusal or failure with HTTP ``status`` (module table: the
+    library door's ``mcp_gateway_middleware.doors.RPC_CODES``, whose codes are named above)."""
+    return rpc_code(status, caller_fault=caller_fault)

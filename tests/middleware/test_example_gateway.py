@@ -1,6 +1,6 @@
 """A gateway that is not PDPP reuses every stage of ``mcp_gateway_middleware``, over real HTTP.
 
-The library's example, the notes gateway (``middleware/examples/notes_gateway.py``), is
+The library's example, the notes gateway (``middleware/src/mcp_gateway_middleware/examples/notes_gateway.py``), is
 served by aiohttp on 127.0.0.1; each test is one thing a caller of that gateway would
 notice: an answer, a merge across shelves, or a refusal with the status and code of the
 stage that decided it. (``test_installs_alone`` runs it from a fresh virtual environment.)
@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 from mcp_gateway_middleware.ratelimit import Rate
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "middleware" / "examples" / "notes_gateway.py"
+EXAMPLE = (
+    Path(__file__).resolve().parents[2] / "middleware/src/mcp_gateway_middleware/examples/notes_gateway.py"
+)
 
 
 # The example is a script, not in a package: its names, as ``python notes_gateway.py`` would define them.

@@ -7,7 +7,7 @@ checkout): pip builds the wheel in its isolated build environment (setuptools fr
 package registry, as on any machine) and takes the dependencies from the registry,
 through its own cache. Where the registry cannot be reached these tests skip and say so.
 
-Then the library's example, ``middleware/examples/notes_gateway.py``, runs from that
+Then the library's example, ``middleware/src/mcp_gateway_middleware/examples/notes_gateway.py``, runs from that
 environment as a user would start it, and the tests talk to it over real HTTP.
 """
 
@@ -29,8 +29,9 @@ import aiohttp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "middleware" / "examples" / "notes_gateway.py"
+EXAMPLE = ROOT / "middleware/src/mcp_gateway_middleware/examples/notes_gateway.py"
 WRITER_KEY = "key-alice-5d21"
+MCP_EXTRA = {"cli", "sdk", "sdk_aiohttp", "sdk_kernel"}  # the modules of the extra [mcp]
 READER_KEY = "key-bob-90e4"
 
 
@@ -92,8 +93,11 @@ def test_the_library_installs_without_the_pdpp_product(fresh_venv: FreshVenv) ->
     probe = (
         "import importlib, importlib.resources, importlib.util, json, pkgutil, mcp_gateway_middleware as m\n"
         "modules = sorted(i.name for i in pkgutil.iter_modules(m.__path__))\n"
-        "for name in modules: importlib.import_module(f'mcp_gateway_middleware.{name}')\n"
-        "print(json.dumps({'file': m.__file__, 'modules': modules,"
+        "missing = {}\n"
+        "for name in modules:\n"
+        "    try: importlib.import_module(f'mcp_gateway_middleware.{name}')\n"
+        "    except ModuleNotFoundError as error: missing[name] = str(error)\n"
+        "print(json.dumps({'file': m.__file__, 'modules': modules, 'missing': missing,"
         " 'typed': importlib.resources.files(m).joinpath('py.typed').is_file(),"
         " 'absent': [n for n in ('pdpp_gateway', 'mcp') if importlib.util.find_spec(n) is None]}))"
     )
@@ -108,7 +112,15 @@ def test_the_library_installs_without_the_pdpp_product(fresh_venv: FreshVenv) ->
     seen = json.loads(done.stdout)
     assert Path(seen["file"]).is_relative_to(fresh_venv.prefix)  # the venv's copy, not the checkout's
     shipped = sorted(path.stem for path in (ROOT / "middleware/src/mcp_gateway_middleware").glob("[!_]*.py"))
-    assert seen["modules"] == shipped  # every module imports with only what pyproject declares
+    assert seen["modules"] == shipped
+    # every module imports with only what pyproject declares for [http]; the MCP binding's say
+    # which extra they need
+    assert set(seen["missing"]) == MCP_EXTRA
+    for name, said in seen["missing"].items():
+        assert (
+            said
+            == f"mcp_gateway_middleware.{name} needs the MCP SDK: pip install 'mcp-gateway-middleware[mcp]'"
+        )
     assert seen["typed"]  # py.typed ships: a user's mypy reads the library's types
     assert seen["absent"] == ["pdpp_gateway", "mcp"]  # neither the PDPP product nor the MCP SDK
 
@@ -183,3 +195,89 @@ async def test_a_call_without_a_bearer_is_refused_before_any_tool(notes_url: str
     assert (status, refused["error"]["code"]) == (401, "missing_key")
     _, found = await call(notes_url, "search", query="unsigned")
     assert found["structured"]["hits"] == []  # the note never reached a shelf
+
+
+def test_the_wheel_and_the_sdist_carry_the_license_and_the_examples(
+    fresh_venv: FreshVenv, tmp_path: Path
+) -> None:
+    import tarfile
+    import zipfile
+
+    source = fresh_venv.home / "middleware"
+    pip = [sys.executable, "-m", "pip", "--python", str(fresh_venv.python)]
+    built = subprocess.run(  # noqa: S603
+        [*pip, "wheel", "--no-deps", "--no-input", "-w", str(tmp_path), str(source)],
+        capture_output=True,
+        text=True,
+        env=plain_environment(),
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    subprocess.run(  # noqa: S603
+        [*pip, "install", "--no-input", "setuptools>=77"],
+        check=True,
+        capture_output=True,
+        env=plain_environment(),
+    )
+    sdist = subprocess.run(  # noqa: S603
+        [
+            str(fresh_venv.python),
+            "-c",
+            f"from setuptools import build_meta; build_meta.build_sdist({str(tmp_path)!r})",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=source,
+        env=plain_environment(),
+    )
+    assert sdist.returncode == 0, sdist.stderr[-3000:]
+    (wheel,) = tmp_path.glob("*.whl")
+    (archive,) = tmp_path.glob("*.tar.gz")
+    in_wheel = zipfile.ZipFile(wheel).namelist()
+    with tarfile.open(archive) as tar:
+        in_sdist = [name.split("/", 1)[1] for name in tar.getnames() if "/" in name]
+    examples = sorted(p.name for p in (ROOT / "middleware/src/mcp_gateway_middleware/examples").glob("*.py"))
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in in_wheel)
+    assert {"LICENSE", "CHANGELOG.md", "README.md"} <= set(in_sdist)
+    for example in examples:
+        assert f"mcp_gateway_middleware/examples/{example}" in in_wheel
+        assert f"src/mcp_gateway_middleware/examples/{example}" in in_sdist
+
+
+@pytest.fixture
+def with_mcp_extra(fresh_venv: FreshVenv) -> FreshVenv:
+    """The fresh environment with the extra ``[mcp]`` added (used last in this module)."""
+    pip = [sys.executable, "-m", "pip", "--python", str(fresh_venv.python)]
+    done = subprocess.run(  # noqa: S603
+        [*pip, "install", "--no-input", f"{fresh_venv.home / 'middleware'}[http,mcp]"],
+        capture_output=True,
+        text=True,
+        env=plain_environment(),
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    return fresh_venv
+
+
+async def test_with_the_mcp_extra_an_installed_example_serves_an_sdk_client(
+    with_mcp_extra: FreshVenv, aiohttp_server: Any
+) -> None:
+    from aiohttp import web
+    from mcp import Client, StdioServerParameters
+
+    async def search(request: web.Request) -> web.Response:
+        assert request.headers["Authorization"] == "Bearer shelf-token"
+        return web.json_response(
+            {"books": [{"isbn": "9780441013593", "title": "Dune", "author": "F. Herbert"}]}
+        )
+
+    app = web.Application()
+    app.router.add_get("/search", search)
+    catalogue = await aiohttp_server(app)
+    launch = StdioServerParameters(
+        command=str(with_mcp_extra.python),
+        args=["-m", "mcp_gateway_middleware.examples.books_gateway", "--stdio"],
+        env={"CATALOGUE_URL": str(catalogue.make_url("/")), "CATALOGUE_TOKEN": "shelf-token"},
+        cwd=str(with_mcp_extra.home),
+    )
+    async with Client(launch, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+        answer = await client.call_tool("search_books", {"query": "dune"})
+    assert answer.content[0].text == "1 book(s): Dune by F. Herbert (9780441013593)"  # type: ignore[union-attr]

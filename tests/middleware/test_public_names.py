@@ -15,18 +15,22 @@ import mcp_gateway_middleware
 import mcp_gateway_middleware.http
 
 PUBLIC = {
+    "__version__",
     "Check",
     "Deadline",
     "FanOut",
     "JSONObject",
+    "LimitCalls",
     "Middleware",
     "Next",
     "Outcome",
     "Parser",
+    "PipelineOrderError",
     "PreserveErrors",
     "RefuseTokenKinds",
     "RenderContent",
     "Renderer",
+    "Role",
     "ToolCall",
     "ToolError",
     "ToolResult",
@@ -37,7 +41,18 @@ PUBLIC = {
 }
 
 
-HTTP_PUBLIC = {"Handler", "Stage", "accepts", "bearer_check", "refuse_token_kinds", "shape_checks"}
+HTTP_PUBLIC = {
+    "ACCEPTED",
+    "Handler",
+    "Stage",
+    "accepted",
+    "accepts",
+    "bearer_check",
+    "rate_limit",
+    "refusal_response",
+    "refuse_token_kinds",
+    "shape_checks",
+}
 
 
 def test_the_public_names_are_exactly_these() -> None:
@@ -52,7 +67,27 @@ def test_the_http_stages_public_names_are_exactly_these() -> None:
         assert getattr(mcp_gateway_middleware.http, name) is not None
 
 
-def test_importing_middleware_does_not_load_jsonschema_aiohttp_or_the_product() -> None:
-    probe = "import sys, middleware; print(sorted(m for m in ('jsonschema', 'aiohttp', 'pdpp_gateway', 'mcp') if m in sys.modules))"
+def test_importing_the_library_and_its_framework_free_cores_loads_no_framework() -> None:
+    # The tool stages, the door's decisions, the limiter and the ASGI door: no aiohttp, no SDK.
+    probe = (
+        "import sys, mcp_gateway_middleware, mcp_gateway_middleware.doors, mcp_gateway_middleware.ratelimit, "
+        "mcp_gateway_middleware.asgi; print(sorted(m for m in ('jsonschema', 'aiohttp', 'pdpp_gateway', 'mcp') "
+        "if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)  # noqa: S603
     assert done.stdout.strip() == "[]"
+
+
+def test_every_module_names_its_public_surface() -> None:
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(mcp_gateway_middleware.__path__):
+        if module.name in OPTIONAL_EXTRA_MODULES:
+            continue
+        loaded = importlib.import_module(f"mcp_gateway_middleware.{module.name}")
+        assert isinstance(getattr(loaded, "__all__", None), list), module.name
+        assert all(hasattr(loaded, name) for name in loaded.__all__), module.name
+
+
+OPTIONAL_EXTRA_MODULES: set[str] = set()  # modules whose extra this environment may lack

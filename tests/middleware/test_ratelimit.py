@@ -12,8 +12,9 @@ import pytest
 import pytest_asyncio
 import redis.asyncio as aioredis
 from aiohttp import web
+from mcp_gateway_middleware.http import rate_limit
 from mcp_gateway_middleware.outage import Guard, Outage
-from mcp_gateway_middleware.ratelimit import Decision, FailoverLimiter, LocalLimiter, Rate, rate_limit
+from mcp_gateway_middleware.ratelimit import Decision, FailoverLimiter, LocalLimiter, Rate
 from mcp_gateway_middleware.ratelimit_redis import RedisLimiter
 
 from tests.redis_server import RedisServer, redis_server
@@ -137,3 +138,14 @@ def test_a_process_alone_allows_its_share_of_a_limit_several_enforce() -> None:
     assert local.take_now("grant:a", share=3).allowed
     assert not local.take_now("grant:a", share=3).allowed
     assert [local.take_now("grant:b").allowed for _ in range(10)].count(True) == 9  # share 1: the whole limit
+
+
+async def test_a_caller_s_own_rate_holds_in_redis_as_in_the_process(redis: tuple[RedisServer, Any]) -> None:
+    _, client = redis
+    paying = {"ada": Rate(0.001, 5)}
+    shared = RedisLimiter(client, Rate(0.001, 2), UNLIMITED, prefix="t3", rate_of=paying.get)
+    local = LocalLimiter(Rate(0.001, 2), UNLIMITED, rate_of=paying.get)
+    for limiter in (shared, local):
+        ada = [(await limiter.take("ada")).allowed for _ in range(6)]
+        bob = [(await limiter.take("bob")).allowed for _ in range(3)]
+        assert (ada, bob) == ([True] * 5 + [False], [True, True, False])

@@ -48,13 +48,17 @@ def _no_tables(arguments: Mapping[str, Any]) -> ToolError | None:
     return None
 
 
+HINTS = {("limit", "maximum"): "Page with the returned next_cursor instead."}  # a gateway's own words
+
+
 @pytest.fixture
 def terminal() -> Terminal:
     return Terminal()
 
 
 async def _run(terminal: Terminal, arguments: dict[str, Any]) -> ToolResult:
-    chain = compose([PreserveErrors(), ValidateArguments({"read": SCHEMA}, {"read": [_no_tables]})], terminal)
+    validate = ValidateArguments({"read": SCHEMA}, {"read": [_no_tables]}, hints=HINTS)
+    chain = compose([PreserveErrors(), validate], terminal)
     return await chain(ToolCall("read", arguments, None))
 
 
@@ -234,3 +238,66 @@ def test_a_server_compiles_its_validators_before_it_serves() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)  # noqa: S603
     assert done.stdout.strip() == "True"
+
+
+WORDED = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "minLength": 3, "pattern": "^[A-Z]+$"},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "extra": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "limit": {"type": "integer", "maximum": 50, "exclusiveMinimum": 0},
+        "step": {"type": "number", "multipleOf": 5},
+    },
+    "required": ["code", "tags"],
+}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "param", "message"),
+    [
+        ({"code": "AB", "tags": ["x"]}, "code", "argument 'code' must be at least 3 characters long, not 2."),
+        (
+            {"code": "abc", "tags": ["x"]},
+            "code",
+            "argument 'code' must match the pattern '^[A-Z]+$'; 'abc' does not.",
+        ),
+        ({"code": "ABC", "tags": []}, "tags", "argument 'tags' must list at least 1 item(s)."),
+        (
+            {"code": "ABC", "tags": ["x"], "extra": []},
+            "extra",
+            "argument 'extra' must list at least 1 item(s); omit it instead.",
+        ),
+        ({"code": "ABC", "tags": ["x"], "limit": 51}, "limit", "argument 'limit' must be at most 50."),
+        ({"code": "ABC", "tags": ["x"], "limit": 0}, "limit", "argument 'limit' must be greater than 0."),
+        ({"code": "ABC", "tags": ["x"], "step": 7}, "step", "argument 'step' must be a multiple of 5."),
+        ({"tags": ["x"]}, "code", "find requires the argument 'code'."),
+    ],
+)
+async def test_a_refusal_says_what_the_schema_says_in_no_gateway_s_words(
+    arguments: dict[str, Any], param: str, message: str
+) -> None:
+    chain = compose([PreserveErrors(), ValidateArguments({"find": WORDED})], Terminal())
+    error = (await chain(ToolCall("find", arguments, None))).structured["error"]
+    assert (error["type"], error["param"], error["message"]) == ("invalid_request_error", param, message)
+
+
+async def test_a_gateway_plugs_its_own_error_types_hints_and_internal_error() -> None:
+    validate = ValidateArguments(
+        {"find": WORDED}, hints={("limit", "maximum"): "Ask for fewer."}, error_type="bad_input"
+    )
+    chain = compose([PreserveErrors(), validate], Terminal())
+    error = (await chain(ToolCall("find", {"code": "ABC", "tags": ["x"], "limit": 99}, None))).structured[
+        "error"
+    ]
+    assert (error["type"], error["message"]) == (
+        "bad_input",
+        "argument 'limit' must be at most 50. Ask for fewer.",
+    )
+
+    async def broken(call: ToolCall[None]) -> ToolResult:
+        raise RuntimeError("secret internals")
+
+    ours = {"type": "server_error", "code": "internal_error", "message": "Weather desk fault; try later."}
+    result = await compose([PreserveErrors[None](internal_error=ours)], broken)(ToolCall("t", {}, None))
+    assert result.structured == {"error": ours}

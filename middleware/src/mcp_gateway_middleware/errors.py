@@ -7,11 +7,11 @@ Contract:
   extra members such as ``available_connections`` or ``retry_with`` survive untouched.
 - ``PreserveErrors`` catches ``ToolError`` anywhere below it and answers an ``isError``
   result whose ``structured["error"]`` is that envelope, plus any ``extra`` facts
-  (e.g. ``http_status``). Its ``text`` stays unset for the rendering stage, unless
-  the stage was given a ``render`` function.
+  (e.g. ``http_status``). Its ``text`` stays unset: ``RenderContent``, above it, writes it.
 - Any other exception is a defect: it is logged with its traceback (server side only)
-  and answered with a bounded ``internal_error`` envelope that names no internals.
-  The caller never sees a traceback.
+  and answered with the ``internal_error`` envelope (``PreserveErrors(internal_error=...)``
+  plugs a gateway's own; the default, ``INTERNAL_ERROR``, names no internals and no
+  product). The caller never sees a traceback.
 - ``echo(value)`` quotes a caller's value in a refusal, bounded to ``ECHO_CHARS``.
 """
 
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Final, Generic
+from typing import Any, ClassVar, Final, Generic
 
-from mcp_gateway_middleware.pipeline import C, JSONObject, Next, ToolCall, ToolResult
+from mcp_gateway_middleware.pipeline import C, JSONObject, Next, Role, ToolCall, ToolResult
+
+__all__ = ["ECHO_CHARS", "INTERNAL_ERROR", "PreserveErrors", "ToolError", "echo", "gateway_error"]
 
 _log = logging.getLogger(__name__)
 
@@ -33,6 +35,11 @@ class ToolError(Exception):
         self.envelope: JSONObject = dict(envelope)
         self.extra: JSONObject = extra
         super().__init__(f"{self.envelope.get('code', 'error')}: {self.envelope.get('message', '')}")
+
+    def with_extra(self, **facts: Any) -> ToolError:
+        """This error with more facts beside its envelope (``http_status``, ``upstream``)."""
+        self.extra.update(facts)
+        return self
 
     @property
     def code(self) -> str:
@@ -68,9 +75,22 @@ def gateway_error(
     return ToolError(envelope)
 
 
+INTERNAL_ERROR: Final[Mapping[str, str]] = {
+    "type": "api_error",
+    "code": "internal_error",
+    # What happened only: the next step is the renderer's to say, once.
+    "message": "The gateway failed while handling this call (a fault of its own, not of the upstream).",
+}
+
+
 class PreserveErrors(Generic[C]):
     """Stage: turn ``ToolError`` into an ``isError`` result; contain everything else (its
     text is the rendering stage's: ``RenderContent``)."""
+
+    role: ClassVar[Role] = Role.PRESERVE
+
+    def __init__(self, *, internal_error: Mapping[str, Any] = INTERNAL_ERROR) -> None:
+        self._internal_error = dict(internal_error)
 
     async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult:
         try:
@@ -79,16 +99,5 @@ class PreserveErrors(Generic[C]):
             result = ToolResult(structured={"error": exc.envelope, **exc.extra}, is_error=True)
         except Exception:
             _log.exception("tool %s failed unexpectedly", call.name)
-            result = ToolResult(
-                structured={
-                    "error": {
-                        "type": "api_error",
-                        "code": "internal_error",
-                        # What happened only: the next step is the renderer's to say, once.
-                        "message": "The gateway failed while handling this call (a fault of its own, "
-                        "not of the upstream).",
-                    }
-                },
-                is_error=True,
-            )
+            result = ToolResult(structured={"error": dict(self._internal_error)}, is_error=True)
         return result

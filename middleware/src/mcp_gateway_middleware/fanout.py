@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Generic, NamedTuple
+from typing import ClassVar, Generic, NamedTuple
 
 from mcp_gateway_middleware.errors import ToolError
-from mcp_gateway_middleware.pipeline import C, Next, ToolCall, ToolResult
+from mcp_gateway_middleware.pipeline import C, Next, Role, ToolCall, ToolResult
+
+__all__ = ["Deadline", "FanOut", "Merge", "Outcome", "Plan"]
 
 Outcome = ToolResult | ToolError
 Plan = Callable[[ToolCall[C]], Sequence[ToolCall[C]] | None]
@@ -44,6 +46,8 @@ class Deadline(NamedTuple, Generic[C]):
 
 class FanOut(Generic[C]):
     """Stage: route a call to one upstream, or fan it out to several and merge."""
+
+    role: ClassVar[Role] = Role.FAN_OUT
 
     def __init__(
         self,

@@ -35,6 +35,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+__all__ = ["DependencyDown", "Guard", "Outage"]
+
 T = TypeVar("T")
 
 

@@ -21,13 +21,35 @@ Contract:
 - A ``ToolResult`` carries ``structured`` (the JSON object for ``structuredContent``)
   and ``text`` (the model-visible ``content[]`` text). A stage that renders text fills
   ``text``; a result that reaches the transport with ``text`` unset is a defect.
+- Each stock stage names its place in the canonical order (``Role``, a class attribute
+  ``role``; the README gives the order and why). ``compose`` checks the stages that name one
+  and raises ``PipelineOrderError`` (naming the two stages and the order to use) when a
+  ``RenderContent`` is below a ``PreserveErrors`` that has none above it (the error results
+  that stage makes would leave with no text; with no ``RenderContent`` at all, the transport
+  words them), when a pipeline that has a ``PreserveErrors`` puts a refusing stage above every one
+  of them (its refusal would escape as an exception), or when two refusing stages are out of
+  order. ``RenderContent`` and ``PreserveErrors`` may repeat (a pair above validation and one
+  below it); stages that name no role (functions, aiohttp middlewares) are not checked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Protocol, TypeVar
+from enum import IntEnum
+from typing import Any, Final, Generic, Protocol, TypeVar
+
+__all__ = [
+    "C",
+    "JSONObject",
+    "Middleware",
+    "Next",
+    "PipelineOrderError",
+    "Role",
+    "ToolCall",
+    "ToolResult",
+    "compose",
+]
 
 JSONObject = dict[str, Any]
 In = TypeVar("In")
@@ -74,13 +96,31 @@ class Middleware(Protocol[C]):
     async def __call__(self, call: ToolCall[C], next_: Next[C]) -> ToolResult: ...
 
 
+class Role(IntEnum):
+    """A stock stage's place in the canonical order, outermost first (the README says why)."""
+
+    RENDER = 1  # RenderContent: every result leaves with text
+    PRESERVE = 2  # PreserveErrors: a ToolError becomes an isError result, a defect is contained
+    REFUSE_KINDS = 3  # RefuseTokenKinds: a refused credential kind stops here
+    LIMIT = 4  # LimitCalls: one token per tool call, before any work
+    VALIDATE = 5  # ValidateArguments: nothing malformed goes further
+    FAN_OUT = 6  # FanOut: one validated call routed to one upstream or fanned out to several
+    TIMEOUT = 7  # CallTimeout: each routed or fanned-out upstream call bounded
+
+
+class PipelineOrderError(ValueError):
+    """``compose`` was given stock stages in an order that loses results or refusals."""
+
+
 def compose(stages: Sequence[Stage[In, Out]], terminal: Handler[In, Out]) -> Handler[In, Out]:
     """Chain ``stages`` around ``terminal``; ``stages[0]`` runs first.
 
     Generic in the request and response types: a tool pipeline (``Middleware[C]``
     stages around a ``Next[C]``) and an HTTP chain (aiohttp ``(request, handler)``
-    stages around a handler) are both built with it, and mypy checks either.
+    stages around a handler) are both built with it, and mypy checks either. Stock
+    stages out of the canonical order raise ``PipelineOrderError`` (module contract).
     """
+    check_order(stages)
     handler = terminal
     for stage in reversed(stages):
         handler = _bind(stage, handler)
@@ -94,3 +134,38 @@ def _bind(stage: Stage[In, Out], next_: Handler[In, Out]) -> Handler[In, Out]:
         return stage(request, next_)
 
     return run
+
+
+_CANONICAL: Final = "RenderContent → PreserveErrors → RefuseTokenKinds → LimitCalls → ValidateArguments → FanOut → CallTimeout"
+
+
+def check_order(stages: Sequence[object]) -> None:
+    """Raise ``PipelineOrderError`` when the stock stages among ``stages`` are misordered."""
+    placed = [(stage, role) for stage in stages if isinstance(role := getattr(stage, "role", None), Role)]
+    preserving = any(role is Role.PRESERVE for _, role in placed)
+    rendered = preserved = False
+    bare: object | None = None  # a PreserveErrors with no RenderContent above it
+    last: tuple[object, Role] | None = None
+    for stage, role in placed:
+        name = type(stage).__name__
+        if role is Role.RENDER:
+            if bare is not None:
+                raise PipelineOrderError(
+                    f"{name} is below {type(bare).__name__}: the error results that stage makes would "
+                    f"leave with no text. Put {name} above it; the order is {_CANONICAL}."
+                )
+            rendered = True
+        elif role is Role.PRESERVE:
+            bare = None if rendered else stage
+            preserved = True
+        elif preserving and not preserved:
+            raise PipelineOrderError(
+                f"{name} is above every PreserveErrors: its refusals would escape as exceptions. "
+                f"Put it below PreserveErrors; the order is {_CANONICAL}."
+            )
+        elif last is not None and role < last[1]:
+            raise PipelineOrderError(
+                f"{name} is below {type(last[0]).__name__}; put it above. The order is {_CANONICAL}."
+            )
+        else:
+            last = (stage, role)

@@ -9,6 +9,8 @@ Contract:
   its caller's bucket and the global bucket have a token, and then it takes from both.
   A caller key is whatever the gateway says identifies a caller (a grant, a package):
   callers never share a bucket, and a key is never a credential (hash it if in doubt).
+- Per-caller rates: ``rate_of(caller)`` (``LocalLimiter`` and ``RedisLimiter``) answers a
+  caller's own ``Rate``, or ``None`` for the default ``per_caller`` (a paying tier, say).
 - ``LocalLimiter``: the buckets of this process (bounded: the least recently used
   callers are forgotten first, which only ever gives a forgotten caller a full bucket).
   ``take_now(caller, share=n)`` limits at ``1/n`` of each rate and burst (a burst at
@@ -22,9 +24,9 @@ Contract:
   finds the store answering steadily again. Limiting never fails open to "no limit", nor
   to N processes each allowing the whole limit, and never fails closed to "refuse
   everyone".
-- ``rate_limit(limiter, caller_of, refuse)``: an aiohttp middleware. ``caller_of``
-  returns the caller key of an authenticated request (``None``: not limited here);
-  ``refuse(request, decision)`` builds the gateway's own 429 answer.
+- This module imports no web framework: the HTTP doors (``http.rate_limit`` for aiohttp,
+  ``asgi.McpDoor`` for ASGI) spend one token per HTTP message, the tool stage
+  ``call_limits.LimitCalls`` one per tool call.
 """
 
 from __future__ import annotations
@@ -33,14 +35,20 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
-
 from mcp_gateway_middleware.outage import DependencyDown, Guard
+
+__all__ = [
+    "GLOBAL",
+    "Decision",
+    "FailoverLimiter",
+    "Limiter",
+    "LocalLimiter",
+    "Rate",
+]
 
 _log = logging.getLogger(__name__)
 GLOBAL: Final = "*global*"
@@ -77,9 +85,15 @@ class LocalLimiter:
     """Token buckets kept in this process."""
 
     def __init__(
-        self, per_caller: Rate, ceiling: Rate, *, clock: Callable[[], float] = time.monotonic
+        self,
+        per_caller: Rate,
+        ceiling: Rate,
+        *,
+        rate_of: Callable[[str], Rate | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._rates = {"caller": per_caller, "global": ceiling}
+        self._rate_of = rate_of
         self._clock = clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)
 
@@ -88,7 +102,11 @@ class LocalLimiter:
 
     def take_now(self, caller: str, share: int = 1) -> Decision:
         now = self._clock()
-        keyed = [(caller, _part(self._rates["caller"], share)), (GLOBAL, _part(self._rates["global"], share))]
+        own = self._rate_of(caller) if self._rate_of is not None else None
+        keyed = [
+            (caller, _part(own or self._rates["caller"], share)),
+            (GLOBAL, _part(self._rates["global"], share)),
+        ]
         levels = [(key, rate, self._level(key, rate, now)) for key, rate in keyed if not rate.unlimited]
         short = [(1 - tokens) / rate.per_second for _, rate, tokens in levels if tokens < 1]
         if short:
@@ -138,34 +156,3 @@ class FailoverLimiter:
             return await self._guard.call(lambda: self._shared.take(caller))
         except DependencyDown:  # down, slow or failing: limit locally (the guard says so once)
             return self._local.take_now(caller, self._share())
-
-
-Refuse = Callable[[web.Request, Decision], Awaitable[web.StreamResponse] | web.StreamResponse]
-
-
-Stage = Middleware  # what web.Application(middlewares=...) takes; middleware.compose chains it too
-
-
-def rate_limit(
-    limiter: Limiter,
-    caller_of: Callable[[web.Request], str | None],
-    refuse: Refuse,
-    *,
-    on_decision: Callable[[Decision], None] | None = None,
-) -> Stage:
-    """An aiohttp middleware applying ``limiter`` to each request's caller."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        caller = caller_of(request)
-        if caller is None:
-            return await handler(request)
-        decision = await limiter.take(caller)
-        if on_decision is not None:
-            on_decision(decision)
-        if decision.allowed:
-            return await handler(request)
-        answer = refuse(request, decision)
-        return answer if isinstance(answer, web.StreamResponse) else await answer
-
-    return middleware

@@ -1,6 +1,6 @@
 """The shared rate limiter: the same token buckets, kept in Redis for every replica.
 
-Contract: ``RedisLimiter(client, per_caller, ceiling, prefix)`` implements
+Contract: ``RedisLimiter(client, per_caller, ceiling, prefix, rate_of=None)`` implements
 ``ratelimit.Limiter``. One Lua script refills and takes from the caller's bucket and
 the global bucket together, on Redis's own clock (``TIME``), so two replicas can never
 both spend the last token and replicas need no synchronised clocks. Keys are
@@ -15,9 +15,12 @@ this module never imports it, and ``import mcp_gateway_middleware`` never import
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any, Final
 
 from mcp_gateway_middleware.ratelimit import GLOBAL, Decision, Rate
+
+__all__ = ["RedisLimiter"]
 
 # KEYS: caller bucket, global bucket. ARGV: caller rate, caller burst, global rate, global burst.
 # A rate <= 0 means that bucket does not limit. Returns {allowed, retry_after (string)}.
@@ -52,16 +55,25 @@ return {allowed, tostring(wait)}
 
 
 class RedisLimiter:
-    def __init__(self, client: Any, per_caller: Rate, ceiling: Rate, *, prefix: str) -> None:
+    def __init__(
+        self,
+        client: Any,
+        per_caller: Rate,
+        ceiling: Rate,
+        *,
+        prefix: str,
+        rate_of: Callable[[str], Rate | None] | None = None,
+    ) -> None:
         self._script = client.register_script(_TAKE)
         self._args = [per_caller.per_second, per_caller.burst, ceiling.per_second, ceiling.burst]
+        self._rate_of = rate_of
         self._prefix = prefix
 
     def key_for(self, caller: str) -> str:
         return f"{self._prefix}:{hashlib.sha256(caller.encode()).hexdigest()}"
 
     async def take(self, caller: str) -> Decision:
-        allowed, wait = await self._script(
-            keys=[self.key_for(caller), f"{self._prefix}:{GLOBAL}"], args=self._args
-        )
+        own = self._rate_of(caller) if self._rate_of is not None else None
+        args = self._args if own is None else [own.per_second, own.burst, *self._args[2:]]
+        allowed, wait = await self._script(keys=[self.key_for(caller), f"{self._prefix}:{GLOBAL}"], args=args)
         return Decision(bool(int(allowed)), float(wait), backend="shared")

@@ -2,9 +2,9 @@
 
 Contract:
 
-- ``RenderContent(renderers, error_renderer)`` calls the inner stages, then, when the
-  result has no ``text`` yet, fills it: ``error_renderer`` for ``is_error`` results,
-  ``renderers[call.name]`` otherwise. A tool with no renderer gets a compact one-line
+- ``RenderContent(renderers, error_renderer=error_text)`` calls the inner stages, then, when
+  the result has no ``text`` yet, fills it: ``error_renderer`` for ``is_error`` results
+  (by default ``error_text``: ``"Error <code>: <message>"``), ``renderers[call.name]`` otherwise. A tool with no renderer gets a compact one-line
   fallback, never a dump of the structured payload.
 - Renderers are pure ``(call, result) -> str`` functions; keeping text bounded is
   their job.
@@ -13,17 +13,31 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Generic
+from typing import ClassVar, Generic
 
-from mcp_gateway_middleware.pipeline import C, Next, ToolCall, ToolResult
+from mcp_gateway_middleware.pipeline import C, Next, Role, ToolCall, ToolResult
+
+__all__ = ["RenderContent", "Renderer", "error_text"]
 
 Renderer = Callable[[ToolCall[C], ToolResult], str]
+
+
+def error_text(call: ToolCall[C], result: ToolResult) -> str:
+    """An error result's text: ``Error <code>: <message>`` of its envelope."""
+    error = result.structured.get("error")
+    if not isinstance(error, dict):
+        return f"Error: {call.name} failed."
+    return f"Error {error.get('code', 'error')}: {error.get('message', '')}"
 
 
 class RenderContent(Generic[C]):
     """Stage: fill ``ToolResult.text`` from ``structured``."""
 
-    def __init__(self, renderers: Mapping[str, Renderer[C]], error_renderer: Renderer[C]) -> None:
+    role: ClassVar[Role] = Role.RENDER
+
+    def __init__(
+        self, renderers: Mapping[str, Renderer[C]], error_renderer: Renderer[C] = error_text
+    ) -> None:
         self._renderers = dict(renderers)
         self._error_renderer = error_renderer
 

@@ -9,14 +9,18 @@ kind, before any stage below runs. An unknown kind (``None``) is refused too whe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Generic
+from typing import ClassVar, Generic
 
 from mcp_gateway_middleware.errors import ToolError
-from mcp_gateway_middleware.pipeline import C, Next, ToolCall, ToolResult
+from mcp_gateway_middleware.pipeline import C, Next, Role, ToolCall, ToolResult
+
+__all__ = ["RefuseTokenKinds"]
 
 
 class RefuseTokenKinds(Generic[C]):
     """Stage: stop calls made with a refused credential kind."""
+
+    role: ClassVar[Role] = Role.REFUSE_KINDS
 
     def __init__(
         self,

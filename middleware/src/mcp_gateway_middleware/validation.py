@@ -12,7 +12,11 @@ Contract:
   the schema's verdict on that value; only if the schema accepts it is the exception
   raised (a defect in the check, contained by ``PreserveErrors``).
 - Schema failures become ``invalid_arguments`` errors whose message names the
-  argument and says what to send instead, bounded and never echoing a large value.
+  argument and says what the schema asks for (the length, the required argument, the
+  pattern, the range, the choices) and so what to send instead, bounded and never echoing a
+  large value. Nothing in them is any one gateway's: ``hints`` (by ``(argument, keyword)``,
+  e.g. ``("limit", "maximum")``) adds a gateway's own next step to a refusal, and
+  ``error_type`` (default ``"invalid_request_error"``) is the envelope's ``type``.
   Each schema is compiled once. A call that jsonschema-rs (a compiled 2020-12 validator,
   about a microsecond) finds valid is passed without more; anything it refuses or cannot
   read (a value of a type JSON does not have) gets jsonschema's verdict and explanation,
@@ -36,14 +40,25 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from mcp_gateway_middleware.errors import ToolError, gateway_error
-from mcp_gateway_middleware.pipeline import C, JSONObject, Next, ToolCall, ToolResult
+from mcp_gateway_middleware.errors import ToolError, echo, gateway_error
+from mcp_gateway_middleware.pipeline import C, JSONObject, Next, Role, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator as Validator
     from jsonschema.exceptions import ValidationError
+
+__all__ = [
+    "MAX_DEPTH",
+    "Check",
+    "Parser",
+    "ValidateArguments",
+    "depth_exceeds",
+    "fast_accept",
+    "whole_numbers",
+]
 
 Check = Callable[[Mapping[str, Any]], ToolError | None]
 Parser = Callable[[Mapping[str, Any]], object]
@@ -95,6 +110,8 @@ def fast_accept(schema: JSONObject) -> Callable[[Any], bool]:
 class ValidateArguments:
     """Stage: reject bad arguments with a typed, actionable error."""
 
+    role: ClassVar[Role] = Role.VALIDATE
+
     def __init__(
         self,
         schemas: Mapping[str, JSONObject],
@@ -102,8 +119,11 @@ class ValidateArguments:
         *,
         parsers: Mapping[str, Parser] | None = None,
         compile_now: bool = False,
+        hints: Mapping[tuple[str, str], str] | None = None,
+        error_type: str = "invalid_request_error",
     ) -> None:
         self._schemas = dict(schemas)
+        self._words = _Words(dict(hints or {}), error_type)
         # jsonschema's validators word refusals only: built on a tool's first refusal (the
         # import and compile cost tens of milliseconds a start-up need not wait for).
         self._validators: dict[str, Validator] = {}
@@ -157,7 +177,7 @@ class ValidateArguments:
         failures = sorted(validator.iter_errors(instance), key=_failure_rank)
         if not failures:
             return None
-        return _schema_error(tool, failures[0], validator.schema)
+        return _schema_error(tool, failures[0], validator.schema, self._words)
 
     def _validator(self, tool: str) -> Validator:
         validator = self._validators.get(tool)
@@ -176,6 +196,7 @@ class ValidateArguments:
                 "invalid_arguments",
                 f"The arguments nest more than {MAX_DEPTH} levels deep; no tool takes values that deep. "
                 "Send flat values as each argument's schema describes.",
+                type_=self._words.error_type,
             )
         return await self._checked(call, whole_numbers(call.arguments), next_)
 
@@ -200,72 +221,98 @@ def _failure_rank(error: ValidationError) -> tuple[int, int]:
     return (len(error.absolute_path), 0 if error.validator == "additionalProperties" else 1)
 
 
-def _schema_error(tool: str, error: ValidationError, schema: Mapping[str, Any]) -> ToolError:
+@dataclass(frozen=True, slots=True)
+class _Words:
+    hints: dict[tuple[str, str], str]  # (argument, keyword) -> a gateway's own next step
+    error_type: str
+
+
+_UNITS: Final = {"maxLength": "characters", "maxItems": "items", "maxProperties": "keys"}
+_BOUNDS: Final = {
+    "maximum": "at most",
+    "exclusiveMaximum": "less than",
+    "minimum": "at least",
+    "exclusiveMinimum": "greater than",
+    "multipleOf": "a multiple of",
+}
+_PATTERN_CHARS: Final = 120
+
+
+def _schema_error(tool: str, error: ValidationError, schema: Mapping[str, Any], words: _Words) -> ToolError:
     path = [str(part) for part in error.absolute_path]
     param = path[0] if path else None
+    validator = str(error.validator)
+    message = _refusal_text(tool, error, schema, path)
+    hint = words.hints.get((param or "", validator))
+    if validator == "required":
+        absent = _absent(error)
+        param = absent[0] if absent else None
+    elif validator == "additionalProperties" and not path:
+        unknown = _unknown(error, schema)
+        param = unknown[0] if unknown else None
+    return gateway_error(
+        "invalid_arguments", f"{message} {hint}" if hint else message, param=param, type_=words.error_type
+    )
+
+
+def _refusal_text(tool: str, error: ValidationError, schema: Mapping[str, Any], path: Sequence[str]) -> str:
     where = _describe_path(path)
     validator = error.validator
     value = error.validator_value
     if validator == "additionalProperties" and not path:
         allowed = sorted(schema.get("properties", {}))
-        unknown = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
-        return gateway_error(
-            "invalid_arguments",
+        unknown = _unknown(error, schema)
+        return (
             f"{tool} does not accept {', '.join(repr(u) for u in unknown) or 'that argument'}; "
-            f"allowed arguments: {', '.join(allowed)}.",
-            param=unknown[0] if unknown else None,
+            f"allowed arguments: {', '.join(allowed)}."
         )
     if validator == "additionalProperties":
         allowed = sorted((error.schema.get("properties") or {}).keys())
-        return gateway_error(
-            "invalid_arguments",
-            f"{where} has unsupported keys; allowed keys: {', '.join(allowed) or 'none'}.",
-            param=param,
-        )
+        return f"{where} has unsupported keys; allowed keys: {', '.join(allowed) or 'none'}."
     if validator == "required":
-        missing = value if isinstance(value, list) else []
-        absent = [m for m in missing if isinstance(error.instance, dict) and m not in error.instance]
-        name = absent[0] if absent else "a required argument"
-        return gateway_error(
-            "invalid_arguments",
-            f"{tool} requires the argument '{name}'.",
-            param=str(name) if absent else None,
-        )
-    if validator == "maximum":
-        hint = " Page with the returned next_cursor instead of asking for more." if param == "limit" else ""
-        return gateway_error("invalid_arguments", f"{where} must be at most {value}.{hint}", param=param)
-    if validator in {"minimum", "exclusiveMinimum"}:
-        bound = f"at least {value}" if validator == "minimum" else f"greater than {value}"
-        return gateway_error("invalid_arguments", f"{where} must be {bound}.", param=param)
+        absent = _absent(error)
+        return f"{tool} requires the argument '{absent[0] if absent else 'a required argument'}'."
+    if validator in _BOUNDS:
+        return f"{where} must be {_BOUNDS[str(validator)]} {value}."
     if validator == "enum":
-        choices = ", ".join(str(v) for v in value)
-        return gateway_error("invalid_arguments", f"{where} must be one of: {choices}.", param=param)
+        return f"{where} must be one of: {', '.join(str(v) for v in value)}."
+    if validator == "const":
+        return f"{where} must be {echo(value)}."
     if validator == "type":
         expected = value if isinstance(value, str) else " or ".join(value)
-        return gateway_error(
-            "invalid_arguments",
-            f"{where} must be {_article(expected)} {expected}, not {_json_type(error.instance)}.",
-            param=param,
-        )
+        return f"{where} must be {_article(expected)} {expected}, not {_json_type(error.instance)}."
     if validator == "minLength":
-        return gateway_error("invalid_arguments", f"{where} must not be empty.", param=param)
-    if validator in {"maxLength", "maxItems", "maxProperties"}:
-        unit = {"maxLength": "characters", "maxItems": "items", "maxProperties": "keys"}[validator]
-        return gateway_error(
-            "invalid_arguments", f"{where} is too long: at most {value} {unit} are accepted.", param=param
-        )
-    if validator == "minItems":
-        return gateway_error(
-            "invalid_arguments", f"{where} must list at least {value} item(s); omit it instead.", param=param
-        )
-    if validator == "minProperties":
-        return gateway_error(
-            "invalid_arguments", f"{where} must not be an empty object; omit it instead.", param=param
-        )
+        if value == 1:
+            return f"{where} must not be empty."
+        return f"{where} must be at least {value} characters long, not {len(error.instance)}."
+    if validator in _UNITS:
+        return f"{where} is too long: at most {value} {_UNITS[str(validator)]} are accepted."
+    if validator in {"minItems", "minProperties"}:
+        omit = "; omit it instead" if _optional(path, schema) else ""
+        if validator == "minProperties" and value == 1:
+            return f"{where} must not be an empty object{omit}."
+        unit = "item(s)" if validator == "minItems" else "key(s)"
+        return f"{where} must list at least {value} {unit}{omit}."
     if validator == "pattern":
-        return gateway_error("invalid_arguments", f"{where} has an invalid format.", param=param)
+        pattern = value if len(value) <= _PATTERN_CHARS else f"{value[: _PATTERN_CHARS - 1]}…"
+        return f"{where} must match the pattern {pattern!r}; {echo(error.instance)} does not."
     detail = error.message if len(error.message) <= _MAX_MESSAGE else f"fails the '{validator}' rule"
-    return gateway_error("invalid_arguments", f"{where}: {detail}", param=param)
+    return f"{where}: {detail}"
+
+
+def _unknown(error: ValidationError, schema: Mapping[str, Any]) -> list[str]:
+    known = set(schema.get("properties", {}))
+    return sorted(set(error.instance) - known) if isinstance(error.instance, dict) else []
+
+
+def _absent(error: ValidationError) -> list[str]:
+    missing = error.validator_value if isinstance(error.validator_value, list) else []
+    return [str(m) for m in missing if isinstance(error.instance, dict) and m not in error.instance]
+
+
+def _optional(path: Sequence[str], schema: Mapping[str, Any]) -> bool:
+    """Whether the refused value is a top-level argument the tool's schema does not require."""
+    return len(path) == 1 and path[0] not in (schema.get("required") or ())
 
 
 def _describe_path(path: Sequence[str]) -> str:

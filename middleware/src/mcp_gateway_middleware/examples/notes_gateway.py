@@ -51,8 +51,9 @@ from mcp_gateway_middleware import (
     echo,
     gateway_error,
 )
-from mcp_gateway_middleware.http import bearer_check, refuse_token_kinds, shape_checks
-from mcp_gateway_middleware.ratelimit import Decision, LocalLimiter, Rate, rate_limit
+from mcp_gateway_middleware.doors import Refusal
+from mcp_gateway_middleware.http import bearer_check, rate_limit, refuse_token_kinds, shape_checks
+from mcp_gateway_middleware.ratelimit import Decision, LocalLimiter, Rate
 
 UNLIMITED: Final = Rate(0, 0)
 WRITES: Final = frozenset({"add_note"})
@@ -95,15 +96,6 @@ class Seat:
     shelf: Shelf | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why a key was refused."""
-
-    status: int
-    code: str
-    message: str
-
-
 ACCOUNT: Final = web.RequestKey("notes_account", Account)
 SCHEMAS: Final = {
     "search": {
@@ -129,6 +121,10 @@ def refused(status: int, code: str, message: str, headers: Mapping[str, str] | N
     return web.json_response({"error": {"code": code, "message": message}}, status=status, headers=headers)
 
 
+def refused_shape(request: web.Request, refusal: Refusal) -> web.Response:
+    return refused(refusal.status, refusal.code, refusal.message, refusal.headers())
+
+
 def build_app(
     keys: Mapping[str, Account], *, rate: Rate = UNLIMITED, max_body_bytes: int = 4096
 ) -> web.Application:
@@ -144,7 +140,7 @@ def build_app(
         return account
 
     def refuse_key(request: web.Request, refusal: Refusal) -> web.Response:
-        return refused(refusal.status, refusal.code, refusal.message, {"WWW-Authenticate": "Bearer"})
+        return refused(refusal.status, refusal.code, refusal.message, refusal.headers())
 
     def refuse_kind(request: web.Request, kind: str | None) -> web.Response:
         return refused(
@@ -176,7 +172,7 @@ def build_app(
 
     app = web.Application(
         middlewares=[
-            shape_checks(refused, max_body_bytes=max_body_bytes),
+            shape_checks(max_body_bytes=max_body_bytes, refuse=refused_shape),
             bearer_check(
                 authenticate,
                 refuse_key,

@@ -1,0 +1,166 @@
+"""An MCP SDK ``Server`` served over Streamable HTTP by aiohttp, behind the library's door.
+
+Contract (extras ``mcp`` and ``http``):
+
+- ``mcp_app(server, path="/mcp", host="127.0.0.1", authenticate=..., limiter=..., caller_key=...)``
+  answers an ``aiohttp.web.Application``. Its door, in order: on a loopback ``host``, the
+  DNS-rebinding guard (``doors.rebinding_refusal``: a foreign ``Host`` 421, ``Origin`` 403, as the
+  SDK's own app does); ``http.shape_checks`` (``POST`` only: the
+  endpoint is stateless, so a ``GET`` stream or a ``DELETE`` is a 405), ``http.bearer_check``
+  when ``authenticate`` is given (it answers the caller or a ``doors.Refusal``; the caller is
+  stored under ``http.ACCEPTED``: ``http.accepted(ctx.request)`` in a handler), then
+  ``http.rate_limit`` over ``caller_key(caller)`` when ``limiter`` is given (one token per
+  message). Every refusal is a JSON-RPC error body (``http.refusal_response``).
+- ``POST``: the body is one JSON-RPC message (capped at ``max_body_bytes`` while read → 413).
+  Not JSON → 400 ``-32700``; not one request or notification object → 400 ``-32600``; a
+  notification → 202. A request with an ``MCP-Protocol-Version`` of the 2026-07-28 era goes
+  through the SDK's envelope checks (``classify_inbound_request``; a rejection keeps the SDK's
+  code and status); then ``sdk_kernel.answer_request`` answers it, one JSON body, both eras.
+- The server's lifespan is entered once, when the app starts.
+"""
+
+from __future__ import annotations
+
+try:
+    import mcp  # noqa: F401 - only to say which extra is missing, plainly
+except ModuleNotFoundError as missing:  # test_installs_alone reads this message
+    raise ModuleNotFoundError(
+        "mcp_gateway_middleware.sdk_aiohttp needs the MCP SDK: pip install 'mcp-gateway-middleware[mcp]'"
+    ) from missing
+
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final
+
+from aiohttp import web
+from mcp.server import Server
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, InboundLadderRejection, classify_inbound_request
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from mcp_gateway_middleware.asgi import Authenticate
+from mcp_gateway_middleware.doors import LOOPBACK, TWO_CREDENTIALS, Refusal, rate_refusal, rebinding_refusal
+from mcp_gateway_middleware.http import (
+    ACCEPTED,
+    Handler,
+    Stage,
+    bearer_check,
+    rate_limit,
+    refusal_response,
+    shape_checks,
+)
+from mcp_gateway_middleware.ratelimit import Decision, Limiter
+from mcp_gateway_middleware.sdk_kernel import answer_request, error_reply
+
+__all__ = ["mcp_app"]
+
+_STATE: Final = web.AppKey("mcp_gateway_middleware.lifespan_state", object)
+_HANDSHAKE: Final = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
+VERSION_HEADER: Final = "MCP-Protocol-Version"
+
+
+def mcp_app(
+    server: Server[Any],
+    *,
+    path: str = "/mcp",
+    host: str = "127.0.0.1",
+    authenticate: Authenticate | None = None,
+    limiter: Limiter | None = None,
+    caller_key: Callable[[Any], str | None] = str,
+    max_body_bytes: int = 4 * 1024 * 1024,
+) -> web.Application:
+    """``server`` at ``path`` behind the door (module contract)."""
+    stages: list[Stage] = [rebinding_guard] if host in LOOPBACK else []
+    stages.append(shape_checks(max_body_bytes=max_body_bytes, methods=frozenset({"POST"})))
+    if authenticate is not None:
+        stages.append(
+            bearer_check(
+                authenticate, refusal_response, ACCEPTED, rejection=Refusal, duplicate=TWO_CREDENTIALS
+            )
+        )
+        if limiter is not None:
+            stages.append(rate_limit(limiter, lambda request: caller_key(request[ACCEPTED]), _refuse_rate))
+    app = web.Application(middlewares=stages, client_max_size=max_body_bytes)
+
+    async def lifespan(app: web.Application) -> AsyncIterator[None]:
+        async with server.lifespan(server) as state:
+            app[_STATE] = state
+            yield
+
+    async def post(request: web.Request) -> web.Response:
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return refusal_response(
+                request, Refusal(413, "request_too_large", f"The body is larger than {max_body_bytes} bytes.")
+            )
+        status, reply = await _answer(server, request.app[_STATE], request, body)
+        if reply is None:
+            return web.Response(status=status)  # a notification: accepted, nothing to answer
+        return web.Response(status=status, body=json.dumps(reply).encode(), content_type="application/json")
+
+    app.cleanup_ctx.append(lifespan)
+    app.router.add_post(path, post)
+    return app
+
+
+@web.middleware
+async def rebinding_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    refusal = rebinding_refusal(request.headers)
+    return await handler(request) if refusal is None else refusal_response(request, refusal)
+
+
+def _refuse_rate(request: web.Request, decision: Decision) -> web.Response:
+    return refusal_response(request, rate_refusal(decision.retry_after_seconds))
+
+
+async def _answer(
+    server: Server[Any], state: Any, request: web.Request, body: bytes
+) -> tuple[int, dict[str, Any] | None]:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return 400, error_reply(
+            None, ErrorData(code=PARSE_ERROR, message="Parse error: send one JSON-RPC 2.0 object.")
+        )
+    if not _well_formed(message):
+        return 400, error_reply(
+            None,
+            ErrorData(
+                code=INVALID_REQUEST,
+                message='Invalid request: send one JSON-RPC 2.0 object ("jsonrpc": "2.0", a string method, '
+                "an integer or string id, object params).",
+            ),
+        )
+    if "id" not in message:
+        return 202, None
+    version = request.headers.get(VERSION_HEADER)
+    route = None
+    if version is not None and version not in _HANDSHAKE:
+        verdict = classify_inbound_request(
+            message, headers={k.lower(): v for k, v in request.headers.items()}
+        )
+        if isinstance(verdict, InboundLadderRejection):
+            error = ErrorData(code=verdict.code, message=verdict.message, data=verdict.data)
+            return ERROR_CODE_HTTP_STATUS.get(verdict.code, 400), error_reply(message["id"], error)
+        route = verdict
+    return await answer_request(
+        server,
+        state,
+        request,
+        request.headers,
+        message["id"],
+        message["method"],
+        message.get("params"),
+        route,
+        handshake_version=version,
+    )
+
+
+def _well_formed(message: Any) -> bool:
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return False
+    if not isinstance(message.get("method"), str) or not isinstance(message.get("params", {}), dict | None):
+        return False
+    request_id = message.get("id", "")
+    return isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
