@@ -41,8 +41,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
+from mcp_gateway_middleware.hosts import normal_origin
 
-from pdpp_gateway.hosted.origin import normal_origin
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.rs.errors import RsError
 

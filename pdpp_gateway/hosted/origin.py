@@ -2,7 +2,8 @@
 
 Contract:
 
-- Origins and host names are compared in one normal form: lower-case scheme and host,
+- Origins and host names are compared in one normal form (the library's
+  ``hosts.normal_host`` and ``hosts.normal_origin``): lower-case scheme and host,
   no default port (``:80`` for http, ``:443`` for https), IPv6 literals in brackets.
   A host allow-list entry without a port matches only that host on its default port:
   ``data.example.org`` does not admit ``data.example.org:9999``.
@@ -26,35 +27,45 @@ Contract:
   ``/mcp`` URL. A token is accepted only for an audience the gateway could have
   advertised to the client that got it, or for the RS resource it fronts
   (introspection mode; see ``tokens``).
-- ``host_guard`` (aiohttp middleware): the request's effective host (the forwarded host
-  from a trusted proxy, else ``Host``) and, for an absolute-form request target
-  (``POST http://other.example/mcp``), the target's host must both be on the
-  allow-list, else 421 ``misdirected_request`` (its message, a warning line and the request's
-  access line name the host that arrived, normalised, and the hosts served); a present ``Origin`` must be an allowed origin, else 403
+- ``host_guard`` (aiohttp middleware): the library's Host and Origin guard
+  (``mcp_gateway_middleware.http.host_check`` of ``OriginPolicy.guard``, a
+  ``mcp_gateway_middleware.hosts.HostPolicy`` over the allow-lists and the trusted proxies) in
+  this door's words: the request's effective host (the forwarded host from a trusted proxy,
+  else ``Host``) and, for an absolute-form request target (``POST http://other.example/mcp``),
+  the target's host must both be on the allow-list, else 421 ``misdirected_request`` (its
+  message, a warning line and the request's access line name the host that arrived,
+  normalised, and the hosts served); a present ``Origin`` must be an allowed origin, else 403
   ``origin_not_allowed``. Health probes (``/healthz``, ``/readyz``, ``/metrics``) are
   exempt: platforms call them on internal host names.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Final
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
+from aiohttp.typedefs import Middleware
+from mcp_gateway_middleware.doors import Refusal
+from mcp_gateway_middleware.hosts import (
+    DEFAULT_PORTS,
+    UNREADABLE,
+    HostPolicy,
+    TrustedProxies,
+    first_value,
+    normal_host,
+    normal_origin,
+)
+from mcp_gateway_middleware.http import host_check
 
 from pdpp_gateway.hosted.ops import ACCESS_FIELDS
 from pdpp_gateway.hosted.refusals import refusal
 from pdpp_gateway.settings import HostedSettings, path_prefix
 
 EXEMPT_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
-DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 PUBLIC_BASE: Final = web.RequestKey("public_base", str)  # ``base_of``'s per-request memo
 MAX_LOGGED_HOST: Final = (
     255  # a refused host as logged: a DNS name's longest, so a junk header stays one short line
@@ -68,11 +79,9 @@ _warned_prefixes: set[str] = set()
 class OriginPolicy:
     configured_base: str | None  # the public URL: origin + path prefix
     fallback_origin: str
-    trusted: tuple[Network, ...]
-    hosts: frozenset[str]  # normal-form host[:port] entries, or "*"
+    guard: HostPolicy  # the allowed hosts and origins, the trusted proxies
     forwardable: frozenset[str]  # hosts a trusted proxy may make the advertised origin
     prefixes: frozenset[str]  # path prefixes a trusted proxy may add to it
-    origins: frozenset[str]
     provider_resource: str | None = None  # the provider URL in ``normal_resource`` form
 
     @classmethod
@@ -91,44 +100,31 @@ class OriginPolicy:
         return cls(
             configured_base=configured,
             fallback_origin=fallback,
-            trusted=tuple(ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies),
-            hosts=frozenset(hosts),
+            guard=HostPolicy(
+                frozenset(hosts),
+                frozenset(o for entry in settings.origin_allow_list() if (o := normal_origin(entry))),
+                TrustedProxies.parse(settings.trusted_proxies),
+            ),
             forwardable=frozenset(forwardable),
             prefixes=frozenset(settings.allowed_prefixes),
-            origins=frozenset(o for entry in settings.origin_allow_list() if (o := normal_origin(entry))),
             provider_resource=normal_resource(settings.provider_url),
         )
 
-    def from_trusted_proxy(self, request: web.Request) -> bool:
-        if not self.trusted:
-            return False
-        peer = request.remote
-        if not peer:
-            return False
-        try:
-            address = ipaddress.ip_address(peer.split("%", 1)[0])
-        except ValueError:
-            return False
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        return any(address in network for network in self.trusted)
+    @property
+    def trusted(self) -> bool:
+        """Whether any proxy is trusted to name the host (else the base never varies)."""
+        return bool(self.guard.proxies.networks)
 
     def forwarded_base(self, request: web.Request) -> str | None:
         """The trusted proxy's public origin, when it names a host the operator listed,
         with its forwarded prefix when the operator listed that too."""
-        if not self.from_trusted_proxy(request):
+        forwarded = self.guard.proxies.forwarded(request.headers, request.remote)
+        if forwarded is None or forwarded.proto is None or forwarded.host not in self.forwardable:
             return None
-        proto = (_first(request.headers.get("X-Forwarded-Proto")) or "").lower()
-        raw = _first(request.headers.get("X-Forwarded-Host"))
-        if proto not in DEFAULT_PORTS or not raw:
-            return None
-        host = normal_host(raw, proto)
-        if host is None or host not in self.forwardable:
-            return None
-        return f"{proto}://{host}{self._forwarded_prefix(request)}"
+        return f"{forwarded.proto}://{forwarded.host}{self._forwarded_prefix(request)}"
 
     def _forwarded_prefix(self, request: web.Request) -> str:
-        raw = _first(request.headers.get("X-Forwarded-Prefix"))
+        raw = first_value(request.headers.get("X-Forwarded-Prefix"))
         if raw is None:
             return ""
         prefix = path_prefix(raw)
@@ -198,129 +194,40 @@ class OriginPolicy:
             bases |= {self.provider_resource}
         return frozenset(url for base in bases for url in (base, f"{base}/mcp"))
 
-    def effective_host(self, request: web.Request) -> str | None:
-        if self.from_trusted_proxy(request):
-            forwarded = _first(request.headers.get("X-Forwarded-Host"))
-            if forwarded:
-                proto = (_first(request.headers.get("X-Forwarded-Proto")) or "").lower()
-                return normal_host(forwarded, proto if proto in DEFAULT_PORTS else None)
-        return normal_host(request.headers.get("Host", ""), request.scheme)
-
-    def named_hosts(self, request: web.Request) -> list[str | None]:
-        """The effective host, plus the host of an absolute-form request target (RFC 9112
-        §3.2.2: such a target, not ``Host``, names the host the client meant); ``None``
-        stands for a host that cannot be read."""
-        hosts = [self.effective_host(request)]
-        target = request.raw_path
-        if not target.startswith("/"):
-            parts = urlsplit(target)
-            scheme = parts.scheme.lower()
-            hosts.append(
-                normal_host(parts.netloc.rpartition("@")[2], scheme) if scheme in DEFAULT_PORTS else None
-            )
-        return hosts
-
-    def served_hosts(self) -> list[str]:
-        """The host names this gateway serves, as a 421 answer names them."""
-        return sorted(self.hosts - {"*"})
-
-    def host_allowed(self, host: str | None) -> bool:
-        if host is None:
-            return False
-        return "*" in self.hosts or host in self.hosts
-
-    def origin_allowed(self, origin: str) -> bool:
-        if "*" in self.origins:
-            return True
-        normal = normal_origin(origin)
-        return normal is not None and normal in self.origins
-
 
 def host_guard(policy: OriginPolicy) -> Middleware:
-    @web.middleware
-    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path in EXEMPT_PATHS:
-            return await handler(request)
-        refused = [host for host in policy.named_hosts(request) if not policy.host_allowed(host)]
-        if refused:
-            arrived = (refused[0] or "a host name that cannot be read")[:MAX_LOGGED_HOST]
-            served = ", ".join(policy.served_hosts())
-            request[ACCESS_FIELDS] = {"host": arrived, "served": served}
-            _log.warning(
-                "refused a request for %s (421): this gateway serves %s",
-                arrived,
-                served,
-                extra={"fields": {"event": "misdirected_request", "host": arrived, "served": served}},
-            )
-            return refusal(
-                421,
-                "misdirected_request",
-                f"This gateway does not serve the host {arrived}: it serves {served}. Use the provider's "
-                f"public MCP URL ({policy.configured_base or policy.fallback_origin}/mcp); behind a proxy, "
-                "have it pass the host and port the client used (nginx: proxy_set_header Host $http_host).",
-                policy.configured_base or policy.fallback_origin,  # its icon under the prefix too
-                # The RS types its own 421 api_error; here the request itself is at fault
-                # (a Host this door does not serve), as its JSON-RPC code -32600 says.
-                error_type="invalid_request_error",
-            )
-        origin = request.headers.get("Origin")
-        if origin is not None and not policy.origin_allowed(origin):
+    """The library's host check over ``policy.guard``, refusing in this door's words."""
+
+    def refuse(request: web.Request, refused: Refusal) -> web.Response:
+        if refused.status != 421:
             return refusal(
                 403,
                 "origin_not_allowed",
                 "Browser requests from this origin are not allowed. Call the gateway from an MCP client.",
                 policy.base_of(request),
             )
-        return await handler(request)
+        arrived = (refused.subject or UNREADABLE)[:MAX_LOGGED_HOST]
+        served = ", ".join(policy.guard.served())
+        request[ACCESS_FIELDS] = {"host": arrived, "served": served}
+        _log.warning(
+            "refused a request for %s (421): this gateway serves %s",
+            arrived,
+            served,
+            extra={"fields": {"event": "misdirected_request", "host": arrived, "served": served}},
+        )
+        return refusal(
+            421,
+            "misdirected_request",
+            f"This gateway does not serve the host {arrived}: it serves {served}. Use the provider's "
+            f"public MCP URL ({policy.configured_base or policy.fallback_origin}/mcp); behind a proxy, "
+            "have it pass the host and port the client used (nginx: proxy_set_header Host $http_host).",
+            policy.configured_base or policy.fallback_origin,  # its icon under the prefix too
+            # The RS types its own 421 api_error; here the request itself is at fault
+            # (a Host this door does not serve), as its JSON-RPC code -32600 says.
+            error_type="invalid_request_error",
+        )
 
-    return guard
-
-
-@lru_cache(maxsize=256)  # pure, and asked for on every request: bounded against odd Host values
-def normal_host(host: str, scheme: str | None = None) -> str | None:
-    """``host[:port]`` lower-cased, without the scheme's default port (both 80 and 443
-    when the scheme is unknown); ``None`` when it is not a host name."""
-    host = host.strip().lower()
-    if host == "*":
-        return host
-    if not host or any(c in host for c in "/?#@ \t"):
-        return None
-    if host.startswith("["):
-        end = host.find("]")
-        if end < 0:
-            return None
-        name, rest = host[: end + 1], host[end + 1 :]
-        if rest and not rest.startswith(":"):
-            return None
-        port = rest[1:] if rest else None
-    else:
-        name, colon, port_text = host.partition(":")
-        port = port_text if colon else None
-        if ":" in port_text:
-            return None
-    name = name.rstrip(".") if not name.startswith("[") else name
-    if not name:
-        return None
-    if port is not None:
-        if not port.isdigit() or not 0 < int(port) < 65536:
-            return None
-        port = str(int(port))
-        defaults = {DEFAULT_PORTS[scheme]} if scheme in DEFAULT_PORTS else set(DEFAULT_PORTS.values())
-        if port in defaults:
-            port = None
-    return f"{name}:{port}" if port else name
-
-
-def normal_origin(url: str | None) -> str | None:
-    """``scheme://host[:port]`` of an http(s) URL in normal form, or ``None``."""
-    if not url:
-        return None
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    if scheme not in DEFAULT_PORTS:
-        return None
-    host = normal_host(parts.netloc.rpartition("@")[2], scheme)
-    return f"{scheme}://{host}" if host and host != "*" else None
+    return host_check(policy.guard, refuse, exempt=EXEMPT_PATHS)
 
 
 def normal_resource(url: str) -> str | None:
@@ -342,10 +249,3 @@ def normal_resources(urls: Iterable[object]) -> set[str]:
 def _url_host(url: str) -> str | None:
     parts = urlsplit(url)
     return normal_host(parts.netloc.rpartition("@")[2], parts.scheme.lower())
-
-
-def _first(value: str | None) -> str | None:
-    if not value:
-        return None
-    first = value.split(",", 1)[0].strip()
-    return first or None

@@ -7,7 +7,8 @@ from typing import Any, Final
 
 import pytest
 from aiohttp import web
-from mcp_gateway_middleware.http import Stage, accepts, bearer_check, refuse_token_kinds
+from mcp_gateway_middleware.hosts import HostPolicy, TrustedProxies
+from mcp_gateway_middleware.http import Stage, accepts, bearer_check, host_check, refuse_token_kinds
 
 WHO: Final = web.RequestKey("who", str)
 
@@ -72,3 +73,34 @@ async def test_the_kind_stage_fails_closed_without_a_seated_caller(aiohttp_clien
 )
 def test_accepts_lets_the_most_specific_range_decide(accept: str, media_type: str, admitted: bool) -> None:
     assert accepts(accept, media_type) is admitted
+
+
+async def test_the_host_stage_serves_listed_hosts_trusts_only_listed_proxies_and_exempts_probes(
+    aiohttp_client: Any,
+) -> None:
+    policy = HostPolicy(
+        frozenset({"data.example.org"}),
+        frozenset({"https://data.example.org"}),
+        TrustedProxies.parse(["127.0.0.1"]),
+    )
+    app = web.Application(middlewares=[host_check(policy, exempt={"/healthz"})])
+    app.router.add_get("/", whoami)
+    app.router.add_get("/healthz", whoami)
+    client = await aiohttp_client(app)
+    proxied = {"X-Forwarded-Host": "DATA.example.org:443", "X-Forwarded-Proto": "https"}
+    assert (await client.get("/", headers=proxied)).status == 200  # the test client is the trusted proxy
+    misdirected = await client.get("/", headers={"Host": "data.example.org:8443"})  # not its default port
+    body = await misdirected.json()
+    assert (misdirected.status, body["error"]["data"]["code"]) == (421, "misdirected_request")
+    assert "data.example.org:8443" in body["error"]["message"]
+    foreign = await client.get("/", headers={**proxied, "Origin": "https://evil.example"})
+    assert (foreign.status, (await foreign.json())["error"]["data"]["code"]) == (403, "origin_not_allowed")
+    own = await client.get("/", headers={**proxied, "Origin": "HTTPS://data.example.org:443"})
+    assert own.status == 200
+    assert (await client.get("/healthz", headers={"Host": "internal.local"})).status == 200
+
+    untrusted = HostPolicy(frozenset({"data.example.org"}))  # no proxy trusted: the Host decides
+    app = web.Application(middlewares=[host_check(untrusted)])
+    app.router.add_get("/", whoami)
+    client = await aiohttp_client(app)
+    assert (await client.get("/", headers=proxied)).status == 421

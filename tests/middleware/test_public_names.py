@@ -48,6 +48,7 @@ HTTP_PUBLIC = {
     "accepted",
     "accepts",
     "bearer_check",
+    "host_check",
     "rate_limit",
     "refusal_response",
     "refuse_token_kinds",
@@ -70,7 +71,8 @@ def test_the_http_stages_public_names_are_exactly_these() -> None:
 def test_importing_the_library_and_its_framework_free_cores_loads_no_framework() -> None:
     # The tool stages, the door's decisions, the limiter and the ASGI door: no aiohttp, no SDK.
     probe = (
-        "import sys, mcp_gateway_middleware, mcp_gateway_middleware.doors, mcp_gateway_middleware.ratelimit, "
+        "import sys, mcp_gateway_middleware, mcp_gateway_middleware.doors, mcp_gateway_middleware.hosts, "
+        "mcp_gateway_middleware.ratelimit, "
         "mcp_gateway_middleware.asgi; print(sorted(m for m in ('jsonschema', 'aiohttp', 'pdpp_gateway', 'mcp') "
         "if m in sys.modules))"
     )

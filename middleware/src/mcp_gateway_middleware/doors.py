@@ -8,7 +8,8 @@ nothing here imports either):
   ``asgi.AsgiHeaders`` wraps an ASGI scope's.
 - ``Refusal(status, code, message, retry_after=None)``: a door's "no", the same on every
   framework. ``headers()`` are its HTTP headers (``Retry-After`` when it has a wait, a
-  ``WWW-Authenticate: Bearer`` challenge on a 401); ``rpc_body(request_id)`` is its body as a
+  ``WWW-Authenticate: Bearer`` challenge on a 401); ``subject`` names what was refused (a
+  421's host) for a gateway's own words and log, never sent; ``rpc_body(request_id)`` is its body as a
   JSON-RPC 2.0 error object an MCP client surfaces (the SDK's client raises it as an
   ``MCPError``): ``error.code`` from ``rpc_code(status)``, ``error.message`` the message,
   ``error.data`` ``{"status", "code", "retry_after_seconds"?}``, so the status, the typed code
@@ -37,10 +38,7 @@ nothing here imports either):
   of type ``R``. The raw header goes to ``authenticate`` and nowhere else: never stored or
   logged here.
 - ``rate_refusal(decision, message)``: a refused ``ratelimit.Decision`` as a 429 with its wait.
-- ``rebinding_refusal(headers, hosts)``: the transport spec's DNS-rebinding guard for a server
-  on a loopback address: a ``Host`` whose name is not in ``hosts`` (by default ``LOOPBACK``;
-  any port) → 421 ``misdirected_request``; an ``Origin`` sent from anywhere else → 403
-  ``origin_not_allowed``. A request with no ``Origin`` (not from a browser) passes.
+- The Host and Origin guard (the DNS-rebinding guard among its uses) is ``hosts``'.
 """
 
 from __future__ import annotations
@@ -53,7 +51,6 @@ from typing import Any, Final, Protocol, TypeVar
 
 __all__ = [
     "ALLOWED_METHODS",
-    "LOOPBACK",
     "RPC_CODES",
     "SPEC_METHODS",
     "TWO_CREDENTIALS",
@@ -62,7 +59,6 @@ __all__ = [
     "accepts",
     "admit_bearer",
     "rate_refusal",
-    "rebinding_refusal",
     "rpc_code",
     "shape_refusal",
 ]
@@ -108,6 +104,7 @@ class Refusal:
     message: str
     retry_after: int | None = None  # whole seconds, when waiting helps
     allow: str = ALLOWED_METHODS  # a 405's Allow header
+    subject: str | None = None  # what was refused, for a gateway's own words and log (a 421's host)
 
     def headers(self) -> dict[str, str]:
         sent = {"Allow": self.allow} if self.status == 405 else {}
@@ -200,33 +197,6 @@ def rate_refusal(retry_after_seconds: int, message: str | None = None) -> Refusa
     """A 429 asking to wait ``retry_after_seconds`` (``ratelimit.Decision.retry_after_seconds``)."""
     wait = retry_after_seconds
     return Refusal(429, "rate_limited", message or f"Too many requests: retry in {wait} s.", retry_after=wait)
-
-
-LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "[::1]"})
-
-
-def rebinding_refusal(headers: Headers, hosts: frozenset[str] = LOOPBACK) -> Refusal | None:
-    """Why a loopback server refuses this request's ``Host`` or ``Origin`` (module contract)."""
-    if _host_name(headers.get("Host") or "") not in hosts:
-        return Refusal(
-            421, "misdirected_request", "Misdirected request: this server answers only on its own host name."
-        )
-    origin = headers.get("Origin")
-    if origin is not None and _host_name(origin.partition("://")[2].partition("/")[0]) not in hosts:
-        return Refusal(
-            403,
-            "origin_not_allowed",
-            "Origin not allowed: call this server from its own host, not a web page.",
-        )
-    return None
-
-
-def _host_name(authority: str) -> str:
-    """``authority`` without its port (``[::1]:80`` → ``[::1]``), lower-cased."""
-    authority = authority.strip().lower()
-    if authority.startswith("["):
-        return authority.partition("]")[0] + "]"
-    return authority.partition(":")[0]
 
 
 _ANY: Final = "*/*"

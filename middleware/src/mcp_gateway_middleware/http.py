@@ -17,6 +17,10 @@ Contract:
   ``kind_of(accepted)`` names the kind of the caller under ``key``; a refused kind, or an
   unknown one (``None``, or no caller under ``key``) while ``refuse_unknown`` holds, is
   answered with ``refuse(request, kind)``.
+- ``host_check(policy, refuse=refusal_response, exempt=())``: ``hosts.HostPolicy.refusal`` of
+  the request (its headers, scheme, TCP peer and raw target), answered with
+  ``refuse(request, refusal)``; a path in ``exempt`` (health probes a platform calls on an
+  internal host name) is not checked.
 - ``shape_checks(max_body_bytes=..., refuse=..., methods=...)``: ``doors.shape_refusal`` of the
   request's method and headers, answered with ``refuse(request, refusal)``.
 - ``rate_limit(limiter, caller_of, refuse)``: one token per HTTP request that reaches it,
@@ -37,6 +41,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from mcp_gateway_middleware.doors import SPEC_METHODS, Refusal, accepts, admit_bearer, shape_refusal
+from mcp_gateway_middleware.hosts import HostPolicy
 from mcp_gateway_middleware.ratelimit import Decision, Limiter
 
 __all__ = [
@@ -46,6 +51,7 @@ __all__ = [
     "accepted",
     "accepts",
     "bearer_check",
+    "host_check",
     "rate_limit",
     "refusal_response",
     "refuse_token_kinds",
@@ -113,6 +119,27 @@ def refuse_token_kinds(
         if kind in refused_kinds or (kind is None and refuse_unknown):
             return refuse(request, kind)
         return await handler(request)
+
+    return check
+
+
+def host_check(
+    policy: HostPolicy,
+    refuse: Callable[[web.Request, Refusal], web.StreamResponse] = refusal_response,
+    *,
+    exempt: Iterable[str] = (),
+) -> Stage:
+    """A stage refusing a host or origin ``policy`` does not serve (``hosts.HostPolicy.refusal``)."""
+    unchecked = frozenset(exempt)
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in unchecked:
+            return await handler(request)
+        refusal = policy.refusal(
+            request.headers, scheme=request.scheme, peer=request.remote, target=request.raw_path
+        )
+        return await handler(request) if refusal is None else refuse(request, refusal)
 
     return check
 

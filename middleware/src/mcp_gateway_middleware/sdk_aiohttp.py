@@ -4,8 +4,8 @@ Contract (extras ``mcp`` and ``http``):
 
 - ``mcp_app(server, path="/mcp", host="127.0.0.1", authenticate=..., limiter=..., caller_key=...)``
   answers an ``aiohttp.web.Application``. Its door, in order: on a loopback ``host``, the
-  DNS-rebinding guard (``doors.rebinding_refusal``: a foreign ``Host`` 421, ``Origin`` 403, as the
-  SDK's own app does); ``http.shape_checks`` (``POST`` only: the
+  DNS-rebinding guard (``http.host_check`` of ``hosts.LOOPBACK_POLICY``: a foreign ``Host`` 421,
+  ``Origin`` 403, as the SDK's own app does); ``http.shape_checks`` (``POST`` only: the
   endpoint is stateless, so a ``GET`` stream or a ``DELETE`` is a 405), ``http.bearer_check``
   when ``authenticate`` is given (it answers the caller or a ``doors.Refusal``; the caller is
   stored under ``http.ACCEPTED``: ``http.accepted(ctx.request)`` in a handler), then
@@ -39,12 +39,13 @@ from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_gateway_middleware.asgi import Authenticate
-from mcp_gateway_middleware.doors import LOOPBACK, TWO_CREDENTIALS, Refusal, rate_refusal, rebinding_refusal
+from mcp_gateway_middleware.doors import TWO_CREDENTIALS, Refusal, rate_refusal
+from mcp_gateway_middleware.hosts import LOOPBACK, LOOPBACK_POLICY
 from mcp_gateway_middleware.http import (
     ACCEPTED,
-    Handler,
     Stage,
     bearer_check,
+    host_check,
     rate_limit,
     refusal_response,
     shape_checks,
@@ -70,7 +71,7 @@ def mcp_app(
     max_body_bytes: int = 4 * 1024 * 1024,
 ) -> web.Application:
     """``server`` at ``path`` behind the door (module contract)."""
-    stages: list[Stage] = [rebinding_guard] if host in LOOPBACK else []
+    stages: list[Stage] = [host_check(LOOPBACK_POLICY)] if host in LOOPBACK else []
     stages.append(shape_checks(max_body_bytes=max_body_bytes, methods=frozenset({"POST"})))
     if authenticate is not None:
         stages.append(
@@ -102,12 +103,6 @@ def mcp_app(
     app.cleanup_ctx.append(lifespan)
     app.router.add_post(path, post)
     return app
-
-
-@web.middleware
-async def rebinding_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    refusal = rebinding_refusal(request.headers)
-    return await handler(request) if refusal is None else refusal_response(request, refusal)
 
 
 def _refuse_rate(request: web.Request, decision: Decision) -> web.Response:
