@@ -25,9 +25,10 @@ Contract:
   1. the body is read within ``body_timeout`` seconds (a client that stalls mid-body
      gets 408 and the connection is closed) and over the cap while reading (chunked)
      → 413;
-  2. one JSON object: unparsable → 400 ``-32700``; a batch, a posted response, or an
-     envelope without ``"jsonrpc": "2.0"``, a string ``method`` or a valid ``id`` →
-     400 ``-32600``; ``params`` that is not an object, or params of a shape the SDK
+  2. one JSON object: unparsable → 400 ``-32700``; then the library's envelope check
+     (``mcp_gateway_middleware.envelope.envelope_fault``) in this door's words: a batch, a
+     posted response, or an envelope without ``"jsonrpc": "2.0"``, a string ``method`` or a
+     valid ``id`` → 400 ``-32600``; ``params`` that is not an object → 400 ``-32602``; then params of a shape the SDK
      would refuse (``wire.params.params_problem``: ``tools/call`` without a string
      ``name`` or with ``arguments`` that is not an object, ``resources/read`` without a
      string ``uri``) → 400 ``-32602`` (the id echoed when it is a valid one: JSON-RPC
@@ -62,6 +63,7 @@ from mcp.shared.inbound import (
     find_duplicated_routing_header,
 )
 from mcp_gateway_middleware.doors import Refusal
+from mcp_gateway_middleware.envelope import envelope_fault, valid_id
 from mcp_gateway_middleware.http import shape_checks
 from mcp_types import (
     HEADER_MISMATCH,
@@ -95,6 +97,12 @@ _NOT_A_REQUEST: Final = (
     "Invalid request: the body must be one JSON-RPC 2.0 request or notification object "
     '(with "jsonrpc": "2.0", a string method and a string or integer id)'
 )
+
+
+_FAULT_WORDS: Final = {  # the library's envelope faults in this door's words (else _NOT_A_REQUEST)
+    "batch": f"{_NOT_A_REQUEST} (no batches).",
+    "params": "Invalid params: params must be a JSON object (or left out).",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,22 +206,11 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
             "Parse error: the body is not valid JSON. Send one JSON-RPC 2.0 object.",
             rpc_code=PARSE_ERROR,
         )
-    if not isinstance(decoded, dict):
-        return _invalid(None, f"{_NOT_A_REQUEST} (no batches).")
+    fault = envelope_fault(decoded)
+    if fault is not None:
+        words = _FAULT_WORDS.get(fault.reason, _NOT_A_REQUEST)
+        return refusal(400, fault.code, words, rpc_code=fault.rpc_code, request_id=fault.request_id)
     notification = "id" not in decoded
-    method = decoded.get("method")
-    valid_id = not notification and _valid_id(decoded["id"])
-    echo = decoded["id"] if valid_id and isinstance(method, str) else None
-    if decoded.get("jsonrpc") != "2.0" or not isinstance(method, str) or not (notification or valid_id):
-        return _invalid(echo, _NOT_A_REQUEST)
-    if decoded.get("params") is not None and not isinstance(decoded["params"], dict):
-        return refusal(
-            400,
-            "invalid_params",
-            "Invalid params: params must be a JSON object (or left out).",
-            rpc_code=INVALID_PARAMS,
-            request_id=echo,
-        )
     version = request.headers.get(VERSION_HEADER)
     modern = version if version is not None and version not in _HANDSHAKE else None
     if notification:
@@ -222,8 +219,8 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
         except ValidationError:
             return _invalid(None, _NOT_A_REQUEST)
         return Inbound(decoded, None, modern, None)
-    message = Request(decoded["id"], method, decoded.get("params"))
-    problem = params_problem(method, message.params)
+    message = Request(decoded["id"], decoded["method"], decoded.get("params"))
+    problem = params_problem(message.method, message.params)
     if problem is not None:
         return refusal(400, "invalid_params", problem, rpc_code=INVALID_PARAMS, request_id=message.id)
     if modern is None:
@@ -260,10 +257,6 @@ def _labels(inbound: Inbound) -> tuple[str, str]:
     return (method if method in _KNOWN_METHODS else "other"), tool
 
 
-def _valid_id(value: object) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
 def _too_large(max_body_bytes: int) -> web.Response:
     return refusal(
         413,
@@ -289,7 +282,7 @@ async def _arrived_id(request: web.Request) -> Any:
     except orjson.JSONDecodeError:
         return None
     found = message.get("id") if isinstance(message, dict) else None
-    return found if _valid_id(found) else None
+    return found if valid_id(found) else None
 
 
 def _unsupported_version(version: str, request_id: Any) -> web.Response:

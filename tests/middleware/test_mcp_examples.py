@@ -363,3 +363,24 @@ async def test_a_web_page_cannot_reach_a_loopback_gateway_by_dns_rebinding(
                 assert answer.status == status
         async with session.post(url, json=hello, headers={**sent, "Origin": url.rsplit("/", 1)[0]}) as answer:
             assert answer.status == 200  # its own origin is welcome
+
+
+async def test_a_malformed_envelope_is_answered_with_its_code_and_the_request_s_id(
+    sites: Any, aiohttp_server: Any
+) -> None:
+    sent = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": "Bearer ada-key-51",
+    }
+    cases = [
+        ({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": [1]}, -32602, 7),
+        ({"jsonrpc": "1.0", "id": 8, "method": "ping"}, -32600, 8),
+        ({"jsonrpc": "2.0", "id": True, "method": "ping"}, -32600, None),  # no readable id
+        ([{"jsonrpc": "2.0", "id": 9, "method": "ping"}], -32600, None),  # a batch
+    ]
+    async with weather_http(sites, aiohttp_server) as url, aiohttp.ClientSession() as session:
+        for body, code, request_id in cases:
+            async with session.post(url, json=body, headers=sent) as answer:
+                reply = await answer.json()
+                assert (answer.status, reply["error"]["code"], reply["id"]) == (400, code, request_id)

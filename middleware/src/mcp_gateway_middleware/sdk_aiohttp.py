@@ -12,8 +12,9 @@ Contract (extras ``mcp`` and ``http``):
   ``http.rate_limit`` over ``caller_key(caller)`` when ``limiter`` is given (one token per
   message). Every refusal is a JSON-RPC error body (``http.refusal_response``).
 - ``POST``: the body is one JSON-RPC message (capped at ``max_body_bytes`` while read → 413).
-  Not JSON → 400 ``-32700``; not one request or notification object → 400 ``-32600``; a
-  notification → 202. A request with an ``MCP-Protocol-Version`` of the 2026-07-28 era goes
+  Not JSON → 400 ``-32700``; a faulty envelope (``envelope.envelope_fault``: not one request or
+  notification object → ``-32600``, ``params`` not an object → ``-32602``) → 400, answering the
+  request's id when it could be read; a notification → 202. A request with an ``MCP-Protocol-Version`` of the 2026-07-28 era goes
   through the SDK's envelope checks (``classify_inbound_request``; a rejection keeps the SDK's
   code and status); then ``sdk_kernel.answer_request`` answers it, one JSON body, both eras.
 - The server's lifespan is entered once, when the app starts.
@@ -35,11 +36,12 @@ from typing import Any, Final
 from aiohttp import web
 from mcp.server import Server
 from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, InboundLadderRejection, classify_inbound_request
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData
+from mcp_types import PARSE_ERROR, ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_gateway_middleware.asgi import Authenticate
 from mcp_gateway_middleware.doors import TWO_CREDENTIALS, Refusal, rate_refusal
+from mcp_gateway_middleware.envelope import envelope_fault
 from mcp_gateway_middleware.hosts import LOOPBACK, LOOPBACK_POLICY
 from mcp_gateway_middleware.http import (
     ACCEPTED,
@@ -118,14 +120,10 @@ async def _answer(
         return 400, error_reply(
             None, ErrorData(code=PARSE_ERROR, message="Parse error: send one JSON-RPC 2.0 object.")
         )
-    if not _well_formed(message):
+    fault = envelope_fault(message)
+    if fault is not None:
         return 400, error_reply(
-            None,
-            ErrorData(
-                code=INVALID_REQUEST,
-                message='Invalid request: send one JSON-RPC 2.0 object ("jsonrpc": "2.0", a string method, '
-                "an integer or string id, object params).",
-            ),
+            fault.request_id, ErrorData(code=fault.rpc_code, message=_FAULTS[fault.reason])
         )
     if "id" not in message:
         return 202, None
@@ -152,10 +150,9 @@ async def _answer(
     )
 
 
-def _well_formed(message: Any) -> bool:
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return False
-    if not isinstance(message.get("method"), str) or not isinstance(message.get("params", {}), dict | None):
-        return False
-    request_id = message.get("id", "")
-    return isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+_FAULTS: Final = {
+    "batch": "Invalid request: send one JSON-RPC 2.0 object (no batches).",
+    "envelope": 'Invalid request: send one JSON-RPC 2.0 object ("jsonrpc": "2.0", a string method, '
+    "an integer or string id).",
+    "params": "Invalid params: params must be a JSON object (or left out).",
+}
