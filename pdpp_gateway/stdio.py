@@ -14,12 +14,15 @@ Contract:
 - Reads renew the access token ahead of its expiry, and once after the RS refuses it as
   lapsed (401, or the reference's 403 ``grant_expired``), with the cached refresh token,
   and carry on (``local.renewing_rs``): a session outlives its tokens.
-- It serves until stdin closes AND every request read before that has been answered
-  (bounded by ``DRAIN_SECONDS``): the SDK's loop cancels in-flight handlers at end of
-  input, which over stdio would lose the answers of a client that pipes its requests and
-  half-closes stdin, so ``drain_on_eof`` holds end-of-input back until they are written.
-- The SDK's answers to requests answered early are not written again; each is compared
-  with the early bytes and a difference is logged as an error (a stale ``answers.json``).
+- The serve loop is the library's (``mcp_gateway_middleware.sdk_stdio.run_stdio``): it serves
+  until stdin closes AND every request read before that has been answered (bounded by its
+  ``DRAIN_SECONDS``; the SDK's loop alone would cancel in-flight handlers at end of input
+  and lose the answers of a client that pipes its requests and half-closes stdin), logging
+  under this module's logger. This door plugs in its stdin and stdout (the pump's lines,
+  the wire), the hand-over (``pump.hand_over`` once the streams are open) and
+  ``answered_early``: the SDK's answers to requests answered early are not written again;
+  each is compared with the early bytes and a difference is logged as an error (a stale
+  ``answers.json``).
 - A line that is not a JSON-RPC message is answered here (``check_line``), since the SDK
   drops it without a word: not JSON → ``-32700``, ``params`` that is not an object →
   ``-32602``, any other malformed message → ``-32600`` (a request whose id is neither an
@@ -37,17 +40,13 @@ Contract:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from functools import partial
 from typing import IO, Final, cast
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
-from mcp.server.stdio import stdio_server
-from mcp.shared.message import SessionMessage
 from mcp.types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -55,10 +54,10 @@ from mcp.types import (
     ErrorData,
     JSONRPCError,
     JSONRPCNotification,
-    JSONRPCRequest,
     JSONRPCResponse,
     jsonrpc_message_adapter,
 )
+from mcp_gateway_middleware.sdk_stdio import Reply, run_stdio
 from pydantic import ValidationError
 
 from pdpp_gateway.context import CallNext, GatewayContext
@@ -68,65 +67,16 @@ from pdpp_gateway.wire import line_id, sdk_line
 from pdpp_gateway.wire.line import SDK_PARSE_DEPTH
 from pdpp_gateway.wire.params import params_problem
 
-DRAIN_SECONDS: Final = 60.0
 _log = logging.getLogger(__name__)
 
-Inbound = SessionMessage | Exception
+
+def answered_early(early: EarlyAnswers) -> Callable[[Reply], bool]:
+    """The ``written`` hook of the library's ``drain_on_eof``: whether a reply's request was
+    answered before the hand-over (its early frame is claimed; a difference is logged)."""
+    return partial(_answered_early, early)
 
 
-@contextlib.asynccontextmanager
-async def drain_on_eof(
-    read_stream: ObjectReceiveStream[Inbound],
-    write_stream: ObjectSendStream[SessionMessage],
-    *,
-    early: EarlyAnswers | None = None,
-) -> AsyncIterator[tuple[ObjectReceiveStream[Inbound], ObjectSendStream[SessionMessage]]]:
-    """Stream proxies that delay end-of-input until every request read has an answer.
-
-    Answers to requests in ``early`` were written before the SDK loaded: they count as
-    answered and are not written again.
-    """
-    pending: set[object] = set()
-    answered = anyio.Event()
-    inbound_send, inbound_receive = anyio.create_memory_object_stream[Inbound](32)
-    outbound_send, outbound_receive = anyio.create_memory_object_stream[SessionMessage](32)
-
-    async def pump_in() -> None:
-        nonlocal answered
-        async with inbound_send, read_stream:
-            async for item in read_stream:
-                if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCRequest):
-                    pending.add(item.message.id)
-                    answered = anyio.Event()
-                await inbound_send.send(item)
-            with anyio.move_on_after(DRAIN_SECONDS) as scope:
-                while pending:
-                    await answered.wait()
-            if scope.cancelled_caught:
-                _log.warning(
-                    "stdin closed with %d request(s) unanswered after %.0f s", len(pending), DRAIN_SECONDS
-                )
-
-    async def pump_out() -> None:
-        async with outbound_receive, write_stream:
-            async for message in outbound_receive:
-                reply = message.message
-                if not isinstance(reply, JSONRPCResponse | JSONRPCError):
-                    await write_stream.send(message)
-                    continue
-                if not (early is not None and reply.id is not None and _answered_early(early, reply)):
-                    await write_stream.send(message)
-                pending.discard(reply.id)
-                if not pending:
-                    answered.set()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(pump_in)
-        group.start_soon(pump_out)
-        yield inbound_receive, outbound_send
-
-
-def _answered_early(early: EarlyAnswers, reply: JSONRPCResponse | JSONRPCError) -> bool:
+def _answered_early(early: EarlyAnswers, reply: Reply) -> bool:
     answer = early.claim(json.dumps(reply.id))
     if answer is None:
         return False
@@ -263,9 +213,5 @@ async def serve_sdk(
     server = build_server(lambda _ctx: context, name=server_name, pipeline=pipeline)
     stdin = anyio.wrap_file(cast(IO[str], SdkStdin(pump, partial(check_line, wire=wire))))
     stdout = anyio.wrap_file(cast(IO[str], WireOut(wire)))
-    async with (
-        stdio_server(stdin, stdout) as (read_stream, write_stream),
-        drain_on_eof(read_stream, write_stream, early=pump.early) as streams,
-    ):
-        pump.hand_over()
-        await server.run(*streams, server.create_initialization_options())
+    written = answered_early(pump.early)
+    await run_stdio(server, stdin, stdout, on_open=pump.hand_over, written=written, logger=_log)

@@ -7,10 +7,11 @@ import anyio
 import pytest
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCResponse
+from mcp_gateway_middleware.sdk_stdio import drain_on_eof
 
 from pdpp_gateway.fast_start.answers import Answer
 from pdpp_gateway.fast_start.wire import EarlyAnswers
-from pdpp_gateway.stdio import drain_on_eof
+from pdpp_gateway.stdio import answered_early
 
 
 def response(request_id: int, result: dict[str, object]) -> SessionMessage:
@@ -21,7 +22,10 @@ async def written_through(early: EarlyAnswers, replies: list[SessionMessage]) ->
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](8)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](8)
     async with read_receive, write_receive:
-        async with drain_on_eof(read_receive, write_send, early=early) as (inbound, outbound):
+        async with drain_on_eof(read_receive, write_send, written=answered_early(early)) as (
+            inbound,
+            outbound,
+        ):
             async with inbound, outbound:
                 for reply in replies:
                     await outbound.send(reply)

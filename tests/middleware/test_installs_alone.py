@@ -31,7 +31,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "middleware/src/mcp_gateway_middleware/examples/notes_gateway.py"
 WRITER_KEY = "key-alice-5d21"
-MCP_EXTRA = {"cli", "sdk", "sdk_aiohttp", "sdk_kernel"}  # the modules of the extra [mcp]
+MCP_EXTRA = {"cli", "sdk", "sdk_aiohttp", "sdk_kernel", "sdk_stdio"}  # the modules of the extra [mcp]
 READER_KEY = "key-bob-90e4"
 
 

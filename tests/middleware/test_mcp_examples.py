@@ -384,3 +384,39 @@ async def test_a_malformed_envelope_is_answered_with_its_code_and_the_request_s_
             async with session.post(url, json=body, headers=sent) as answer:
                 reply = await answer.json()
                 assert (answer.status, reply["error"]["code"], reply["id"]) == (400, code, request_id)
+
+
+async def test_a_client_that_pipes_its_calls_and_closes_stdin_still_gets_every_answer(sites: Any) -> None:
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "pipe", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "find_stations", "arguments": {"query": "osaka"}},
+        },
+    ]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(EXAMPLES / "weather_gateway.py"),
+        "--stdio",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "WEATHER_SITES": json.dumps(sites)},
+    )
+    piped = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    out, _ = await asyncio.wait_for(process.communicate(piped), 60)  # writes all, then closes stdin
+    answers = {answer["id"]: answer for answer in map(json.loads, out.decode().splitlines())}
+    assert sorted(answers) == [1, 2]  # the call in flight at end of input was answered, not cancelled
+    assert answers[2]["result"]["content"][0]["text"] == "1 station(s): south/OSA."

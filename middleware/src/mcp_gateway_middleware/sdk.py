@@ -16,8 +16,9 @@ Contract (extra ``mcp``, the MCP Python SDK 2.x; import this module explicitly):
   against the tool's ``outputSchema`` (the TypeScript SDK) check error results too.
 - ``build_server(name, version, specs, pipeline, context_for, **options)``: a low-level
   ``Server`` with those handlers (``options``: ``instructions``, ``title``, ``icons``, ...).
-- ``serve_stdio(server)``: serve it over stdio until the client closes stdin (stray prints go
-  to stderr, never onto the wire).
+- ``serve_stdio(server)``: serve it over stdio until the client closes stdin and every request
+  read before that is answered (``sdk_stdio.run_stdio``; stray prints go to stderr, never onto
+  the wire).
 - ``asgi_app(server, path="/mcp", authenticate=..., limiter=..., ...)``: the SDK's Streamable
   HTTP app (stateless, JSON answers) behind ``asgi.McpDoor``, whose refusals reach an SDK
   client as JSON-RPC errors. On aiohttp, ``sdk_aiohttp.mcp_app`` serves the same server.
@@ -32,9 +33,7 @@ except ModuleNotFoundError as missing:  # test_installs_alone reads this message
         "mcp_gateway_middleware.sdk needs the MCP SDK: pip install 'mcp-gateway-middleware[mcp]'"
     ) from missing
 
-import contextlib
 import json
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,12 +41,12 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from mcp_gateway_middleware.asgi import AsgiApp, Authenticate, McpDoor
 from mcp_gateway_middleware.pipeline import Next, ToolCall, ToolResult
 from mcp_gateway_middleware.ratelimit import Limiter
+from mcp_gateway_middleware.sdk_stdio import run_stdio
 from mcp_gateway_middleware.specs import ToolSpec
 
 __all__ = [
@@ -154,14 +153,9 @@ def build_server(
 
 
 def serve_stdio(server: Server[Any]) -> None:
-    """Serve ``server`` on this process's stdin and stdout until stdin closes."""
-
-    async def run() -> None:
-        async with stdio_server() as (read, write):  # claims the real stdout for the wire
-            with contextlib.redirect_stdout(sys.stderr):  # a stray print() never lands on it
-                await server.run(read, write, server.create_initialization_options())
-
-    anyio.run(run)
+    """Serve ``server`` on this process's stdin and stdout until stdin closes and every request
+    read has its answer (``sdk_stdio.run_stdio``)."""
+    anyio.run(run_stdio, server)
 
 
 def asgi_app(
