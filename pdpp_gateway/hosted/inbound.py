@@ -36,8 +36,8 @@ Contract:
   3. era by ``MCP-Protocol-Version``: absent or a handshake version (2024-11-05 …
      2025-11-25) → the handshake era. 2026-07-28 → the 2026 rules: routing headers
      must not repeat and must match the body (``Mcp-Method``, ``Mcp-Name``), the
-     ``_meta`` envelope must be complete (the SDK's ``classify_inbound_request``
-     ladder and status table).
+     ``_meta`` envelope must be complete (the library's ``sdk_kernel.modern_route``: the
+     SDK's ``classify_inbound_request`` ladder and status table), in this door's words.
 
   Every refusal is a JSON-RPC error object (``refusals``).
   The parsed message rides on the request (``INBOUND``) to the endpoint
@@ -59,12 +59,11 @@ from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     InboundLadderRejection,
     InboundModernRoute,
-    classify_inbound_request,
-    find_duplicated_routing_header,
 )
 from mcp_gateway_middleware.doors import Refusal
 from mcp_gateway_middleware.envelope import envelope_fault, valid_id
 from mcp_gateway_middleware.http import shape_checks
+from mcp_gateway_middleware.sdk_kernel import modern_route
 from mcp_types import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -225,18 +224,7 @@ def parse_inbound(body: bytes, request: web.Request) -> Inbound | web.Response:
         return refusal(400, "invalid_params", problem, rpc_code=INVALID_PARAMS, request_id=message.id)
     if modern is None:
         return Inbound(decoded, message, None, None)
-    duplicated = find_duplicated_routing_header(
-        (name.decode("latin-1"), value.decode("latin-1")) for name, value in request.raw_headers
-    )
-    if duplicated is not None:
-        return _rejection(
-            message.id,
-            InboundLadderRejection(
-                code=HEADER_MISMATCH, message=f"{duplicated} header appears more than once"
-            ),
-        )
-    headers = {name.lower(): value for name, value in request.headers.items()}
-    verdict = classify_inbound_request(decoded, headers=headers)
+    verdict = modern_route(decoded, request.headers.items())
     if isinstance(verdict, InboundLadderRejection):
         return _rejection(message.id, verdict)
     return Inbound(decoded, message, modern, verdict)

@@ -35,6 +35,7 @@ from mcp_gateway_middleware.cli import api_keys
 from mcp_gateway_middleware.ratelimit import LocalLimiter, Rate
 from mcp_gateway_middleware.sdk import asgi_app
 from mcp_gateway_middleware.sdk_aiohttp import mcp_app
+from multidict import CIMultiDict
 
 from tests.middleware.asgi_server import serving
 
@@ -420,3 +421,28 @@ async def test_a_client_that_pipes_its_calls_and_closes_stdin_still_gets_every_a
     answers = {answer["id"]: answer for answer in map(json.loads, out.decode().splitlines())}
     assert sorted(answers) == [1, 2]  # the call in flight at end of input was answered, not cancelled
     assert answers[2]["result"]["content"][0]["text"] == "1 station(s): south/OSA."
+
+
+async def test_a_routing_header_sent_twice_is_refused_as_a_mismatch(sites: Any, aiohttp_server: Any) -> None:
+    version = "2026-07-28"
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientInfo": {"name": "pipe", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta}}
+    sent = [
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+        ("Authorization", "Bearer ada-key-51"),
+        ("MCP-Protocol-Version", version),
+        ("Mcp-Method", "tools/list"),
+    ]
+    async with weather_http(sites, aiohttp_server) as url, aiohttp.ClientSession() as session:
+        async with session.post(url, json=body, headers=CIMultiDict(sent)) as once:
+            assert once.status == 200  # the same request, its routing header sent once
+        twice = CIMultiDict([*sent, ("Mcp-Method", "tools/list")])
+        async with session.post(url, json=body, headers=twice) as answer:
+            reply = await answer.json()
+    assert (answer.status, reply["id"], reply["error"]["code"]) == (400, 3, -32020)
+    assert "appears more than once" in reply["error"]["message"]

@@ -15,7 +15,8 @@ Contract (extras ``mcp`` and ``http``):
   Not JSON → 400 ``-32700``; a faulty envelope (``envelope.envelope_fault``: not one request or
   notification object → ``-32600``, ``params`` not an object → ``-32602``) → 400, answering the
   request's id when it could be read; a notification → 202. A request with an ``MCP-Protocol-Version`` of the 2026-07-28 era goes
-  through the SDK's envelope checks (``classify_inbound_request``; a rejection keeps the SDK's
+  through the SDK's envelope checks (``sdk_kernel.modern_route``: a routing header sent twice,
+  then ``classify_inbound_request``; a rejection keeps the SDK's
   code and status); then ``sdk_kernel.answer_request`` answers it, one JSON body, both eras.
 - The server's lifespan is entered once, when the app starts.
 """
@@ -35,7 +36,7 @@ from typing import Any, Final
 
 from aiohttp import web
 from mcp.server import Server
-from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, InboundLadderRejection, classify_inbound_request
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, InboundLadderRejection
 from mcp_types import PARSE_ERROR, ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -53,7 +54,7 @@ from mcp_gateway_middleware.http import (
     shape_checks,
 )
 from mcp_gateway_middleware.ratelimit import Decision, Limiter
-from mcp_gateway_middleware.sdk_kernel import answer_request, error_reply
+from mcp_gateway_middleware.sdk_kernel import answer_request, error_reply, modern_route
 
 __all__ = ["mcp_app"]
 
@@ -130,9 +131,7 @@ async def _answer(
     version = request.headers.get(VERSION_HEADER)
     route = None
     if version is not None and version not in _HANDSHAKE:
-        verdict = classify_inbound_request(
-            message, headers={k.lower(): v for k, v in request.headers.items()}
-        )
+        verdict = modern_route(message, request.headers.items())
         if isinstance(verdict, InboundLadderRejection):
             error = ErrorData(code=verdict.code, message=verdict.message, data=verdict.data)
             return ERROR_CODE_HTTP_STATUS.get(verdict.code, 400), error_reply(message["id"], error)

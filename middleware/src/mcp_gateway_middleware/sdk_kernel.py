@@ -14,6 +14,11 @@ Contract (extra ``mcp``; no web framework: the caller hands in its own request o
   HTTP status from the SDK's table, 400, or 404 for an unknown method (``modern_failure``).
   An exception a handler raises that the SDK has no error for is logged with its traceback
   (server side) and answered ``-32603 Internal server error``: nothing of it leaks.
+- ``modern_route(message, headers)``: the SDK's envelope checks of one 2026-07-28-era request
+  (``message`` the decoded body, ``headers`` the request's header pairs, repeats included): a
+  routing header (``Mcp-Method``, ``Mcp-Name``) sent more than once → an
+  ``InboundLadderRejection`` ``HEADER_MISMATCH`` naming it; else ``classify_inbound_request``'s
+  verdict (a route, or a rejection whose code has its status in ``ERROR_CODE_HTTP_STATUS``).
 - Each exchange has no back channel (a server-to-client request raises
   ``NoBackChannelError``) and drops notifications: answers are one JSON body.
 """
@@ -28,7 +33,7 @@ except ModuleNotFoundError as missing:  # test_installs_alone reads this message
     ) from missing
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,13 +42,19 @@ from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.runner import modern_error_data, serve_one
 from mcp.shared.exceptions import NoBackChannelError
-from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, InboundModernRoute
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundLadderRejection,
+    InboundModernRoute,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import MessageMetadata, ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import DEFAULT_NEGOTIATED_VERSION, INTERNAL_ERROR, ErrorData
+from mcp_types import DEFAULT_NEGOTIATED_VERSION, HEADER_MISMATCH, INTERNAL_ERROR, ErrorData
 
-__all__ = ["Reply", "answer_request", "error_reply", "handshake_failure", "modern_failure"]
+__all__ = ["Reply", "answer_request", "error_reply", "handshake_failure", "modern_failure", "modern_route"]
 
 _log = logging.getLogger(__name__)
 Reply = tuple[int, dict[str, Any]]  # (HTTP status, JSON-RPC reply)
@@ -136,3 +147,16 @@ def error_reply(request_id: Any, error: ErrorData) -> dict[str, Any]:
 def _internal(error: Exception) -> ErrorData:
     _log.error("MCP request failed: %s", type(error).__name__, exc_info=error)
     return ErrorData(code=INTERNAL_ERROR, message="Internal server error")
+
+
+def modern_route(
+    message: Mapping[str, Any], headers: Iterable[tuple[str, str]]
+) -> InboundModernRoute | InboundLadderRejection:
+    """The SDK's verdict on one 2026-era request's envelope and routing headers (module contract)."""
+    pairs = list(headers)
+    duplicated = find_duplicated_routing_header(pairs)
+    if duplicated is not None:
+        return InboundLadderRejection(
+            code=HEADER_MISMATCH, message=f"{duplicated} header appears more than once"
+        )
+    return classify_inbound_request(dict(message), headers={name.lower(): value for name, value in pairs})
