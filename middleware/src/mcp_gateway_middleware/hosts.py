@@ -27,8 +27,7 @@ Contract (no framework imported; ``http.host_check`` adapts it to aiohttp):
     (``origins=None``: an origin is allowed when its host is); else ``None``. A request without
     ``Origin`` (not from a browser) passes the origin check.
 - ``LOOPBACK_POLICY``: the transport spec's DNS-rebinding guard for a server on a loopback
-  address (``LOOPBACK`` names, any port, their own origins); ``rebinding_refusal(headers)`` is
-  its refusal.
+  address (``LOOPBACK`` names, any port, their own origins): ``LOOPBACK_POLICY.refusal(headers)``.
 """
 
 from __future__ import annotations
@@ -53,7 +52,6 @@ __all__ = [
     "first_value",
     "normal_host",
     "normal_origin",
-    "rebinding_refusal",
 ]
 
 DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
@@ -168,11 +166,6 @@ class HostPolicy:
 
 
 LOOPBACK_POLICY: Final = HostPolicy(LOOPBACK, any_port=True)
-
-
-def rebinding_refusal(headers: Headers) -> Refusal | None:
-    """Why a loopback server refuses this request's ``Host`` or ``Origin`` (``LOOPBACK_POLICY``)."""
-    return LOOPBACK_POLICY.refusal(headers)
 
 
 @lru_cache(maxsize=256)  # pure, and asked for on every request: bounded against odd Host values
