@@ -63,10 +63,11 @@ from pdpp_gateway.wire.codes import INVALID_REQUEST, for_status
 
 
 def grant_route(base: str) -> str:
-    """How a hosted caller gets a grant: the ``{connect}`` of the refusal table's text."""
+    """How a hosted caller gets a grant: the ``{connect}`` of the refusal table's text, with this
+    gateway's own public MCP URL in the command (``connect`` takes it as it is)."""
     return (
         f"fetch {metadata_url(base)} and complete the authorization flow it names "
-        "(or run `pdpp-gateway connect <provider-url>`)"
+        f"(or run `pdpp-gateway connect {base}/mcp`)"
     )
 
 

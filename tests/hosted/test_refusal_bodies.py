@@ -205,6 +205,10 @@ async def test_non_ascii_bearer_is_a_401_without_a_traceback(
     assert answer.status == 401
     assert b"WWW-Authenticate: Bearer resource_metadata=" in answer.head
     assert answer.json()["error"]["data"]["code"] == "invalid_token"
+    # the way to a grant names this gateway's own MCP URL, which `connect` takes as it is
+    mcp_url = gateway.removesuffix("/mcp") + "/mcp"
+    assert f"`pdpp-gateway connect {mcp_url}`" in answer.json()["error"]["data"]["next_step"]
+    assert "<provider-url>" not in answer.body.decode()
     assert not [record for record in caplog.records if record.exc_info or record.levelno >= logging.ERROR]
     assert shared_sandbox.calls == []
 
