@@ -115,8 +115,8 @@ async def shared_store(settings: HostedSettings) -> AsyncIterator[SharedStore | 
     from redis.backoff import NoBackoff
 
     # One retry at once, on a new connection: after Redis restarts, each pooled connection fails
-    # once, and the default (three retries, backing off up to seconds) outlasts the guard's
-    # deadline, so a Redis that is back looked down again, call after call, for many seconds.
+    # once, and redis-py's default (ten retries, backing off from 10 ms up to a second) outlasts
+    # the guard's deadline, so a Redis that is back looked down again, call after call, for seconds.
     client = aioredis.from_url(
         settings.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 1)
     )
