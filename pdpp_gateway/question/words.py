@@ -7,7 +7,7 @@ Contract (plain text in, plain values out; no I/O):
   framed with ("need", "want", "tell", "know", "say": ``STOP_WORDS``): "what did I
   pay for the Lisbon apartment deposit" gives ``["pay", "Lisbon", "apartment", "deposit"]``.
   A word is a run of letters and digits (``\\w+``); an apostrophe ends it ("what's" is
-  "what" and "s", both dropped).
+  "what" and "s", and "didn't" is "didn" and "t": all dropped).
 - ``stem(word)`` is a light, deterministic suffix strip (plural, past, -ing, -able, -ly,
   -ation), lower-cased, never under three letters: enough that "payable" meets "pay" and
   "approval" meets "approve" when text is matched word by word. It is for matching only: a
@@ -48,6 +48,7 @@ STOP_WORDS: Final = frozenset(
     those through to too under until up us very was we were what whats when where which while who
     whom whose why will with would you your yours need needs want wants tell know say says said
     much many ever
+    aren couldn didn doesn don hadn hasn haven isn ll mustn re shan shouldn ve wasn weren wouldn
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
 # the people who do things: the word after one is a deed, not a thing ("did I pay", not "my pay");

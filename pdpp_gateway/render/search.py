@@ -190,7 +190,13 @@ def _fused_line(retrieval: Mapping[str, Any]) -> str:
         f"({', '.join(str(name) for name in s.get('streams') or ())}) for the question: {s.get('hits')} "
         "hit(s), the best shown at that hit's rank."
         for s in searched
-        if s.get("streams")
+        if s.get("streams") and s.get("mode") != "thread"
+    )
+    bodies += "".join(
+        f" The first hit's thread was read ({', '.join(str(name) for name in s.get('streams') or ())}, "
+        f"newest page): {s.get('hits')} part(s) that best answer shown after that hit."
+        for s in searched
+        if s.get("mode") == "thread"
     )
     sources = retrieval.get("sources")
     why = (
@@ -330,6 +336,8 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     parts = [f"[{number}] id={hit_id}", f"stream={hit.get('stream')}"]
     if source:
         parts.append(f"source={source}")
+    if hit.get("thread_of"):  # a part joined from its thread (retrieval.threads)
+        parts.append(f"in thread {hit['thread_of']}")
     title = str(hit.get("title", ""))
     lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(title, 100)}"]
     origin = hit.get("origin")

@@ -17,8 +17,8 @@ failed read leaving the hit as it was):
   ``read_near``: the ``read_record_field`` call aimed with the question's most distinctive
   words (``Question.distinctive``), which the read's scorer weighs with the rest of the text;
   never on a text the page shows whole. The best-ranked short hit whose stream has a body
-  stream in the grant's schema (``linked_streams.body_streams``: a mail's message and its body, an issue and its
-  comments, a conversation and its messages) has, in its rank's turn (a title that names the
+  stream in the grant's schema (``linked_streams.body_streams``, ``whole``: a mail's message and
+  its body; the parts of a thread are ``retrieval.threads``'s) has, in its rank's turn (a title that names the
   topic does not stand in for the text) and counted among the ``MAX_SCANS``, the body streams searched on the question
   by the meaning-based mode (``scan_bodies``: 1 read, within the caller's ``streams`` and
   ``connection_id``, none under a ``filter``); the body found is read as above and, when it
@@ -26,7 +26,8 @@ failed read leaving the hit as it was):
 - ``read_best(context, hits, args, schema)``: each of the ``READ_HITS`` best-ranked hits (in
   the fused order: the RS's ranks, which choose what to read better than a judge of snippets)
   whose page shows only a cut preview of its long text (``…`` at an end; not a message whose
-  text previews a body, which the body search reads) has that text read for its answer windows,
+  text previews a whole body, which the body search reads; an issue's own text is read, its
+  comments are its thread's) has that text read for its answer windows,
   concurrently; a hit matched on its title alone has its stream's text field read
   (``linked_streams.text_field_of``).
 - ``first_passage(context, top, args)``: step 1's exception: a first lexical hit whose snippet
@@ -152,7 +153,7 @@ def searchable_bodies(
     connection = hit.get("connection_id")
     if not isinstance(connection, str) or any(name == "filter" for name, _ in args.scope):
         return []
-    bodies = body_streams(schema, str(hit.get("stream")), connection)
+    bodies = [body for body in body_streams(schema, str(hit.get("stream")), connection) if body.whole]
     named = {value for name, value in args.scope if name == "streams"}
     return [body for body in bodies if body.name in named] if named else bodies
 
@@ -248,7 +249,9 @@ def _long_field(hit: Mapping[str, Any], schema: Mapping[str, Any] | None) -> str
     if any(item.get("provenance") in {"passage", "meaning_match"} for item in evidence):
         return None  # read for its passages already, or shown whole
     connection = hit.get("connection_id")
-    if isinstance(connection, str) and body_streams(schema, str(hit.get("stream")), connection):
+    if isinstance(connection, str) and any(
+        body.whole for body in body_streams(schema, str(hit.get("stream")), connection)
+    ):
         return None  # its text previews a body (a mail's message): the body is the long text
     cut = [
         str(item.get("field"))

@@ -28,6 +28,7 @@ from pdpp_gateway.retrieval.evidence import add_evidence, read_best
 from pdpp_gateway.retrieval.hit_origin import add_origin
 from pdpp_gateway.retrieval.order import order_by_relevance
 from pdpp_gateway.retrieval.pages import SEARCH_PATHS, envelope, meaning_mode, page_hits
+from pdpp_gateway.retrieval.threads import add_thread_parts
 from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.tools.args import SearchArgs
 
@@ -75,6 +76,7 @@ async def fused(
     ]
     await add_evidence(context, fused, args, await schema, searched, meaning)
     await read_best(context, fused, args, await schema)
+    await add_thread_parts(context, fused, args.question, await schema, searched)
     cut = len(fused) > limit  # a body found for the question took a place in the page
     del fused[limit:]
     await order_by_relevance(fused, args)

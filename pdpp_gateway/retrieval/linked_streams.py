@@ -13,7 +13,9 @@ Contract:
   field ``<singular of stream>_id`` and a searchable text field (flag ``role=text``, else
   ``lex``, no title or metadata; a schema whose flags say nothing, as the reference's
   ``declared``, leaves the field to a search's ``matched_fields``): the bodies of its
-  records.
+  records. Each is ``whole`` (one record holds a record's whole text: a mail's body) unless
+  ``stream``'s row declares its relation to it ``has_many`` in ``expand_capabilities`` (the
+  parts of a thread: an issue's comments, a conversation's messages; ``retrieval.threads``).
 - ``origin_fields(schema, stream, connection_id)``: who and when a record of ``stream``
   says it comes from: its granted fields with the role ``metadata`` or ``actor`` (a
   sender's name and address), then its ``event-time`` field, else its first field typed
@@ -50,6 +52,7 @@ _TIME_TYPES: Final = frozenset({"t=date-time", "t=timestamp"})
 class BodyStream:
     name: str
     text_field: str | None  # its long text field, None when the schema's flags do not say
+    whole: bool = True  # one record of it holds a parent's whole text (has_one), not a thread's part
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +78,9 @@ def body_streams(schema: Mapping[str, Any] | None, stream: str, connection_id: s
             continue
         text = _text_field(flags)
         if text is not None or all(value == ["declared"] for value in flags.values()):
-            found.append(BodyStream(name, text))
+            found.append(
+                BodyStream(name, text, _cardinality(schema, stream, name, connection_id) != "has_many")
+            )
     return found
 
 
@@ -104,6 +109,23 @@ def text_field_of(schema: Mapping[str, Any] | None, stream: str, connection_id: 
     searchable field that is no title or metadata), ``None`` when the schema does not say."""
     flags = _rows(schema, stream, connection_id).get(stream)
     return None if flags is None else _text_field(flags)
+
+
+def _cardinality(
+    schema: Mapping[str, Any] | None, stream: str, target: str, connection_id: str
+) -> str | None:
+    """The cardinality ``stream``'s row declares for its relation to ``target`` (its
+    ``expand_capabilities``), ``None`` when it declares none."""
+    if schema is None:
+        return None
+    document = compact_projection(unwrap_schema(schema), stream=stream, connection_id=connection_id)
+    for connector in document.get("connectors") or ():
+        for row in connector.get("streams") or ():
+            for relation in as_mapping(row).get("expand_capabilities") or ():
+                relation = as_mapping(relation)
+                if relation.get("target_stream") == target and isinstance(relation.get("cardinality"), str):
+                    return str(relation["cardinality"])
+    return None
 
 
 def singular(stream: str) -> str:

@@ -23,7 +23,10 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    the question's rare words and the kind of value asked for); the ``READ_HITS`` best in the
    fused order, concurrently; a short hit whose text previews a body (a mail's message) has
    the body streams searched on the question by meaning (one read) and the body found read
-   the same way, shown at that hit's rank. Every other cut hit carries ``read_near``.
+   the same way, shown at that hit's rank. Every other cut hit carries ``read_near``. The
+   best hits' threads (an issue's comments, a conversation's turns: ``threads``) have their
+   part stream's newest page read (1 read per part stream) and the part that best answers
+   the first hit's thread joins the page after it.
 4. One judge orders the page (``order``, ``question.relevance``): what each hit now shows,
    scored the same way whatever its source or mode; a package merges its members by it.
 5. Streams the question names: the grant's compact schema, read through the caller's memo

@@ -1,0 +1,213 @@
+"""The thread behind a hit: an issue and its comments, a conversation and its turns.
+
+A record can have parts in another stream of its connector: an issue's comments, a
+conversation's messages (a ``has_many`` relation its stream declares in the grant's schema,
+``linked_streams.body_streams`` with ``whole`` false). A question about an issue is often
+answered in a later comment whose words are not the question's ("Fix shipped in 5.8.2" for
+"which version has the fix"), and a search finds the issue by its title, not that comment.
+Client tokens can neither filter nor expand, so the gateway reads the part stream's newest
+page (one GET per part stream and connection, ``THREAD_PAGE`` records, only the field naming
+the parent and the text field) and keeps the parts of the threads the page's hits belong to.
+
+Contract (``add_thread_parts(context, hits, question, schema, searched)``, step 3 of
+``retrieval.search``; GETs only, through the caller's own client; a failed read leaves the
+page as it was):
+
+- The page's ``LEADING`` best-ranked hits (its fused order, before the judge) name the threads
+  read: a hit of a parent stream is its own thread's head; a hit of a part stream belongs to
+  the thread its record names (known once the part page is read). Reading the threads of more
+  hits answered no more questions on the dev split, at more reads.
+- Each thread's parts on that page that the page does not already show with evidence are
+  judged sentence by sentence (``sentences.answer_windows``: meaning, the question's rare
+  words, the kind of value asked for); the part whose best window scores highest joins the
+  page as a hit of its own right after its thread's first hit, its window as its evidence,
+  ``found_by: ["thread"]``. The page's order is then the judge's, as for every hit.
+- Each part page read is added to ``searched``: ``{mode: "thread", streams, hits}`` (hits: the
+  parts kept).
+- A thread older than the part stream's newest page is not seen: nothing joins for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pdpp_gateway import documents
+from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.ids import format_handle
+from pdpp_gateway.question.asked import Question
+from pdpp_gateway.question.sentences import Window, answer_windows
+from pdpp_gateway.retrieval.linked_streams import body_streams, parent_link, singular
+from pdpp_gateway.retrieval.pages import naming
+from pdpp_gateway.retrieval.passage_reads import ScannedField, window_evidence
+from pdpp_gateway.rs.client import rs_path
+from pdpp_gateway.rs.errors import RsError
+
+THREAD_PAGE: Final = 100  # the RS's largest records page
+LEADING: Final = 1  # the best-ranked hits (the fused order) whose threads are read
+
+
+@dataclass(frozen=True, slots=True)
+class _PartStream:
+    name: str  # the stream of the parts (issue_comments)
+    parent: str  # the stream of the threads' heads (issues)
+    key: str  # its field naming the head (issue_id)
+    text: str  # its long text field (body)
+    connection_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    stream: _PartStream
+    record_id: str
+    parent: str
+    text: str
+
+
+async def add_thread_parts(
+    context: GatewayContext,
+    hits: list[dict[str, Any]],
+    question: Question,
+    schema: Mapping[str, Any] | None,
+    searched: list[dict[str, Any]],
+) -> None:
+    """The best part of the thread of each of the page's ``LEADING`` hits, joined to the page
+    (see the module contract)."""
+    streams = _part_streams(schema, hits[:LEADING])
+    if not streams:
+        return
+    pages = await asyncio.gather(*(_read_parts(context, stream) for stream in streams.values()))
+    parts: dict[tuple[str, str, str], list[_Part]] = {}  # (part stream, connection, parent) -> parts
+    owner: dict[tuple[str, str, str], str] = {}  # (part stream, connection, record id) -> parent
+    for stream, page in zip(streams.values(), pages, strict=True):
+        if page is None:
+            continue
+        searched.append({"mode": "thread", "streams": [stream.name], "hits": 0})
+        for part in page:
+            parts.setdefault((stream.name, stream.connection_id, part.parent), []).append(part)
+            owner[(stream.name, stream.connection_id, part.record_id)] = part.parent
+    threads: list[tuple[int, tuple[str, str, str]]] = []  # (rank of its first hit, thread)
+    for rank, hit in enumerate(hits[:LEADING]):
+        thread = _thread_of(hit, streams, owner)
+        if thread is not None and thread in parts and thread not in (t for _, t in threads):
+            threads.append((rank, thread))
+    shown = {str(hit.get("id")) for hit in hits if hit.get("evidence")}
+    joined: list[tuple[int, dict[str, Any]]] = []
+    for rank, thread in threads:
+        candidates = [part for part in parts[thread] if _handle(part) not in shown]
+        best = await asyncio.to_thread(_best_part, question, candidates)
+        if best is not None:
+            joined.append((rank, _part_hit(best[0], best[1], hits[rank], context.provider_url)))
+    for entry in searched:
+        if entry.get("mode") == "thread":
+            entry["hits"] = sum(1 for _, hit in joined if hit["stream"] in entry["streams"])
+    for rank, hit in sorted(joined, key=lambda pair: -pair[0]):
+        hits[:] = [each for each in hits if each.get("id") != hit["id"]]
+        hits.insert(min(rank + 1, len(hits)), hit)
+
+
+def _part_streams(
+    schema: Mapping[str, Any] | None, hits: Sequence[Mapping[str, Any]]
+) -> dict[tuple[str, str], _PartStream]:
+    """The part streams of the page's hits' threads, by (stream, connection)."""
+    found: dict[tuple[str, str], _PartStream] = {}
+    for hit in hits:
+        stream, connection = str(hit.get("stream")), hit.get("connection_id")
+        if not isinstance(connection, str):
+            continue
+        link = parent_link(schema, stream, connection)
+        heads = [stream] if link is None else [link.stream, stream]
+        for head in heads:
+            for body in body_streams(schema, head, connection):
+                if not body.whole and body.text_field is not None:
+                    part = _PartStream(body.name, head, _key(head), body.text_field, connection)
+                    found.setdefault((body.name, connection), part)
+    return found
+
+
+def _key(stream: str) -> str:
+    """The field by which a part names its head of ``stream`` (``linked_streams.body_streams``)."""
+    return f"{singular(stream)}_id"
+
+
+async def _read_parts(context: GatewayContext, stream: _PartStream) -> list[_Part] | None:
+    """The part stream's newest page, each record's parent and text (``None`` when the read fails)."""
+    query = [
+        ("limit", str(THREAD_PAGE)),
+        ("connection_id", stream.connection_id),
+        ("fields", stream.key),
+        ("fields", stream.text),
+    ]
+    try:
+        response = await context.rs.get_json(rs_path("v1", "streams", stream.name, "records"), query)
+    except RsError:
+        return None
+    found = []
+    for record in response.body.get("data") or ():
+        if not isinstance(record, Mapping):
+            continue
+        data = record.get("data")
+        data = data if isinstance(data, Mapping) else {}
+        parent, text = data.get(stream.key), data.get(stream.text)
+        if (
+            isinstance(parent, str)
+            and isinstance(text, str)
+            and text.strip()
+            and record.get("id") is not None
+        ):
+            found.append(_Part(stream, str(record["id"]), parent, text))
+    return found
+
+
+def _thread_of(
+    hit: Mapping[str, Any],
+    streams: Mapping[tuple[str, str], _PartStream],
+    owner: Mapping[tuple[str, str, str], str],
+) -> tuple[str, str, str] | None:
+    """The thread ``hit`` heads or belongs to: (part stream, connection, parent id)."""
+    stream, record, connection = str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id")
+    for (name, where), part in streams.items():
+        if where != connection:
+            continue
+        if name == stream and (name, where, record) in owner:
+            return (name, where, owner[(name, where, record)])
+        if part.parent == stream:
+            return (name, where, record)
+    return None
+
+
+def _handle(part: _Part) -> str:
+    """The id a page shows for ``part``'s record."""
+    return format_handle(part.stream.name, part.record_id, part.stream.connection_id)
+
+
+def _best_part(question: Question, candidates: Sequence[_Part]) -> tuple[_Part, Window] | None:
+    """The part whose best answer window scores highest, with that window (``None``: no part)."""
+    best: tuple[_Part, Window] | None = None
+    for part in candidates:
+        windows = answer_windows(question, part.text, 1)
+        if windows and (best is None or windows[0].score > best[1].score):
+            best = (part, windows[0])
+    return best
+
+
+def _part_hit(part: _Part, window: Window, head: Mapping[str, Any], provider_url: str) -> dict[str, Any]:
+    """The part as a page hit, its window as its evidence."""
+    stream = part.stream
+    raw = {
+        "stream": stream.name,
+        "record_key": part.record_id,
+        "connection_id": stream.connection_id,
+        "display_name": head.get("display_name"),
+        "connector_key": head.get("connector_key"),
+        "matched_fields": [stream.text],
+        "snippet": {"field": stream.text, "text": part.text[:200]},
+    }
+    hit = documents.search_results({"data": [raw]}, provider_url=provider_url)[0]
+    scanned = ScannedField(part.text, len(part.text), stream.connection_id)
+    hit["evidence"] = [window_evidence(scanned, window, naming(hit), stream.text)]
+    hit["found_by"] = ["thread"]
+    hit["thread_of"] = format_handle(stream.parent, part.parent, stream.connection_id)
+    return hit

@@ -1,0 +1,70 @@
+"""A hit that heads a thread leads to the part of it that answers, pinned at the level of the
+answer text over the sandbox's fresh corpus (dev questions of ``benchmarks/questions_fresh.json``).
+
+An issue is found by its title; the comment that answers shares few of the question's words. The
+search reads the comment stream's newest page once and joins the best-answering comment of the
+first hit's thread, marked with the thread it belongs to. A mail's body (one record per message)
+is no thread: it is still found by the body search."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl
+
+from mcp_gateway_middleware import ToolCall
+
+from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.retrieval.linked_streams import body_streams
+from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.tools.pipeline import build_pipeline
+
+ISSUE = "cin_github_orbit/issues:OI0004"
+COMMENT = "cin_github_orbit/issue_comments:OC0021"
+ASKED = "how did priya fix the widget crash on android 14?"
+FACT = "PendingIntent.getForegroundService"
+
+
+async def test_an_issue_hit_leads_to_the_comment_that_answers(shared_sandbox: Any) -> None:
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
+        shared_sandbox.calls.clear()
+        result = await build_pipeline()(ToolCall("search", {"query": ASKED}, context))
+    assert not result.is_error, result.text
+    text = result.text or ""
+    block = text[text.index(f"id={COMMENT}") :].split("\n[", 1)[0]
+    assert f"in thread {ISSUE}" in block.splitlines()[0]
+    assert FACT in block.replace("<mark>", "").replace("</mark>", "")
+    assert "The first hit's thread was read (issue_comments, newest page)" in text
+    pages = [
+        dict(parse_qsl(call.query))
+        for call in shared_sandbox.calls
+        if call.path == "/v1/streams/issue_comments/records"
+    ]
+    assert len(pages) == 1  # one page of the part stream, whatever the number of threads
+    assert pages[0]["limit"] == "100"
+
+
+async def test_a_mail_body_is_no_thread_and_an_issue_comment_stream_is(shared_sandbox: Any) -> None:
+    async with RsClient(shared_sandbox.url) as rs:
+        reader = rs.bind(shared_sandbox.tokens["client_life"])
+        schema = (await reader.get_json("/v1/schema", [("view", "compact")])).body
+    assert [(b.name, b.whole) for b in body_streams(schema, "issues", "cin_github_orbit")] == [
+        ("issue_comments", False)
+    ]
+    mail = body_streams(schema, "messages", "cin_mail_home")
+    assert mail
+    assert all(body.whole for body in mail)
+
+
+async def test_a_search_whose_hits_head_no_thread_reads_no_part_page(shared_sandbox: Any) -> None:
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(
+            rs.bind(shared_sandbox.tokens["client_home_mail"]), shared_sandbox.url
+        )
+        shared_sandbox.calls.clear()
+        result = await build_pipeline()(
+            ToolCall("search", {"query": "how much did we pay for the travel insurance?"}, context)
+        )
+    assert not result.is_error, result.text
+    assert not [call for call in shared_sandbox.calls if call.path.endswith("/records")]
+    assert "in thread " not in (result.text or "")
