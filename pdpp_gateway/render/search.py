@@ -1,27 +1,30 @@
 """Text for ``search``: every hit's complete id, sources, and proven evidence.
 
-Contract: a summary line (hit count, has_more, mode), ``next_cursor`` verbatim with the
-exact next-page call (hybrid search has none: when it says more hits exist, the text
-says how to reach them: a larger ``limit``, narrower ``streams``, or the same search in
-lexical mode, which pages), recall and source-mix disclosures when the RS sent them, then the
-hits within ``BUDGET`` characters. Every returned hit is listed with its complete id
-(never cut): the first ones (up to ``MAX_HITS``) as detailed blocks with stream, source
-label, title (see ``documents.search_results``; a snippet the title already shows in full
-is not repeated), snippet and evidence, the rest as one-line ``[n] id=... stream "…excerpt…"``
-rows (a short window of the evidence or snippet around its first mark, so a model can
-still choose which hit to open). A hit without text evidence after one that shows some is
-a row wherever it ranks, with the aimed read of its long field when it has one
-(``BARE_ROWS`` says so): a model reads past it to the evidence. If even
-the one-line rows cannot all fit, the text says exactly which hits are not listed and
-how to list them (a smaller ``limit``, then ``next_cursor``). ``connection_id`` appears
-separately, and in every continuation's arguments, only for a hit whose id could not
-embed it. A hit proven in a text field shows its best preview (the first hit up to
-``MAX_EVIDENCE``: one window each leaves room for more hits in full; at most
+Contract: a summary line (hit count, has_more, mode); for a fused answer one line of how it
+was found (why, each search and its hit count, the long texts and the thread read, the
+order); ``next_cursor`` verbatim with the exact next-page call (hybrid search has none: when
+it says more hits exist, the text says how to reach them: a larger ``limit``, narrower
+``streams``, or the same search in lexical mode, which pages); recall and source-mix
+disclosures when the RS sent them; then the hits within ``BUDGET`` characters. Every
+returned hit is listed with its complete id (never cut): the first ones (up to ``MAX_HITS``)
+as detailed blocks with source label (the stream only when the id does not name it), title
+(see ``documents.search_results``; a title made of source, stream and id says nothing its
+evidence does not, so a hit whose evidence shows the field it matched in gives only its date,
+``at <time>``; a snippet the title already shows in full is not repeated), snippet and
+evidence, the rest as one-line ``[n] id=... "…excerpt…"`` rows (a short window of the
+evidence or snippet around its first mark, so a model can still choose which hit to open). A
+hit without text evidence after one that shows some is a row wherever it ranks, with the
+aimed read of its long field when it has one (``BARE_ROWS`` says so): a model reads past it
+to the evidence. If even the one-line rows cannot all fit, the text says exactly which hits
+are not listed and how to list them (a smaller ``limit``, then ``next_cursor``).
+``connection_id`` appears separately, and in every continuation's arguments, only for a hit
+whose id could not embed it. A hit proven in a text field shows its best preview (the first
+hit up to ``MAX_EVIDENCE``: one window each leaves room for more hits in full; at most
 ``PREVIEW_CHARS`` visible chars, tags well-formed) with the exact ``read_record_field``
-arguments; a hit whose field the gateway read for its passages shows them, not the
-field's opening (its snippet), as bounded where they were cut (``Window.preview``: never
-inside the sentence chosen; at most ``PASSAGE_CHARS``). A hit matched only on metadata shows no invented body
-window, only how to read it.
+arguments; a hit whose field the gateway read for its passages shows them, not the field's
+opening (its snippet), as bounded where they were cut (``Window.preview``: never inside the
+sentence chosen; at most ``PASSAGE_CHARS``). A hit matched only on metadata shows no
+invented body window, only how to read it.
 """
 
 from __future__ import annotations
@@ -47,19 +50,14 @@ from pdpp_gateway.retrieval.stream_hints import STREAM_HINTS
 from pdpp_gateway.tools.args import SearchArgs
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
-BUDGET: Final = 5_000
+BUDGET: Final = 4_500
 MAX_HITS: Final = 8
 MAX_EVIDENCE: Final = 2
 PREVIEW_CHARS: Final = 260
 PASSAGE_CHARS: Final = 3 * PREVIEW_CHARS  # a passage read for the answer: bounded where it was cut
 SNIPPET_CHARS: Final = 200
 ROW_EXCERPT_CHARS: Final = 60
-BARE_ROWS: Final = (
-    "(a hit with no text evidence after one that shows some is listed in brief: fetch it by id to read it)"
-)
-WORDS_AND_MEANING_TEXT: Final = (
-    "the records holding the question's words were searched beside those nearest its meaning"
-)
+BARE_ROWS: Final = "(a hit with no text evidence is listed in brief: fetch it by id to read it)"
 
 
 def render_search(args: SearchArgs, result: ToolResult) -> str:
@@ -78,7 +76,7 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
             f"Searched the question's content words: {dumps(retrieval['searched'])} (every one in a hit)."
         )
     elif retrieval.get("mode") == "fused":
-        lines.append(clip(_fused_line(retrieval), 600))
+        lines.append(clip(_fused_line(retrieval, args.text), 600))
     if envelope.get("next_cursor"):
         follow = again(args.arguments, cursor=envelope["next_cursor"])
         lines.append(f"next_cursor={envelope['next_cursor']} → next page: {call_text('search', follow)}")
@@ -108,11 +106,9 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     if isinstance(package, Mapping) and package.get("order"):
         lines.append(_package_order(package))
     lines.extend(warning_lines(meta.get("warnings"), 400))  # room for a member's reconnect command
+    fetch = call_text("fetch", _naming(hits[0])) if hits else ""
     footer = (
-        [
-            "Ids are self-contained (pass connection_id only where it is shown separately); fetch any "
-            f"hit by its id as shown, e.g. {call_text('fetch', _naming(hits[0]))}"
-        ]
+        [f"Fetch a hit by its id as shown (connection_id only where shown apart), e.g. {fetch}"]
         if hits
         else []
     )
@@ -168,11 +164,7 @@ def _package_order(package: Mapping[str, Any]) -> str:
     (a pinned mode: RS scores of different sources are not comparable) round-robin."""
     sources = ", ".join(str(source) for source in (package.get("source_order") or ())[:8])
     if package.get("order") == "relevance":
-        return clip(
-            "order: by relevance to the question, judged the same way for every source; "
-            f"ties in source order ({sources}).",
-            240,
-        )
+        return "order: by relevance to the question, judged the same way for every source."
     return clip(
         f"order: round-robin by each source's own rank, sources in fixed order ({sources}); "
         "scores of different sources are not comparable.",
@@ -180,39 +172,35 @@ def _package_order(package: Mapping[str, Any]) -> str:
     )
 
 
-def _fused_line(retrieval: Mapping[str, Any]) -> str:
-    """How a fused answer was found: each search, its query and hit count, and the order."""
+def _fused_line(retrieval: Mapping[str, Any], question: str) -> str:
+    """How a fused answer was found, in one line: why, each search and its hit count (the
+    question as asked is "the question"), the long texts and thread read, and the order."""
     searched = [as_mapping(s) for s in retrieval.get("searched") or ()]
-    fused = [s for s in searched if not s.get("streams")]
-    parts = "; ".join(f"{s.get('mode')} {dumps(s.get('query'))}: {s.get('hits')} hit(s)" for s in fused)
-    bodies = "".join(
-        f" A short hit's text is a preview, so {s.get('mode')} searched the long texts "
-        f"({', '.join(str(name) for name in s.get('streams') or ())}) for the question: {s.get('hits')} "
-        "hit(s), the best shown at that hit's rank."
+    lists = [
+        f"{s.get('mode')} {'on the question' if s.get('query') == question else dumps(s.get('query'))} "
+        f"({s.get('hits')})"
         for s in searched
-        if s.get("streams") and s.get("mode") != "thread"
-    )
-    bodies += "".join(
-        f" The first hit's thread was read ({', '.join(str(name) for name in s.get('streams') or ())}, "
-        f"newest page): {s.get('hits')} part(s) that best answer shown after that hit."
-        for s in searched
+        if not s.get("streams")
+    ]
+    lists += [
+        f"the first hit's thread in {', '.join(str(n) for n in s.get('streams') or ())} "
+        f"({s.get('hits')} part shown after it)"
         if s.get("mode") == "thread"
+        else f"{', '.join(str(n) for n in s.get('streams') or ())} by {s.get('mode')} for a short hit's "
+        f"long text ({s.get('hits')}, the best at that hit's rank)"
+        for s in searched
+        if s.get("streams")
+    ]
+    why = (
+        "words and meaning searched side by side"
+        if retrieval.get("why") == WORDS_AND_MEANING
+        else ("no record holds every word")
     )
     sources = retrieval.get("sources")
-    why = (
-        WORDS_AND_MEANING_TEXT
-        if retrieval.get("why") == WORDS_AND_MEANING
-        else "no record holds every word of the question"
-    )
-    where = (
-        f"In {', '.join(str(s) for s in sources[:8])} {why}"
-        if isinstance(sources, list)
-        else why.capitalize()
-    )
+    where = f" in {', '.join(str(s) for s in sources[:8])}" if isinstance(sources, list) else ""
     return (
-        f"{where}, so these hits fuse {parts}, ordered by relevance to the question (each hit's best "
-        f"sentence, judged the same way whatever found it).{bodies} Meaning-based hits are approximate: "
-        "check that the evidence answers the question."
+        f"Fused{where}: {why}; {' + '.join(lists)}. Ordered by each hit's best sentence, one judge for "
+        "all. Meaning-based hits are approximate: check the evidence."
     )
 
 
@@ -269,10 +257,7 @@ def _nothing_lexical(args: SearchArgs) -> str:
 
 
 def _id_only_note(detailed: int, listed: int) -> str:
-    return (
-        f"(hits {detailed + 1}–{listed} are listed by id only, for the text budget: fetch one by id, "
-        "or repeat with a smaller limit for their previews)"
-    )
+    return f"(hits {detailed + 1}–{listed} are listed by id only, for the text budget: fetch one by id)"
 
 
 def _not_listed(args: SearchArgs, listed: int, total: int) -> str:
@@ -333,17 +318,28 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     source = hit.get("connector_key") or ""
     if hit.get("display_name"):
         source = f"{source} ({hit['display_name']})" if source else str(hit["display_name"])
-    parts = [f"[{number}] id={hit_id}", f"stream={hit.get('stream')}"]
+    stream = str(hit.get("stream"))
+    parts = [f"[{number}] id={hit_id}"]
+    if f"/{stream}:" not in hit_id and not hit_id.startswith(f"{stream}:"):
+        parts.append(f"stream={stream}")
     if source:
         parts.append(f"source={source}")
     if hit.get("thread_of"):  # a part joined from its thread (retrieval.threads)
         parts.append(f"in thread {hit['thread_of']}")
     title = str(hit.get("title", ""))
-    lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(title, 100)}"]
+    named = f"{stream} / {hit.get('record_id')}"  # a title made of the source, stream and id
+    evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
+    made, _, matched_value = title.partition(" · ")
+    shown_fields = {str(e.get("field")) for e in evidence}
+    if named in made and evidence and matched_value.split(":", 1)[0] in {"", *shown_fields}:
+        # its evidence shows the field it matched in: only its date, if it has one
+        when = made.split(named, 1)[1].strip(" /")
+        lines = [" ".join([*parts, *([f"at {when}"] if when else [])]) + _connection_part(hit)]
+    else:
+        lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(title, 100)}"]
     origin = hit.get("origin")
     if isinstance(origin, Mapping):
         lines.append(_origin_line(hit_id, origin))
-    evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
     previews = [_plain(str(e.get("preview", ""))) for e in evidence]
     snippet = _flat(str(hit.get("snippet") or ""))
     passages = any(e.get("provenance") == "passage" for e in evidence)  # not its opening

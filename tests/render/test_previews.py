@@ -188,7 +188,7 @@ def test_bare_hits_after_evidence_are_rows_and_leave_room_for_evidence_further_d
     )
     assert "no text evidence (" not in text  # every bare hit is a row: they come after evidence
     # the eleventh hit still gets its block: rows do not count against the detailed hits
-    assert "[11] id=cin_a/message_bodies:body_late stream=message_bodies" in text
+    assert "[11] id=cin_a/message_bodies:body_late" in text
     assert "listed by id only" not in text  # nothing was cut for the budget
 
 

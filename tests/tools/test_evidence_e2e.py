@@ -103,7 +103,12 @@ async def test_search_text_lists_every_hit_of_a_default_page(stdio_gateway: Clie
     # one-line rows still show what matched, so the model can choose which hit to open
     rows = [line for line in text.splitlines() if re.match(r"^\[\d+\] id=\S+$", line)]
     assert rows == [], rows
-    one_line = [line for line in text.splitlines() if re.match(r"^\[\d+\] id=\S+ (?!stream=)", line)]
+    lines = text.splitlines()
+    one_line = [  # a row, not a block's first line: nothing indented follows it
+        line
+        for line, after in zip(lines, [*lines[1:], ""], strict=True)
+        if re.match(r"^\[\d+\] id=\S+ ", line) and not after.startswith("    ")
+    ]
     assert one_line, text
     assert all("<mark>" in line for line in one_line), one_line
 

@@ -110,7 +110,9 @@ async def test_a_failed_read_leaves_the_hit_as_it_was(shared_sandbox: Any) -> No
     assert not result.is_error, result.text
     assert "origin" not in result.structured["results"][0]
     assert "belongs to" not in result.text
-    assert "your membership is coming up for renewal" in result.text  # the hit's own evidence stands
+    evidence = result.structured["results"][0]["evidence"]  # the hit's own evidence stands
+    assert evidence
+    assert f"evidence {evidence[0]['field']}" in result.text.split("\n[2] ")[0]
 
 
 def _schema(streams: dict[str, dict[str, str]]) -> dict[str, Any]:

@@ -83,7 +83,8 @@ async def test_the_question_finds_the_body_that_answers_at_the_message_s_rank(sh
         "hits": BODY_CANDIDATES,
     } in searched
     assert (
-        f"searched the long texts (message_bodies) for the question: {BODY_CANDIDATES} hit(s)" in result.text
+        f"message_bodies by hybrid for a short hit's long text ({BODY_CANDIDATES}, the best at that hit's rank)"
+        in result.text
     )
     # the body's opening is no snippet line of its own: its passage is shown
     assert "snippet: Hi, your membership" not in result.text

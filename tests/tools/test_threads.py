@@ -34,7 +34,7 @@ async def test_an_issue_hit_leads_to_the_comment_that_answers(shared_sandbox: An
     block = text[text.index(f"id={COMMENT}") :].split("\n[", 1)[0]
     assert f"in thread {ISSUE}" in block.splitlines()[0]
     assert FACT in block.replace("<mark>", "").replace("</mark>", "")
-    assert "The first hit's thread was read (issue_comments, newest page)" in text
+    assert "the first hit's thread in issue_comments (1 part shown after it)" in text
     pages = [
         dict(parse_qsl(call.query))
         for call in shared_sandbox.calls
