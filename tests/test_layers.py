@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "error_types",
                 "ids",
                 "schema_view",
+                "marks",
                 "documents",
                 "instructions",
                 "expiring",

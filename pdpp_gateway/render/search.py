@@ -34,7 +34,8 @@ from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.documents import TITLE_FIELDS, parse_marks, preview_around_mark
+from pdpp_gateway.documents import TITLE_FIELDS
+from pdpp_gateway.marks import parse_marks, preview_around_mark
 from pdpp_gateway.render.common import (
     RETRIEVAL,
     WORDS_AND_MEANING,

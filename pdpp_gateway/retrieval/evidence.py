@@ -46,6 +46,7 @@ from typing import Any, Final
 from pdpp_gateway import documents
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import RecordRef
+from pdpp_gateway.marks import parse_marks, shows_part
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage
 from pdpp_gateway.retrieval.body_search import search_bodies, text_field
@@ -194,7 +195,7 @@ async def scan_bodies(
     snippet = str(body.get("snippet") or "")
     if snippet and not snippet.endswith("…"):  # a short body: the RS showed all of it
         mark_snippet(body, field, snippet, words)
-        passage = best_passage(documents.parse_marks(snippet)[0], words, figure=figure)
+        passage = best_passage(parse_marks(snippet)[0], words, figure=figure)
     else:
         passage = await read_passages(context, body, naming(body), field, args.question)
     if body.get("evidence"):
@@ -256,7 +257,7 @@ def _long_field(hit: Mapping[str, Any], schema: Mapping[str, Any] | None) -> str
     cut = [
         str(item.get("field"))
         for item in evidence
-        if item.get("truncated") and documents.shows_part(item.get("preview"))
+        if item.get("truncated") and shows_part(item.get("preview"))
     ]
     matched = [str(field) for field in hit.get("matched_fields") or ()]
     if not evidence and str(hit.get("snippet") or "").endswith("…"):

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from pdpp_gateway import documents
+from pdpp_gateway.marks import parse_marks
 from pdpp_gateway.question.relevance import judge
 from pdpp_gateway.retrieval.previews import preview_texts
 from pdpp_gateway.tools.args import SearchArgs
@@ -33,5 +33,5 @@ async def order_by_relevance(hits: list[dict[str, Any]], args: SearchArgs) -> No
 def _shown_texts(hit: Mapping[str, Any]) -> list[str]:
     """What a page shows of a hit, as plain text: its title, its evidence, else its snippet."""
     evidence = hit.get("evidence") or []
-    shown = preview_texts(evidence) or [documents.parse_marks(str(hit.get("snippet") or ""))[0]]
+    shown = preview_texts(evidence) or [parse_marks(str(hit.get("snippet") or ""))[0]]
     return [str(hit.get("title") or ""), *(text.strip("…") for text in shown)]

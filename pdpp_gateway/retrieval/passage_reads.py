@@ -34,8 +34,9 @@ from functools import partial
 from typing import Any, Final
 
 from pdpp_gateway.context import RsReader
-from pdpp_gateway.documents import CONTEXT_CHARS, shows_part
+from pdpp_gateway.documents import CONTEXT_CHARS
 from pdpp_gateway.ids import RecordRef
+from pdpp_gateway.marks import shows_part
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage, sentence_bounds
 from pdpp_gateway.question.sentences import Window, answer_windows

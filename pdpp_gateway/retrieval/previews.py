@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pdpp_gateway import documents
+from pdpp_gateway.documents import TITLE_FIELDS
+from pdpp_gateway.marks import parse_marks
 from pdpp_gateway.question.passages import Passage, best_passage
 
 
@@ -43,15 +44,15 @@ def preview_passages(
 
 def preview_texts(evidence: Sequence[Mapping[str, Any]]) -> list[str]:
     """The plain text (marks dropped) of each of a hit's evidence previews."""
-    return [documents.parse_marks(str(item.get("preview") or ""))[0] for item in evidence]
+    return [parse_marks(str(item.get("preview") or ""))[0] for item in evidence]
 
 
 def mark_snippet(hit: dict[str, Any], field: str, snippet: str, words: Sequence[str]) -> None:
     """A whole short field the RS showed, as evidence with the question's words marked
     (not for a title field: the hit's title already shows it)."""
-    plain = documents.parse_marks(snippet)[0]
+    plain = parse_marks(snippet)[0]
     passage = best_passage(plain, words)
-    if passage is None or field in documents.TITLE_FIELDS:
+    if passage is None or field in TITLE_FIELDS:
         return
     hit["evidence"] = [
         {

@@ -53,7 +53,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from pdpp_gateway.documents import parse_marks
+from pdpp_gateway.marks import parse_marks
 from pdpp_gateway.question.words import WORD, deeds, stands_for, stem
 from pdpp_gateway.schema_view import compact_projection, unwrap_schema
 from pdpp_gateway.tools.args import SearchArgs

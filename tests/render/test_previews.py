@@ -14,15 +14,9 @@ from typing import Any
 import pytest
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.documents import _balance_marks as balance_marks
-from pdpp_gateway.documents import (
-    fetch_document,
-    parse_marks,
-    preview_around_mark,
-    read_more_query,
-    search_results,
-)
+from pdpp_gateway.documents import fetch_document, search_results
 from pdpp_gateway.ids import RecordRef, handle_arguments, parse_handle
+from pdpp_gateway.marks import balance_marks, parse_marks, preview_around_mark, read_more_query
 from pdpp_gateway.render.field_window import render_field_window
 from pdpp_gateway.render.records import render_records
 from pdpp_gateway.render.search import render_search
