@@ -7,7 +7,7 @@ answered in a later comment whose words are not the question's ("Fix shipped in 
 "which version has the fix"), and a search finds the issue by its title, not that comment.
 Client tokens can neither filter nor expand, so the gateway reads the part stream's newest
 page (one GET per part stream and connection, ``THREAD_PAGE`` records, only the field naming
-the parent and the text field) and keeps the parts of the threads the page's hits belong to.
+the parent and the text field) and keeps the parts of the first hit's thread.
 
 Contract (``add_thread_parts(context, hits, question, schema, searched)``, step 3 of
 ``retrieval.search``; GETs only, through the caller's own client; a failed read leaves the
@@ -21,7 +21,8 @@ page as it was):
   judged sentence by sentence (``sentences.answer_windows``: meaning, the question's rare
   words, the kind of value asked for); the part whose best window scores highest joins the
   page as a hit of its own right after its thread's first hit, its window as its evidence,
-  ``found_by: ["thread"]``. The page's order is then the judge's, as for every hit.
+  ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text says ``in thread <id>``).
+  The page's order is then the judge's, as for every hit.
 - Each part page read is added to ``searched``: ``{mode: "thread", streams, hits}`` (hits: the
   parts kept).
 - A thread older than the part stream's newest page is not seen: nothing joins for it.
