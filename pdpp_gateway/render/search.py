@@ -78,6 +78,9 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         )
     elif retrieval.get("mode") == "fused":
         lines.append(clip(_fused_line(retrieval, args.text), 600))
+        older = _older_thread_line(args, retrieval)
+        if older is not None:
+            lines.append(older)
     if envelope.get("next_cursor"):
         follow = again(args.arguments, cursor=envelope["next_cursor"])
         lines.append(f"next_cursor={envelope['next_cursor']} → next page: {call_text('search', follow)}")
@@ -184,8 +187,7 @@ def _fused_line(retrieval: Mapping[str, Any], question: str) -> str:
         if not s.get("streams")
     ]
     lists += [
-        f"the first hit's thread in {', '.join(str(n) for n in s.get('streams') or ())} "
-        f"({s.get('hits')} part shown after it)"
+        _thread_part(s)
         if s.get("mode") == "thread"
         else f"{', '.join(str(n) for n in s.get('streams') or ())} by {s.get('mode')} for a short hit's "
         f"long text ({s.get('hits')}, the best at that hit's rank)"
@@ -203,6 +205,26 @@ def _fused_line(retrieval: Mapping[str, Any], question: str) -> str:
         f"Fused{where}: {why}; {' + '.join(lists)}. Ordered by each hit's best sentence, one judge for "
         "all. Meaning-based hits are approximate: check the evidence."
     )
+
+
+def _thread_part(searched: Mapping[str, Any]) -> str:
+    """The first hit's thread as read (``retrieval.threads``): the part shown, or that its parts
+    are older than the part stream's newest page (``_older_thread_line`` says where they are)."""
+    streams = ", ".join(str(name) for name in searched.get("streams") or ())
+    if searched.get("older_than"):
+        return f"the first hit's thread in {streams} (its parts are older than the newest {searched['older_than']})"
+    return f"the first hit's thread in {streams} ({searched.get('hits')} part shown after it)"
+
+
+def _older_thread_line(args: SearchArgs, retrieval: Mapping[str, Any]) -> str | None:
+    """For a first hit whose thread is older than its part stream's newest page: the search of
+    that stream that finds its parts by their words, on a line of its own (never clipped)."""
+    for searched in (as_mapping(s) for s in retrieval.get("searched") or ()):
+        if searched.get("mode") == "thread" and searched.get("older_than"):
+            streams = [str(name) for name in searched.get("streams") or ()]
+            call = call_text("search", again(args.arguments, streams=streams))
+            return f"The first hit's thread is older than the parts read: {call} finds them by their words."
+    return None
 
 
 def _stream_hint_line(hint: Mapping[str, Any]) -> str:

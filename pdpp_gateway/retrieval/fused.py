@@ -76,7 +76,7 @@ async def fused(
     ]
     await add_evidence(context, fused, args, await schema, searched, meaning)
     await read_best(context, fused, args, await schema)
-    await add_thread_parts(context, fused, args.question, await schema, searched)
+    await add_thread_parts(context, fused, args, await schema, searched)
     cut = len(fused) > limit  # a body found for the question took a place in the page
     del fused[limit:]
     await order_by_relevance(fused, args)

@@ -9,9 +9,10 @@ Client tokens can neither filter nor expand, so the gateway reads the part strea
 page (one GET per part stream and connection, ``THREAD_PAGE`` records, only the field naming
 the parent and the text field) and keeps the parts of the first hit's thread.
 
-Contract (``add_thread_parts(context, hits, question, schema, searched)``, step 3 of
+Contract (``add_thread_parts(context, hits, args, schema, searched)``, step 3 of
 ``retrieval.search``; GETs only, through the caller's own client; a failed read leaves the
-page as it was):
+page as it was; only part streams among the caller's ``streams`` when it named some, none
+under a ``filter``):
 
 - The page's ``LEADING`` best-ranked hits (its fused order, before the judge) name the threads
   read: a hit of a parent stream is its own thread's head; a hit of a part stream belongs to
@@ -25,7 +26,10 @@ page as it was):
   The page's order is then the judge's, as for every hit.
 - Each part page read is added to ``searched``: ``{mode: "thread", streams, hits}`` (hits: the
   parts kept).
-- A thread older than the part stream's newest page is not seen: nothing joins for it.
+- A thread older than the part stream's newest page is not seen: nothing joins for it, and when
+  older parts exist (the page's ``has_more``) the entry says
+  ``older_than: THREAD_PAGE``, so the text can offer the search of the part stream that finds
+  them by their words.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from pdpp_gateway.retrieval.pages import naming
 from pdpp_gateway.retrieval.passage_reads import ScannedField, window_evidence
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.rs.errors import RsError
+from pdpp_gateway.tools.args import SearchArgs
 
 THREAD_PAGE: Final = 100  # the RS's largest records page
 LEADING: Final = 1  # the best-ranked hits (the fused order) whose threads are read
@@ -70,40 +75,56 @@ class _Part:
 async def add_thread_parts(
     context: GatewayContext,
     hits: list[dict[str, Any]],
-    question: Question,
+    args: SearchArgs,
     schema: Mapping[str, Any] | None,
     searched: list[dict[str, Any]],
 ) -> None:
     """The best part of the thread of each of the page's ``LEADING`` hits, joined to the page
     (see the module contract)."""
-    streams = _part_streams(schema, hits[:LEADING])
+    if any(name == "filter" for name, _ in args.scope):
+        return  # a filter names one stream: its hits have no thread to read
+    named = {value for name, value in args.scope if name == "streams"}
+    streams = {
+        key: stream
+        for key, stream in _part_streams(schema, hits[:LEADING]).items()
+        if not named or stream.name in named
+    }
     if not streams:
         return
     pages = await asyncio.gather(*(_read_parts(context, stream) for stream in streams.values()))
     parts: dict[tuple[str, str, str], list[_Part]] = {}  # (part stream, connection, parent) -> parts
     owner: dict[tuple[str, str, str], str] = {}  # (part stream, connection, record id) -> parent
+    full: set[str] = set()  # the part streams whose newest page may not hold every part
     for stream, page in zip(streams.values(), pages, strict=True):
         if page is None:
             continue
         searched.append({"mode": "thread", "streams": [stream.name], "hits": 0})
-        for part in page:
+        found, more = page
+        if more:
+            full.add(stream.name)
+        for part in found:
             parts.setdefault((stream.name, stream.connection_id, part.parent), []).append(part)
             owner[(stream.name, stream.connection_id, part.record_id)] = part.parent
     threads: list[tuple[int, tuple[str, str, str]]] = []  # (rank of its first hit, thread)
+    older: set[str] = set()  # part streams where a leading hit's thread has no part in the page
     for rank, hit in enumerate(hits[:LEADING]):
         thread = _thread_of(hit, streams, owner)
+        if thread is not None and thread not in parts and thread[0] in full:
+            older.add(thread[0])
         if thread is not None and thread in parts and thread not in (t for _, t in threads):
             threads.append((rank, thread))
     shown = {str(hit.get("id")) for hit in hits if hit.get("evidence")}
     joined: list[tuple[int, dict[str, Any]]] = []
     for rank, thread in threads:
         candidates = [part for part in parts[thread] if _handle(part) not in shown]
-        best = await asyncio.to_thread(_best_part, question, candidates)
+        best = await asyncio.to_thread(_best_part, args.question, candidates)
         if best is not None:
             joined.append((rank, _part_hit(best[0], best[1], hits[rank], context.provider_url)))
     for entry in searched:
         if entry.get("mode") == "thread":
             entry["hits"] = sum(1 for _, hit in joined if hit["stream"] in entry["streams"])
+            if older & set(entry["streams"]):
+                entry["older_than"] = THREAD_PAGE
     for rank, hit in sorted(joined, key=lambda pair: -pair[0]):
         hits[:] = [each for each in hits if each.get("id") != hit["id"]]
         hits.insert(min(rank + 1, len(hits)), hit)
@@ -133,8 +154,9 @@ def _key(stream: str) -> str:
     return f"{singular(stream)}_id"
 
 
-async def _read_parts(context: GatewayContext, stream: _PartStream) -> list[_Part] | None:
-    """The part stream's newest page, each record's parent and text (``None`` when the read fails)."""
+async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[list[_Part], bool] | None:
+    """The part stream's newest page, each record's parent and text, and whether older records
+    exist (the RS's ``has_more``); ``None`` when the read fails."""
     query = [
         ("limit", str(THREAD_PAGE)),
         ("connection_id", stream.connection_id),
@@ -159,7 +181,7 @@ async def _read_parts(context: GatewayContext, stream: _PartStream) -> list[_Par
             and record.get("id") is not None
         ):
             found.append(_Part(stream, str(record["id"]), parent, text))
-    return found
+    return found, response.body.get("has_more") is True
 
 
 def _thread_of(

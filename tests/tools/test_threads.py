@@ -8,12 +8,15 @@ is no thread: it is still found by the body search."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import parse_qsl
 
+import pytest
 from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.retrieval import threads
 from pdpp_gateway.retrieval.linked_streams import body_streams
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
@@ -68,3 +71,33 @@ async def test_a_search_whose_hits_head_no_thread_reads_no_part_page(shared_sand
     assert not result.is_error, result.text
     assert not [call for call in shared_sandbox.calls if call.path.endswith("/records")]
     assert "in thread " not in (result.text or "")
+
+
+async def test_a_thread_older_than_the_newest_page_is_said_with_the_search_that_finds_it(
+    shared_sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a page of one comment: the newest, which is not of this issue's thread
+    monkeypatch.setattr(threads, "THREAD_PAGE", 1)
+    pipeline = build_pipeline()
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
+        result = await pipeline(ToolCall("search", {"query": ASKED}, context))
+        text = result.text or ""
+        assert "in thread " not in text
+        assert "its parts are older than the newest 1)" in text
+        line = next(line for line in text.splitlines() if line.startswith("The first hit's thread is older"))
+        call = json.loads(line.split("search ", 1)[1].rsplit(" finds them", 1)[0])
+        assert call == {"query": ASKED, "streams": ["issue_comments"]}
+        found = await pipeline(ToolCall("search", call, context))  # the call as printed
+    assert not found.is_error, found.text
+    assert COMMENT in [hit["id"] for hit in found.structured["results"]]
+
+
+async def test_a_search_scoped_to_other_streams_reads_no_thread(shared_sandbox: Any) -> None:
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
+        shared_sandbox.calls.clear()
+        result = await build_pipeline()(ToolCall("search", {"query": ASKED, "streams": ["issues"]}, context))
+    assert not result.is_error, result.text
+    assert not [call for call in shared_sandbox.calls if call.path == "/v1/streams/issue_comments/records"]
+    assert "thread" not in (result.text or "")
