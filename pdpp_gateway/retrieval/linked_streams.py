@@ -70,17 +70,21 @@ class ParentLink:
 
 def body_streams(schema: Mapping[str, Any] | None, stream: str, connection_id: str) -> list[BodyStream]:
     """The granted streams that hold the long text of ``stream``'s records (see the contract)."""
-    rows = _rows(schema, stream, connection_id)
+    rows = _connector_rows(schema, stream, connection_id)
+    own = next((row for row in rows if row.get("name") == stream), {})
+    many = {  # the streams its row declares a has_many relation to
+        as_mapping(relation).get("target_stream")
+        for relation in own.get("expand_capabilities") or ()
+        if as_mapping(relation).get("cardinality") == "has_many"
+    }
     key = f"{singular(stream)}_id"
     found = []
-    for name, flags in rows.items():
+    for name, flags in ((str(row.get("name")), _flags(row)) for row in rows):
         if name == stream or key not in flags or "g=false" in flags[key]:
             continue
         text = _text_field(flags)
         if text is not None or all(value == ["declared"] for value in flags.values()):
-            found.append(
-                BodyStream(name, text, _cardinality(schema, stream, name, connection_id) != "has_many")
-            )
+            found.append(BodyStream(name, text, name not in many))
     return found
 
 
@@ -111,23 +115,6 @@ def text_field_of(schema: Mapping[str, Any] | None, stream: str, connection_id: 
     return None if flags is None else _text_field(flags)
 
 
-def _cardinality(
-    schema: Mapping[str, Any] | None, stream: str, target: str, connection_id: str
-) -> str | None:
-    """The cardinality ``stream``'s row declares for its relation to ``target`` (its
-    ``expand_capabilities``), ``None`` when it declares none."""
-    if schema is None:
-        return None
-    document = compact_projection(unwrap_schema(schema), stream=stream, connection_id=connection_id)
-    for connector in document.get("connectors") or ():
-        for row in connector.get("streams") or ():
-            for relation in as_mapping(row).get("expand_capabilities") or ():
-                relation = as_mapping(relation)
-                if relation.get("target_stream") == target and isinstance(relation.get("cardinality"), str):
-                    return str(relation["cardinality"])
-    return None
-
-
 def singular(stream: str) -> str:
     if stream.endswith("ies"):
         return stream[:-3] + "y"
@@ -138,14 +125,21 @@ def _rows(
     schema: Mapping[str, Any] | None, stream: str, connection_id: str
 ) -> dict[str, dict[str, list[str]]]:
     """The streams of ``stream``'s connector through ``connection_id``: each field's flags."""
+    return {str(row.get("name")): _flags(row) for row in _connector_rows(schema, stream, connection_id)}
+
+
+def _connector_rows(
+    schema: Mapping[str, Any] | None, stream: str, connection_id: str
+) -> list[Mapping[str, Any]]:
+    """The compact rows of ``stream``'s connector through ``connection_id`` (none without it)."""
     if schema is None:
-        return {}
+        return []
     document = compact_projection(unwrap_schema(schema), connection_id=connection_id)
     for connector in document.get("connectors") or ():
         rows = [as_mapping(row) for row in connector.get("streams") or ()]
         if any(row.get("name") == stream for row in rows):
-            return {str(row.get("name")): _flags(row) for row in rows}
-    return {}
+            return rows
+    return []
 
 
 def _flags(row: Mapping[str, Any]) -> dict[str, list[str]]:
