@@ -14,14 +14,14 @@ Contract (``add_thread_parts(context, hits, args, schema, searched)``, step 3 of
 page as it was; only part streams among the caller's ``streams`` when it named some, none
 under a ``filter``):
 
-- The page's ``LEADING`` best-ranked hits (its fused order, before the judge) name the threads
-  read: a hit of a parent stream is its own thread's head; a hit of a part stream belongs to
-  the thread its record names (known once the part page is read). Reading the threads of more
-  hits answered no more questions on the dev split, at more reads.
+- The first hit (the fused order, before the judge) names the thread read: a hit of a parent
+  stream is its own thread's head; a hit of a part stream belongs to the thread its record
+  names (known once the part page is read). Reading the threads of more hits answered no more
+  questions on the dev split, at more reads.
 - Each thread's parts on that page that the page does not already show with evidence are
   judged sentence by sentence (``sentences.answer_windows``: meaning, the question's rare
   words, the kind of value asked for); the part whose best window scores highest joins the
-  page as a hit of its own right after its thread's first hit, its window as its evidence,
+  page as a hit of its own right after the first hit, its window as its evidence,
   ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text says ``in thread <id>``).
   The page's order is then the judge's, as for every hit.
 - Each part page read is added to ``searched``: ``{mode: "thread", streams, hits}`` (hits: the
@@ -52,7 +52,6 @@ from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.tools.args import SearchArgs
 
 THREAD_PAGE: Final = 100  # the RS's largest records page
-LEADING: Final = 1  # the best-ranked hits (the fused order) whose threads are read
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,74 +78,62 @@ async def add_thread_parts(
     schema: Mapping[str, Any] | None,
     searched: list[dict[str, Any]],
 ) -> None:
-    """The best part of the thread of each of the page's ``LEADING`` hits, joined to the page
-    (see the module contract)."""
-    if any(name == "filter" for name, _ in args.scope):
+    """The best part of the first hit's thread, joined to the page after it (see the module
+    contract)."""
+    if not hits or any(name == "filter" for name, _ in args.scope):
         return  # a filter names one stream: its hits have no thread to read
     named = {value for name, value in args.scope if name == "streams"}
-    streams = {
-        key: stream
-        for key, stream in _part_streams(schema, hits[:LEADING]).items()
-        if not named or stream.name in named
-    }
-    if not streams:
-        return
-    pages = await asyncio.gather(*(_read_parts(context, stream) for stream in streams.values()))
-    parts: dict[tuple[str, str, str], list[_Part]] = {}  # (part stream, connection, parent) -> parts
-    owner: dict[tuple[str, str, str], str] = {}  # (part stream, connection, record id) -> parent
-    full: set[str] = set()  # the part streams whose newest page may not hold every part
-    for stream, page in zip(streams.values(), pages, strict=True):
-        if page is None:
+    first = hits[0]
+    streams = [stream for stream in _part_streams(schema, first) if not named or stream.name in named]
+    pages = await asyncio.gather(*(_read_parts(context, stream) for stream in streams))
+    read = [(stream, page) for stream, page in zip(streams, pages, strict=True) if page is not None]
+    entries = {stream.name: {"mode": "thread", "streams": [stream.name], "hits": 0} for stream, _ in read}
+    searched.extend(entries.values())
+    for stream, (found, more) in read:
+        parent = _parent_of(first, stream, found)
+        if parent is None:
             continue
-        searched.append({"mode": "thread", "streams": [stream.name], "hits": 0})
-        found, more = page
-        if more:
-            full.add(stream.name)
-        for part in found:
-            parts.setdefault((stream.name, stream.connection_id, part.parent), []).append(part)
-            owner[(stream.name, stream.connection_id, part.record_id)] = part.parent
-    threads: list[tuple[int, tuple[str, str, str]]] = []  # (rank of its first hit, thread)
-    older: set[str] = set()  # part streams where a leading hit's thread has no part in the page
-    for rank, hit in enumerate(hits[:LEADING]):
-        thread = _thread_of(hit, streams, owner)
-        if thread is not None and thread not in parts and thread[0] in full:
-            older.add(thread[0])
-        if thread is not None and thread in parts and thread not in (t for _, t in threads):
-            threads.append((rank, thread))
-    shown = {str(hit.get("id")) for hit in hits if hit.get("evidence")}
-    joined: list[tuple[int, dict[str, Any]]] = []
-    for rank, thread in threads:
-        candidates = [part for part in parts[thread] if _handle(part) not in shown]
+        thread = [part for part in found if part.parent == parent]
+        if not thread and more:  # its parts are older than the page read
+            entries[stream.name]["older_than"] = THREAD_PAGE
+        shown = {str(hit.get("id")) for hit in hits if hit.get("evidence")}
+        candidates = [part for part in thread if _handle(part) not in shown]
         best = await asyncio.to_thread(_best_part, args.question, candidates)
         if best is not None:
-            joined.append((rank, _part_hit(best[0], best[1], hits[rank], context.provider_url)))
-    for entry in searched:
-        if entry.get("mode") == "thread":
-            entry["hits"] = sum(1 for _, hit in joined if hit["stream"] in entry["streams"])
-            if older & set(entry["streams"]):
-                entry["older_than"] = THREAD_PAGE
-    for rank, hit in sorted(joined, key=lambda pair: -pair[0]):
-        hits[:] = [each for each in hits if each.get("id") != hit["id"]]
-        hits.insert(min(rank + 1, len(hits)), hit)
+            entries[stream.name]["hits"] = 1
+            joined = _part_hit(*best, first, context.provider_url)
+            hits[:] = [each for each in hits if each.get("id") != joined["id"]]
+            hits.insert(min(1, len(hits)), joined)
+        return  # the first hit's thread: the first part stream that names its head
 
 
-def _part_streams(
-    schema: Mapping[str, Any] | None, hits: Sequence[Mapping[str, Any]]
-) -> dict[tuple[str, str], _PartStream]:
-    """The part streams of the page's hits' threads, by (stream, connection)."""
-    found: dict[tuple[str, str], _PartStream] = {}
-    for hit in hits:
-        stream, connection = str(hit.get("stream")), hit.get("connection_id")
-        if not isinstance(connection, str):
-            continue
-        link = parent_link(schema, stream, connection)
-        heads = [stream] if link is None else [link.stream, stream]
-        for head in heads:
-            for body in body_streams(schema, head, connection):
-                if not body.whole and body.text_field is not None:
-                    part = _PartStream(body.name, head, _key(head), body.text_field, connection)
-                    found.setdefault((body.name, connection), part)
-    return found
+def _parent_of(hit: Mapping[str, Any], stream: _PartStream, found: Sequence[_Part]) -> str | None:
+    """The head of the thread ``hit`` heads or belongs to in ``stream``: its own id for a hit of
+    the head stream, the head its record names for a part on the page read, else ``None``."""
+    if hit.get("connection_id") != stream.connection_id:
+        return None
+    record = str(hit.get("record_id"))
+    if hit.get("stream") == stream.parent:
+        return record
+    if hit.get("stream") == stream.name:
+        return next((part.parent for part in found if part.record_id == record), None)
+    return None
+
+
+def _part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> list[_PartStream]:
+    """The part streams of the thread ``hit`` heads or belongs to."""
+    stream, connection = str(hit.get("stream")), hit.get("connection_id")
+    if not isinstance(connection, str):
+        return []
+    link = parent_link(schema, stream, connection)
+    found: dict[str, _PartStream] = {}
+    for head in [stream] if link is None else [link.stream, stream]:
+        for body in body_streams(schema, head, connection):
+            if not body.whole and body.text_field is not None:
+                found.setdefault(
+                    body.name, _PartStream(body.name, head, _key(head), body.text_field, connection)
+                )
+    return list(found.values())
 
 
 def _key(stream: str) -> str:
@@ -182,23 +169,6 @@ async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[lis
         ):
             found.append(_Part(stream, str(record["id"]), parent, text))
     return found, response.body.get("has_more") is True
-
-
-def _thread_of(
-    hit: Mapping[str, Any],
-    streams: Mapping[tuple[str, str], _PartStream],
-    owner: Mapping[tuple[str, str, str], str],
-) -> tuple[str, str, str] | None:
-    """The thread ``hit`` heads or belongs to: (part stream, connection, parent id)."""
-    stream, record, connection = str(hit.get("stream")), str(hit.get("record_id")), hit.get("connection_id")
-    for (name, where), part in streams.items():
-        if where != connection:
-            continue
-        if name == stream and (name, where, record) in owner:
-            return (name, where, owner[(name, where, record)])
-        if part.parent == stream:
-            return (name, where, record)
-    return None
 
 
 def _handle(part: _Part) -> str:
