@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
 from mcp_gateway_middleware.doors import (
+    MAX_BODY_BYTES,
     SPEC_METHODS,
     TWO_CREDENTIALS,
     Refusal,
@@ -73,7 +74,7 @@ class McpDoor:
         self,
         app: AsgiApp,
         *,
-        max_body_bytes: int = 4 * 1024 * 1024,
+        max_body_bytes: int = MAX_BODY_BYTES,
         authenticate: Authenticate | None = None,
         duplicate: Refusal = TWO_CREDENTIALS,
         limiter: Limiter | None = None,

@@ -51,6 +51,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 __all__ = [
     "ALLOWED_METHODS",
+    "MAX_BODY_BYTES",
     "RPC_CODES",
     "SPEC_METHODS",
     "TWO_CREDENTIALS",
@@ -67,6 +68,7 @@ A = TypeVar("A")
 R = TypeVar("R")
 ALLOWED_METHODS: Final = "GET, POST, DELETE"
 SPEC_METHODS: Final = frozenset({"GET", "POST", "DELETE"})
+MAX_BODY_BYTES: Final = 4 * 1024 * 1024  # the doors' default cap on a request body
 EVENT_STREAM: Final = "text/event-stream"
 
 

@@ -44,6 +44,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_gateway_middleware.asgi import AsgiApp, Authenticate, McpDoor
+from mcp_gateway_middleware.doors import MAX_BODY_BYTES
 from mcp_gateway_middleware.pipeline import Next, ToolCall, ToolResult
 from mcp_gateway_middleware.ratelimit import Limiter
 from mcp_gateway_middleware.sdk_stdio import run_stdio
@@ -166,7 +167,7 @@ def asgi_app(
     authenticate: Authenticate | None = None,
     limiter: Limiter | None = None,
     caller_key: Callable[[Any], str | None] = str,
-    max_body_bytes: int = 4 * 1024 * 1024,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> AsgiApp:
     """The SDK's Streamable HTTP app for ``server`` behind the door (module contract); ``host``
     is where it is served (a loopback host turns on the SDK's DNS-rebinding checks)."""

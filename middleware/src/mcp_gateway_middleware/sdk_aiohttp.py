@@ -41,7 +41,7 @@ from mcp_types import PARSE_ERROR, ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_gateway_middleware.asgi import Authenticate
-from mcp_gateway_middleware.doors import TWO_CREDENTIALS, Refusal, rate_refusal
+from mcp_gateway_middleware.doors import MAX_BODY_BYTES, TWO_CREDENTIALS, Refusal, rate_refusal
 from mcp_gateway_middleware.envelope import envelope_fault
 from mcp_gateway_middleware.hosts import LOOPBACK, LOOPBACK_POLICY
 from mcp_gateway_middleware.http import (
@@ -71,7 +71,7 @@ def mcp_app(
     authenticate: Authenticate | None = None,
     limiter: Limiter | None = None,
     caller_key: Callable[[Any], str | None] = str,
-    max_body_bytes: int = 4 * 1024 * 1024,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> web.Application:
     """``server`` at ``path`` behind the door (module contract)."""
     stages: list[Stage] = [host_check(LOOPBACK_POLICY)] if host in LOOPBACK else []
