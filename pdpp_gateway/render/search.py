@@ -166,9 +166,9 @@ def _near_line(hit: Mapping[str, Any]) -> str:
 def _package_order(package: Mapping[str, Any]) -> str:
     """How a merged package page is ordered: by one relevance judge for every source, or
     (a pinned mode: RS scores of different sources are not comparable) round-robin."""
-    sources = ", ".join(str(source) for source in (package.get("source_order") or ())[:8])
     if package.get("order") == "relevance":
         return "order: by relevance to the question, judged the same way for every source."
+    sources = ", ".join(str(source) for source in (package.get("source_order") or ())[:8])
     return clip(
         f"order: round-robin by each source's own rank, sources in fixed order ({sources}); "
         "scores of different sources are not comparable.",
@@ -197,7 +197,7 @@ def _fused_line(retrieval: Mapping[str, Any], question: str) -> str:
     why = (
         "words and meaning searched side by side"
         if retrieval.get("why") == WORDS_AND_MEANING
-        else ("no record holds every word")
+        else "no record holds every word"
     )
     sources = retrieval.get("sources")
     where = f" in {', '.join(str(s) for s in sources[:8])}" if isinstance(sources, list) else ""
