@@ -347,8 +347,10 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
         parts.append(f"stream={stream}")
     if source:
         parts.append(f"source={source}")
-    if hit.get("thread_of"):  # a part joined from its thread (retrieval.threads)
+    if hit.get("thread_of"):  # a part of a thread (retrieval.threads, retrieval.linked_hits)
         parts.append(f"in thread {hit['thread_of']}")
+    if hit.get("body_of"):  # the body of a header it was folded with (retrieval.linked_hits)
+        parts.append(f"belongs to {hit['body_of']}")
     title = str(hit.get("title", ""))
     named = f"{stream} / {hit.get('record_id')}"  # a title made of the source, stream and id
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]

@@ -7,10 +7,12 @@ than ``RELAXED_WORDS`` content words, lexical search on its most distinctive one
 rank fusion (``RRF_K``): a record both found rises, each record once, ties to the earlier
 list, at most ``limit`` hits (``FUSED_LIMIT`` when the caller set none; a package member
 answers its share, ``GatewayContext.fused_share``). Either read failing leaves the other's
-hits; both failing is the meaning read's error. Then evidence (``evidence.add_evidence``, then
-``evidence.read_best``: the best hits read for their answer windows), the page ordered by the
-one judge (``order``), and the first hit's origin for a who/when question. A fused page has no
-cursor (its lists page differently): the text offers the lexical search that pages.
+hits; both failing is the meaning read's error. Then a header folded into its body or part on
+the page (``linked_hits``; the place it frees goes to the next fused hit), evidence
+(``evidence.add_evidence``, then ``evidence.read_best``: the best hits read for their answer
+windows), the first hit's thread (``threads``), the page ordered by the one judge (``order``),
+and the first hit's origin for a who/when question. A fused page has no cursor (its lists page
+differently): the text offers the lexical search that pages.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pdpp_gateway.question.words import RELAXED_WORDS
 from pdpp_gateway.render.common import NO_RECORD_HAS_EVERY_WORD, WORDS_AND_MEANING
 from pdpp_gateway.retrieval.evidence import add_evidence, read_best
 from pdpp_gateway.retrieval.hit_origin import add_origin
+from pdpp_gateway.retrieval.linked_hits import fold_linked
 from pdpp_gateway.retrieval.order import order_by_relevance
 from pdpp_gateway.retrieval.pages import SEARCH_PATHS, envelope, meaning_mode, page_hits
 from pdpp_gateway.retrieval.threads import add_thread_parts
@@ -70,7 +73,9 @@ async def fused(
     if not any(results for *_, results in answered):
         return None
     limit = context.fused_share or args.limit or FUSED_LIMIT
-    fused = rrf([results for *_, results in answered], limit)
+    fused = rrf([results for *_, results in answered], limit + 1)  # the place a fold may free
+    await fold_linked(context, fused, limit, await schema)
+    del fused[limit:]
     searched: list[dict[str, Any]] = [
         {"mode": mode, "query": query, "hits": len(results)} for mode, query, _, results in answered
     ]

@@ -10,7 +10,8 @@ Contract (``add_origin(rs, schema, hit)``, GETs only through the caller's own cl
 - A hit of a stream with origin fields (``linked_streams.origin_fields``: a mail's
   message) is read with ``fields=`` those fields: 1 read.
 - A hit of a stream whose records belong to one that has them
-  (``linked_streams.parent_link``: a mail's body) has its link field read (1 read), then
+  (``linked_streams.parent_link``: a mail's body) has its link field read (1 read; none when
+  the hit was folded with that record, ``linked_hits``: it names it already), then
   the record that field names, with ``fields=`` that record's title and origin fields (1
   read), in the hit's connection.
 - The hit then carries ``origin``: ``{id, stream, title?, fields}``: the handle of the
@@ -26,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pdpp_gateway.context import RsReader
-from pdpp_gateway.ids import RecordRef, format_handle
+from pdpp_gateway.ids import RecordRef, format_handle, parse_handle
 from pdpp_gateway.render.common import as_mapping
 from pdpp_gateway.retrieval.linked_streams import origin_fields, parent_link
 from pdpp_gateway.rs.client import rs_path
@@ -41,14 +42,16 @@ async def add_origin(rs: RsReader, schema: Mapping[str, Any] | None, hit: dict[s
     own = origin_fields(schema, stream, connection)
     try:
         if own is not None:
-            values = await _fields(rs, RecordRef(stream, record_id, connection), own.fields)
+            values = await record_fields(rs, RecordRef(stream, record_id, connection), own.fields)
             origin = {"id": hit.get("id"), "stream": stream}
         elif (link := parent_link(schema, stream, connection)) is not None:
-            parent = (await _fields(rs, RecordRef(stream, record_id, connection), (link.key,))).get(link.key)
+            parent = _known_parent(hit, link.stream) or (
+                await record_fields(rs, RecordRef(stream, record_id, connection), (link.key,))
+            ).get(link.key)
             if not isinstance(parent, str) or not parent:
                 return
             wanted = (*((link.origin.title,) if link.origin.title else ()), *link.origin.fields)
-            values = await _fields(rs, RecordRef(link.stream, parent, connection), wanted)
+            values = await record_fields(rs, RecordRef(link.stream, parent, connection), wanted)
             origin = {"id": format_handle(link.stream, parent, connection), "stream": link.stream}
             if link.origin.title and values.get(link.origin.title):
                 origin["title"] = str(values.pop(link.origin.title))
@@ -61,7 +64,7 @@ async def add_origin(rs: RsReader, schema: Mapping[str, Any] | None, hit: dict[s
         hit["origin"] = {**origin, "fields": shown}
 
 
-async def _fields(rs: RsReader, ref: RecordRef, fields: Sequence[str]) -> dict[str, Any]:
+async def record_fields(rs: RsReader, ref: RecordRef, fields: Sequence[str]) -> dict[str, Any]:
     """The ``fields`` of one record (``fields=`` projection)."""
     response = await rs.get_json(
         rs_path("v1", "streams", ref.stream, "records", ref.record_id),
@@ -69,3 +72,12 @@ async def _fields(rs: RsReader, ref: RecordRef, fields: Sequence[str]) -> dict[s
     )
     data = as_mapping(response.body.get("data"))
     return {name: data.get(name) for name in fields}
+
+
+def _known_parent(hit: Mapping[str, Any], stream: str) -> str | None:
+    """The id of the record of ``stream`` that ``hit`` was folded with (``linked_hits``), if any."""
+    folded = hit.get("body_of") or hit.get("thread_of")
+    if not isinstance(folded, str):
+        return None
+    ref = parse_handle(folded)
+    return ref.record_id if ref.stream == stream else None

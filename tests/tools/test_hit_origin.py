@@ -90,8 +90,11 @@ async def test_a_question_asking_when_a_mail_came_shows_its_date(shared_sandbox:
 
 async def test_a_question_that_asks_neither_who_nor_when_reads_nothing_more(shared_sandbox: Any) -> None:
     result, reads = await _ask(shared_sandbox, "the new lease for Lisbon")
-    # searches and windows of long texts, but no record read for where a hit came from
-    assert not [path for path, _ in reads if "/records/" in path and "field-window" not in path]
+    # searches and windows of long texts, a body's link to fold it with its message
+    # (retrieval.linked_hits), but no record read for where a hit came from
+    records = [query for path, query in reads if "/records/" in path and "field-window" not in path]
+    assert all(query["fields"] == ["message_id"] for query in records)
+    assert not any(path.startswith("/v1/streams/messages/records/") for path, _ in reads)
     assert "origin" not in result.structured["results"][0]
     assert "belongs to" not in result.text
 
@@ -109,7 +112,7 @@ async def test_a_failed_read_leaves_the_hit_as_it_was(shared_sandbox: Any) -> No
     assert GYM_MESSAGE in proxy.paths()
     assert not result.is_error, result.text
     assert "origin" not in result.structured["results"][0]
-    assert "belongs to" not in result.text
+    assert "belongs to messages" not in result.text  # no origin line (the fold names the mail only)
     evidence = result.structured["results"][0]["evidence"]  # the hit's own evidence stands
     assert evidence
     assert f"evidence {evidence[0]['field']}" in result.text.split("\n[2] ")[0]

@@ -4,7 +4,9 @@ reads made and the answer text a model reads: one meaning-based search of the bo
 the question (within the caller's streams and connection), the best body read for its passage
 and shown as a hit of its own at the message's rank, with a read call that runs as printed;
 it is found even in another connection than the message's, when filler messages share its
-subject; a grant without a body stream, or a search that fails, changes nothing.
+subject; a grant without a body stream, or a search that fails, changes nothing. The fold of a
+message with a body the page already shows (``retrieval.linked_hits``, which makes this search
+needless: ``tests/tools/test_linked_hits.py``) is off here, so the body search is what is seen.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import json
 from typing import Any
 from urllib.parse import parse_qs
 
+import pytest
 from aiohttp import web
 from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.retrieval import linked_hits
 from pdpp_gateway.retrieval.body_search import BODY_CANDIDATES
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
@@ -27,6 +31,11 @@ GYM_FACT = "Your gym membership renews on 1 June at 39 EUR a month."
 GYM_BODY = "cin_mail_work/message_bodies:body_gym"
 PORTO = "confirmation number for my trip to Porto"  # filler messages share the mail's subject
 BODY_SEARCH = "/v1/search/hybrid"
+
+
+@pytest.fixture(autouse=True)
+def _no_fold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(linked_hits, "HEADS", 0)
 
 
 async def _ask(sandbox: Any, token: str, tool: str, arguments: dict[str, Any]) -> Any:
