@@ -35,7 +35,9 @@ Contract (for a ``search`` fanned out to several children of a package):
   pages do not page (their lists page differently), so neither does their merged page: it has
   no ``next_cursor``, and its text offers the lexical search that pages.
 - Streams a question names (``stream_hints``): the children's, in member order, the streams
-  of the merged hits not offered (``retrieval.stream_hints.merge_stream_hints``).
+  of the merged hits not offered (``retrieval.stream_hints.merge_stream_hints``); a merged page
+  that shows no word of the question names the children's other streams
+  (``retrieval.other_streams.merge_other_streams``).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from pdpp_gateway.package.cursor import (
 from pdpp_gateway.render.common import RETRIEVAL
 from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.retrieval.fused import FUSED_LIMIT
+from pdpp_gateway.retrieval.other_streams import merge_other_streams
 from pdpp_gateway.retrieval.stream_hints import merge_stream_hints
 from pdpp_gateway.tools.args import SearchArgs, args_of
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
@@ -162,7 +165,8 @@ def merge_search(
     outcomes: Sequence[Outcome],
 ) -> ToolResult:
     """The merged page (see the module contract); ``sources``, a subset of ``members``, are in member order."""
-    args = args_of(call, SearchArgs).arguments
+    parsed = args_of(call, SearchArgs)
+    args = parsed.arguments
     limit = _limit(args)
     keys = member_keys(members)
     source_keys = [
@@ -238,9 +242,9 @@ def merge_search(
         structured[RETRIEVAL] = {**fused[0][1], "sources": [_label(lane.member) for lane, _ in fused]}
     elif found:  # every member searched the question's content words alike
         structured[RETRIEVAL] = found[0][1]
-    merge_stream_hints(
-        structured, [outcome.structured for outcome in outcomes if isinstance(outcome, ToolResult)]
-    )
+    answers = [outcome.structured for outcome in outcomes if isinstance(outcome, ToolResult)]
+    merge_stream_hints(structured, answers)
+    merge_other_streams(structured, answers, parsed.words)
     return ToolResult(structured=structured)
 
 

@@ -47,6 +47,7 @@ from pdpp_gateway.render.common import (
     fit_rows,
     warning_lines,
 )
+from pdpp_gateway.retrieval.other_streams import OTHER_STREAMS
 from pdpp_gateway.retrieval.stream_hints import STREAM_HINTS
 from pdpp_gateway.tools.args import SearchArgs
 from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
@@ -91,6 +92,9 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     elif not hits and mode == "lexical" and not args.cursor:
         lines.append(_nothing_lexical(args))
     lines.extend(_stream_hint_line(as_mapping(hint)) for hint in result.structured.get(STREAM_HINTS) or ())
+    others = [as_mapping(entry) for entry in result.structured.get(OTHER_STREAMS) or ()]
+    if others:
+        lines.append(_other_streams_line(others))
     meta = as_mapping(envelope.get("meta"))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
@@ -239,6 +243,22 @@ def _stream_hint_line(hint: Mapping[str, Any]) -> str:
     )
 
 
+def _other_streams_line(others: Sequence[Mapping[str, Any]]) -> str:
+    """The grant's streams no hit is of, for a page that shows none of the question's words
+    (``retrieval.other_streams``)."""
+    listed = "; ".join(
+        f"{entry.get('source')}"
+        + (f" (connection_id {entry['connection_id']})" if entry.get("connection_id") else "")
+        + f": {', '.join(str(name) for name in entry.get('streams') or ())}"
+        for entry in others
+    )
+    return (
+        "No hit shows a word of the question: these are guesses by meaning. The answer may be data no "
+        f"text search finds, in the grant's other streams: {listed}. Read one with query_records "
+        "(its stream, and its connection_id where given), or see its fields with schema."
+    )
+
+
 def _fused_more(args: SearchArgs, retrieval: Mapping[str, Any]) -> str:
     """A fused page has no cursor: the lexical search among its lists is the one that pages."""
     lexical = next(
@@ -349,8 +369,9 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
         parts.append(f"source={source}")
     if hit.get("thread_of"):  # a part of a thread (retrieval.threads, retrieval.linked_hits)
         parts.append(f"in thread {hit['thread_of']}")
-    if hit.get("body_of"):  # the body of a header it was folded with (retrieval.linked_hits)
-        parts.append(f"belongs to {hit['body_of']}")
+    origin = hit.get("origin")
+    if hit.get("body_of") and as_mapping(origin).get("id") != hit["body_of"]:
+        parts.append(f"belongs to {hit['body_of']}")  # the header it was folded with (retrieval.linked_hits)
     title = str(hit.get("title", ""))
     named = f"{stream} / {hit.get('record_id')}"  # a title made of the source, stream and id
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
@@ -362,8 +383,7 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
         lines = [" ".join([*parts, *([f"at {when}"] if when else [])]) + _connection_part(hit)]
     else:
         lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(title, 100)}"]
-    origin = hit.get("origin")
-    if isinstance(origin, Mapping):
+    if isinstance(origin, Mapping):  # its origin line names the record it belongs to
         lines.append(_origin_line(hit_id, origin))
     previews = [_plain(str(e.get("preview", ""))) for e in evidence]
     snippet = _flat(str(hit.get("snippet") or ""))

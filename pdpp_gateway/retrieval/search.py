@@ -34,7 +34,9 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    scored the same way whatever its source or mode; a package merges its members by it.
 5. Streams the question names: the grant's compact schema, read through the caller's memo
    alongside step 2, offers the streams whose name or fields the content words name, not among
-   the hits, as ready ``query_records`` calls under ``stream_hints`` (``retrieval.stream_hints``).
+   the hits, as ready ``query_records`` calls under ``stream_hints`` (``retrieval.stream_hints``);
+   a page that shows none of the question's words names the grant's other streams under
+   ``other_streams`` (``retrieval.other_streams``).
 6. Where the first hit comes from: when the question asks who sent something or when it came
    (``Question.who_or_when``), the first hit gets ``origin``, its sender and date
    (``hit_origin``: 1 read for a mail's message, 2 for a mail's body).
@@ -56,6 +58,7 @@ from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.retrieval.evidence import first_passage
 from pdpp_gateway.retrieval.fused import fused
 from pdpp_gateway.retrieval.hit_origin import add_origin
+from pdpp_gateway.retrieval.other_streams import add_other_streams
 from pdpp_gateway.retrieval.pages import SEARCH_PATHS, answer, granted_schema, page_hits
 from pdpp_gateway.retrieval.stream_hints import add_stream_hints
 from pdpp_gateway.rs.client import RsResponse
@@ -84,6 +87,7 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
             await schema
         raise
     add_stream_hints(found.structured, await schema, args)
+    add_other_streams(found.structured, await schema, args)
     return found
 
 

@@ -1,0 +1,120 @@
+"""A page that shows none of the question's words names the grant's other streams.
+
+When no hit a search found holds a word of a person's question, its hits are guesses by
+meaning ("which band have I been listening to the most lately" meets flight confirmations):
+the answer is likelier data that no text search reaches (a music service's top artists, a
+payroll's statements), in streams whose names say nothing the question says ("band" is no
+"artist", so ``stream_hints`` offers none). Such a page names the grant's streams that none of
+its hits is of, by source, so that a model reads one (``query_records``) or looks at its
+fields (``schema``) instead of opening guesses.
+
+Contract (pure: a schema document and a search's structured output in, that output with
+``OTHER_STREAMS`` out; no I/O):
+
+- ``add_other_streams(structured, schema, args)``: when the search's results show no word of
+  the question (no ``<mark>`` in any hit's snippet or evidence, no title word that stands for
+  one of its content words: ``words.stands_for``) and it offers no stream hint,
+  ``structured[OTHER_STREAMS]`` lists per connector and connection the granted streams (within
+  the search's ``streams`` and ``connection_id``) that no result is of: ``[{source,
+  connection_id?, streams}]``, at most ``MAX_STREAMS`` names in all. Unchanged without a
+  schema, a page that shows a word, or such a stream.
+- ``merge_other_streams(structured, answers, words)``: a merged package page whose results show
+  none of the content ``words`` names its members' other streams (``answers``: their structured
+  outputs), the streams of its results left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from pdpp_gateway.question.words import WORD, stands_for, stem
+from pdpp_gateway.retrieval.stream_hints import STREAM_HINTS
+from pdpp_gateway.schema_view import compact_projection, unwrap_schema
+from pdpp_gateway.tools.args import SearchArgs
+
+OTHER_STREAMS: Final = "other_streams"  # the structured output key holding them
+MAX_STREAMS: Final = 24
+
+
+def add_other_streams(structured: dict[str, Any], schema: Mapping[str, Any] | None, args: SearchArgs) -> None:
+    """``structured`` with the grant's other streams when its page shows no word (see the contract)."""
+    results = _results(structured)
+    wanted = {stem(word) for word in args.words}
+    if schema is None or structured.get(STREAM_HINTS) or any(_shows_a_word(hit, wanted) for hit in results):
+        return
+    shown = {(str(hit.get("stream")), str(hit.get("connection_id"))) for hit in results}
+    scope = args.arguments.get("streams")
+    named = set(scope) if isinstance(scope, list) else None
+    document = compact_projection(unwrap_schema(schema), connection_id=args.connection_id)
+    found: list[dict[str, Any]] = []
+    left = MAX_STREAMS
+    for connector in document.get("connectors") or ():
+        names = [
+            name
+            for row in connector.get("streams") or ()
+            if (name := str(row.get("name") or ""))
+            and (named is None or name in named)
+            and not any((name, connection) in shown for connection in _connections(connector, row))
+        ][:left]
+        if names:
+            found.append({**_source(connector), "streams": names})
+            left -= len(names)
+    if found:
+        structured[OTHER_STREAMS] = found
+
+
+def merge_other_streams(
+    structured: dict[str, Any], answers: Iterable[Mapping[str, Any]], words: Iterable[str]
+) -> None:
+    """A merged package page's other streams (see the contract)."""
+    results = _results(structured)
+    wanted = {stem(word) for word in words}
+    if structured.get(STREAM_HINTS) or any(_shows_a_word(hit, wanted) for hit in results):
+        return
+    shown = {(str(hit.get("stream")), str(hit.get("connection_id"))) for hit in results}
+    found = []
+    for answer in answers:
+        for entry in answer.get(OTHER_STREAMS) or ():
+            connection = str(entry.get("connection_id"))
+            names = [name for name in entry.get("streams") or () if (name, connection) not in shown]
+            if names:
+                found.append({**entry, "streams": names})
+    if found:
+        structured[OTHER_STREAMS] = found
+
+
+def _results(structured: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [hit for hit in structured.get("results") or () if isinstance(hit, Mapping)]
+
+
+def _shows_a_word(hit: Mapping[str, Any], wanted: set[str]) -> bool:
+    """Whether the page shows a word of the question in ``hit``: a mark in its snippet or
+    evidence, or a word of its title that stands for one of the question's (``wanted``: stems)."""
+    shown = [str(hit.get("snippet") or "")]
+    shown += [
+        str(item.get("preview") or "") for item in hit.get("evidence") or () if isinstance(item, Mapping)
+    ]
+    titled = (stands_for(stem(token), wanted) for token in WORD.findall(str(hit.get("title") or "")))
+    return any("<mark>" in text for text in shown) or any(titled)
+
+
+def _connections(connector: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
+    """The ids of the connections through which the grant reads the stream of ``row``."""
+    granted = row.get("granted_connections") or connector.get("granted_connections") or ()
+    return [str(item.get("connection_id")) for item in granted if isinstance(item, Mapping)]
+
+
+def _source(connector: Mapping[str, Any]) -> dict[str, Any]:
+    """The connector's key and its one granted connection's name and id (none when it has several)."""
+    connections = [item for item in connector.get("granted_connections") or () if isinstance(item, Mapping)]
+    source = str(connector.get("connector_key") or connector.get("connector_id") or "")
+    if len(connections) != 1:
+        return {"source": source}
+    connection = connections[0]
+    if connection.get("display_name"):
+        source = f"{source} ({connection['display_name']})" if source else str(connection["display_name"])
+    entry: dict[str, Any] = {"source": source}
+    if connection.get("connection_id"):
+        entry["connection_id"] = connection["connection_id"]
+    return entry
