@@ -236,9 +236,14 @@ def _stream_hint_line(hint: Mapping[str, Any]) -> str:
     words = ", ".join(dumps(word) for word in hint.get("words") or ())
     fields = ", ".join(str(field) for field in hint.get("fields") or ())
     call = as_mapping(hint.get("call"))
+    why = (
+        "is the nearest the question in meaning"
+        if hint.get("by") == "meaning"
+        else f"matches {words}{f' (fields {fields})' if fields else ''}"
+    )
     return (
-        f"Structured data may answer this: stream {hint.get('stream')} of {hint.get('source')} matches "
-        f"{words}{f' (fields {fields})' if fields else ''}; its records {hint.get('order')}: "
+        f"Structured data may answer this: stream {hint.get('stream')} of {hint.get('source')} {why}; "
+        f"its records {hint.get('order')}: "
         + call_text(str(call.get("tool")), as_mapping(call.get("arguments")))
     )
 

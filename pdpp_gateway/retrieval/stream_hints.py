@@ -1,6 +1,7 @@
 """Streams a question names: the structured data no text search reaches, as ready reads.
 
-Contract (pure: a schema document and the question's words in, hints out; no I/O):
+Contract (a schema document and the question's words in, hints out; no I/O but the embedding
+model of ``question.meaning`` for the fallback by meaning, loaded once, a few ms):
 
 ``stream_hints(schema, words, question, shown)`` answers, for a search in a person's words
 that found no record holding every word, at most ``MAX_HINTS`` granted streams whose name
@@ -45,6 +46,13 @@ my most recent payslip" is a guess, and the question still names them).
 - A hint is ``{stream, source, connection_id?, words, fields, order, call: {tool,
   arguments}}`` (``order``: e.g. "newest first by issued_at"); ``source`` is the
   connector key and the connection's display name.
+- When no word names a stream and the first hit holds fewer than half the words (those that
+  say an order aside),
+  ``stream_by_meaning`` offers the one granted stream not among the hits whose connector, name
+  and granted fields, as one text, are nearest the question in meaning (the embedding model
+  of ``question.meaning``), when at least ``MEANING_HINT`` near ("how much was my last salary":
+  ``pay_statements``, whose words it shares none of): a hint as above with no words or
+  fields, and ``by: "meaning"``. Words name a stream exactly; meaning is the fallback.
 """
 
 from __future__ import annotations
@@ -54,12 +62,17 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from pdpp_gateway.marks import parse_marks
+from pdpp_gateway.question.meaning import embedding_model
 from pdpp_gateway.question.words import WORD, deeds, stands_for, stem
 from pdpp_gateway.schema_view import compact_projection, unwrap_schema
 from pdpp_gateway.tools.args import SearchArgs
 
 STREAM_HINTS: Final = "stream_hints"  # the structured output key holding them
 MAX_HINTS: Final = 2
+# a stream this near the question in meaning (its connector, name and fields as one text) is
+# hinted when no word names one: "how much was my last salary" and pay_statements, 0.35;
+# "what did I spend on the lisbon apartment deposit" meets no stream above 0.14
+MEANING_HINT: Final = 0.3
 HINT_LIMIT: Final = 3
 GENERIC_PARTS: Final = frozenset(
     {"id", "ids", "text", "name", "type", "key", "data", "value", "url", "number", "count"}
@@ -139,8 +152,53 @@ def add_stream_hints(structured: dict[str, Any], schema: Mapping[str, Any] | Non
         streams=streams if isinstance(streams, list) else None,
         connection_id=args.connection_id,
     )
+    asked = [word for word in args.words if word.lower() not in ORDER_WORDS]  # "last" asks an order
+    if not hints and 2 * len([word for word in held if word in asked]) < len(asked):  # meaning may
+        near = stream_by_meaning(
+            schema,
+            args.text,
+            shown,
+            streams=streams if isinstance(streams, list) else None,
+            connection_id=args.connection_id,
+        )
+        hints = [near] if near is not None else []
     if hints:
         structured[STREAM_HINTS] = hints
+
+
+def stream_by_meaning(
+    schema: Mapping[str, Any],
+    question: str,
+    shown: Collection[str],
+    *,
+    streams: Collection[str] | None = None,
+    connection_id: str | None = None,
+) -> dict[str, Any] | None:
+    """The ready read of the granted stream nearest ``question`` in meaning, when at least
+    ``MEANING_HINT`` near (see the module contract); ``None`` otherwise or without the model."""
+    model = embedding_model()
+    if model is None:
+        return None
+    candidates: list[tuple[Mapping[str, Any], Mapping[str, Any], str]] = []
+    document = compact_projection(unwrap_schema(schema), connection_id=connection_id)
+    for connector in document.get("connectors") or ():
+        key = str(connector.get("connector_key") or connector.get("connector_id") or "")
+        for row in connector.get("streams") or ():
+            name = str(row.get("name") or "")
+            if not name or name in shown or (streams is not None and name not in streams):
+                continue
+            flags = row.get("field_capabilities") or {}
+            fields = [field for field, flag in flags.items() if "g=false" not in str(flag).split(",")]
+            said = ", ".join(field.replace("_", " ") for field in fields)
+            candidates.append((connector, row, f"{key} {name.replace('_', ' ')}: {said}"))
+    if not candidates:
+        return None
+    scores = model.embed([text for *_, text in candidates], norm=True) @ model.embed([question], norm=True)[0]
+    best = int(scores.argmax())
+    if float(scores[best]) < MEANING_HINT:
+        return None
+    connector, row, _ = candidates[best]
+    return {**_hint(connector, row, [], [], _EARLIEST.search(question) is not None), "by": "meaning"}
 
 
 def merge_stream_hints(structured: dict[str, Any], answers: Iterable[Mapping[str, Any]]) -> None:

@@ -13,23 +13,14 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl
 
-from mcp_gateway_middleware import ToolCall
-
-from pdpp_gateway.context import GatewayContext
-from pdpp_gateway.rs.client import RsClient
-from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.tools.calls import call_tool
 
 MESSAGE = "cin_mail_home/messages:hm_0022"
 BODY = "cin_mail_home/message_bodies:hb_0022"
 
 
 async def _search(sandbox: Any, query: str, token: str = "client_life") -> str:
-    async with RsClient(sandbox.url) as rs:
-        context = GatewayContext.for_client(rs.bind(sandbox.tokens[token]), sandbox.url)
-        sandbox.calls.clear()
-        result = await build_pipeline()(ToolCall("search", {"query": query}, context))
-    assert not result.is_error, result.text
-    return result.text or ""
+    return (await call_tool(sandbox, "search", {"query": query}, token)).text or ""
 
 
 def _hit_ids(text: str) -> list[str]:

@@ -11,26 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_gateway_middleware import ToolCall
-
-from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.retrieval.other_streams import OTHER_STREAMS, merge_other_streams
-from pdpp_gateway.rs.client import RsClient
-from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.tools.calls import call_tool
 
 BAND = "which band have I been listening to the most lately"
 
 
-async def _call(sandbox: Any, tool: str, arguments: dict[str, Any]) -> Any:
-    async with RsClient(sandbox.url) as rs:
-        context = GatewayContext.for_client(rs.bind(sandbox.tokens["client_broad"]), sandbox.url)
-        result = await build_pipeline()(ToolCall(tool, arguments, context))
-    assert not result.is_error, result.text
-    return result
-
-
 async def test_a_page_of_guesses_names_the_streams_that_hold_data(shared_sandbox: Any) -> None:
-    result = await _call(shared_sandbox, "search", {"query": BAND})
+    result = await call_tool(shared_sandbox, "search", {"query": BAND})
     text = result.text or ""
     assert "<mark>" not in text  # no hit shows a word of the question
     line = next(line for line in text.splitlines() if line.startswith("No hit shows a word of the question"))
@@ -48,14 +36,14 @@ async def test_a_page_of_guesses_names_the_streams_that_hold_data(shared_sandbox
     for entry in result.structured[OTHER_STREAMS]:  # none of them is a stream a hit is of
         assert not shown & {(name, entry.get("connection_id")) for name in entry["streams"]}
     # the read a model makes from the line answers: the artists, ranked
-    read = await _call(
+    read = await call_tool(
         shared_sandbox, "query_records", {"stream": "top_artists", "connection_id": "cin_spotify"}
     )
     assert read.structured["data"]["data"]
 
 
 async def test_a_page_that_shows_a_word_names_no_other_stream(shared_sandbox: Any) -> None:
-    result = await _call(shared_sandbox, "search", {"query": "when does my gym membership renew"})
+    result = await call_tool(shared_sandbox, "search", {"query": "when does my gym membership renew"})
     assert OTHER_STREAMS not in result.structured
     assert "No hit shows a word" not in (result.text or "")
 
