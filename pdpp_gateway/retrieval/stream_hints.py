@@ -46,13 +46,14 @@ my most recent payslip" is a guess, and the question still names them).
 - A hint is ``{stream, source, connection_id?, words, fields, order, call: {tool,
   arguments}}`` (``order``: e.g. "newest first by issued_at"); ``source`` is the
   connector key and the connection's display name.
-- When no word names a stream and the first hit holds fewer than half the words (those that
-  say an order aside),
-  ``stream_by_meaning`` offers the one granted stream not among the hits whose connector, name
-  and granted fields, as one text, are nearest the question in meaning (the embedding model
-  of ``question.meaning``), when at least ``MEANING_HINT`` near ("how much was my last salary":
-  ``pay_statements``, whose words it shares none of): a hint as above with no words or
-  fields, and ``by: "meaning"``. Words name a stream exactly; meaning is the fallback.
+- When words name fewer than ``MAX_HINTS`` streams and the first hit holds fewer than half the
+  words (those that say an order aside), ``stream_by_meaning`` offers the granted stream,
+  neither among the hits nor hinted, whose connector, name and granted fields, as one text,
+  are nearest the question in meaning (the embedding model of ``question.meaning``), when at
+  least ``MEANING_HINT`` near ("how much was my last salary": ``pay_statements``, whose words
+  it shares none of): a hint as above with no words or fields, and ``by: "meaning"``, after
+  the words' hint if any ("what songs have I saved recently": ``recently_played`` by the word,
+  ``saved_tracks`` by meaning, where "saved" says what was done and names nothing).
 """
 
 from __future__ import annotations
@@ -153,15 +154,16 @@ def add_stream_hints(structured: dict[str, Any], schema: Mapping[str, Any] | Non
         connection_id=args.connection_id,
     )
     asked = [word for word in args.words if word.lower() not in ORDER_WORDS]  # "last" asks an order
-    if not hints and 2 * len([word for word in held if word in asked]) < len(asked):  # meaning may
-        near = stream_by_meaning(
+    if len(hints) < MAX_HINTS and 2 * len([word for word in held if word in asked]) < len(asked):
+        hinted = {str(hint["stream"]) for hint in hints}
+        near = stream_by_meaning(  # beside the words' hint, or in place of none
             schema,
             args.text,
-            shown,
+            {*shown, *hinted},
             streams=streams if isinstance(streams, list) else None,
             connection_id=args.connection_id,
         )
-        hints = [near] if near is not None else []
+        hints += [near] if near is not None else []
     if hints:
         structured[STREAM_HINTS] = hints
 

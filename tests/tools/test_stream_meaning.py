@@ -1,10 +1,9 @@
-"""A stream offered by meaning when no word of the question names one (``retrieval.stream_hints``).
+"""A stream offered by meaning where words name none, or beside the one they name (``retrieval.stream_hints``).
 
 "How much was my last salary" shares no word with ``pay_statements`` or its fields (gross and
 net amounts), and its search's first hit is a pension mail. The stream nearest the question in
 meaning is offered as a ready read, which answers as printed. A question about mail, whose
-words no stream is near, gets no stream line; the word rules keep their say where words name
-a stream.
+words no stream is near, gets no stream line; a stream words name comes first.
 """
 
 from __future__ import annotations
@@ -48,3 +47,15 @@ async def test_words_that_name_a_stream_are_said_as_words(shared_sandbox: Any) -
     (hint,) = result.structured["stream_hints"]
     assert "by" not in hint
     assert hint["words"] == ["pay", "payslip"]
+
+
+async def test_meaning_offers_its_stream_beside_the_one_a_word_names(shared_sandbox: Any) -> None:
+    # "recently" names recently_played; "saved" says what was done and names nothing, but the
+    # question is nearest saved_tracks in meaning: both are offered, the word's first
+    result = await call_tool(shared_sandbox, "search", {"query": "what songs have I saved recently"})
+    hints = result.structured["stream_hints"]
+    assert [(hint["stream"], hint.get("by")) for hint in hints] == [
+        ("recently_played", None),
+        ("saved_tracks", "meaning"),
+    ]
+    assert "stream saved_tracks of spotify (Spotify) is the nearest the question in meaning" in result.text
