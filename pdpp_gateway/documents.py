@@ -19,7 +19,8 @@ Contract:
   term could land elsewhere). A hit matched only on metadata gets no invented body
   window. A connection that cannot be embedded in the id travels as ``connection_id``.
 - ``record_title`` and ``authored_time`` name a record for a person (query_records rows
-  use them too).
+  use them too); ``made_title_part(stream, record_id)`` is what a title made of the source,
+  stream and id holds, so a reader can tell it from a subject.
 - ``search_envelope`` is the RS envelope minus its hit array (replaced by a count and a
   pointer to ``results``): paging, recall and warnings stay untouched.
 - ``fetch_document`` returns exactly ``{id, title, text, url, metadata}``. ``title`` is
@@ -284,6 +285,12 @@ def _matched_texts(hit: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
 
 def _source_title(label: str | None, stream: str, record_id: str, authored: str | None) -> str:
     return " / ".join(part for part in (label, stream, record_id, authored) if part)
+
+
+def made_title_part(stream: str, record_id: str) -> str:
+    """What a title made of a hit's source, stream and id (``_hit_title``, for a hit that matched
+    no title-like field) always holds: it names no subject."""
+    return f"{stream} / {record_id}"
 
 
 def _line(text: str, limit: int) -> str:

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.documents import TITLE_FIELDS
+from pdpp_gateway.documents import TITLE_FIELDS, made_title_part
 from pdpp_gateway.marks import parse_marks, preview_around_mark
 from pdpp_gateway.render.common import (
     RETRIEVAL,
@@ -378,7 +378,7 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     if hit.get("body_of") and as_mapping(origin).get("id") != hit["body_of"]:
         parts.append(f"belongs to {hit['body_of']}")  # the header it was folded with (retrieval.linked_hits)
     title = str(hit.get("title", ""))
-    named = f"{stream} / {hit.get('record_id')}"  # a title made of the source, stream and id
+    named = made_title_part(stream, str(hit.get("record_id")))  # a title made of source, stream and id
     evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
     made, _, matched_value = title.partition(" · ")
     shown_fields = {str(e.get("field")) for e in evidence}

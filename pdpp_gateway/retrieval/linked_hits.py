@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.documents import made_title_part
 from pdpp_gateway.ids import RecordRef
 from pdpp_gateway.retrieval.hit_origin import record_fields
-from pdpp_gateway.retrieval.linked_streams import body_streams, singular, text_field_of
+from pdpp_gateway.retrieval.linked_streams import body_streams, text_field_of
 from pdpp_gateway.rs.errors import RsError
 
 HEADS: Final = 4  # the best-ranked hits that may be headers folded
@@ -62,7 +63,7 @@ async def fold_linked(
         titled = text_field_of(schema, stream, connection) is None  # no text of its own
         for body in body_streams(schema, stream, connection):
             if body.whole or (titled and not hit.get("evidence")):
-                links.setdefault((body.name, connection), _Link(stream, f"{singular(stream)}_id", body.whole))
+                links.setdefault((body.name, connection), _Link(stream, body.key, body.whole))
                 headers[(stream, connection, str(hit.get("record_id")))] = hit
     where = ((hit, (str(hit.get("stream")), str(hit.get("connection_id")))) for hit in hits[:page])
     linked, link = next(((hit, links[key]) for hit, key in where if key in links), (None, None))
@@ -79,7 +80,7 @@ async def fold_linked(
         return
     linked["body_of" if link.whole else "thread_of"] = header.get("id")
     title = str(header.get("title") or "")
-    if title and f"{link.parent} / {header.get('record_id')}" not in title:  # its own, not made of its id
+    if title and made_title_part(link.parent, str(header.get("record_id"))) not in title:  # its own
         linked["title"] = title
     at = next(index for index, hit in enumerate(hits) if hit is header)
     del hits[at]

@@ -13,7 +13,8 @@ Contract:
   field ``<singular of stream>_id`` and a searchable text field (flag ``role=text``, else
   ``lex``, no title or metadata; a schema whose flags say nothing, as the reference's
   ``declared``, leaves the field to a search's ``matched_fields``): the bodies of its
-  records. Each is ``whole`` (one record holds a record's whole text: a mail's body) unless
+  records, each with ``key``, that field. Each is ``whole`` (one record holds a record's whole
+  text: a mail's body) unless
   ``stream``'s row declares its relation to it ``has_many`` in ``expand_capabilities`` (the
   parts of a thread: an issue's comments, a conversation's messages; ``retrieval.threads``).
 - ``origin_fields(schema, stream, connection_id)``: who and when a record of ``stream``
@@ -22,8 +23,6 @@ Contract:
   ``date-time`` or ``timestamp``, and its ``title`` or ``primary-title`` field apart;
   ``None`` when no field has such a role (a schema that declares no roles, as the
   reference's today, names no origin: field names are never guessed).
-- ``text_field_of(schema, stream, connection_id)``: the long text field of a stream's records
-  (as ``body_streams`` finds a body's), ``None`` when the schema's flags do not say.
 - ``text_field_of(schema, stream, connection_id)``: the long text field of a stream's records
   (as ``body_streams`` finds a body's), ``None`` when the schema's flags do not say.
 - ``parent_link(schema, stream, connection_id)``: the stream whose records ``stream``'s
@@ -52,6 +51,7 @@ _TIME_TYPES: Final = frozenset({"t=date-time", "t=timestamp"})
 class BodyStream:
     name: str
     text_field: str | None  # its long text field, None when the schema's flags do not say
+    key: str  # its field naming the parent record (message_id)
     whole: bool = True  # one record of it holds a parent's whole text (has_one), not a thread's part
 
 
@@ -77,14 +77,14 @@ def body_streams(schema: Mapping[str, Any] | None, stream: str, connection_id: s
         for relation in own.get("expand_capabilities") or ()
         if as_mapping(relation).get("cardinality") == "has_many"
     }
-    key = f"{singular(stream)}_id"
+    key = f"{_singular(stream)}_id"
     found = []
     for name, flags in ((str(row.get("name")), _flags(row)) for row in rows):
         if name == stream or key not in flags or "g=false" in flags[key]:
             continue
         text = _text_field(flags)
         if text is not None or all(value == ["declared"] for value in flags.values()):
-            found.append(BodyStream(name, text, name not in many))
+            found.append(BodyStream(name, text, key, name not in many))
     return found
 
 
@@ -115,7 +115,7 @@ def text_field_of(schema: Mapping[str, Any] | None, stream: str, connection_id: 
     return None if flags is None else _text_field(flags)
 
 
-def singular(stream: str) -> str:
+def _singular(stream: str) -> str:
     if stream.endswith("ies"):
         return stream[:-3] + "y"
     return stream[:-1] if stream.endswith("s") else stream

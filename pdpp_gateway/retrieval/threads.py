@@ -44,7 +44,7 @@ from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import format_handle
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.sentences import Window, answer_windows
-from pdpp_gateway.retrieval.linked_streams import body_streams, parent_link, singular
+from pdpp_gateway.retrieval.linked_streams import body_streams, parent_link
 from pdpp_gateway.retrieval.pages import naming
 from pdpp_gateway.retrieval.passage_reads import ScannedField, window_evidence
 from pdpp_gateway.rs.client import rs_path
@@ -131,14 +131,9 @@ def _part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> l
         for body in body_streams(schema, head, connection):
             if not body.whole and body.text_field is not None:
                 found.setdefault(
-                    body.name, _PartStream(body.name, head, _key(head), body.text_field, connection)
+                    body.name, _PartStream(body.name, head, body.key, body.text_field, connection)
                 )
     return list(found.values())
-
-
-def _key(stream: str) -> str:
-    """The field by which a part names its head of ``stream`` (``linked_streams.body_streams``)."""
-    return f"{singular(stream)}_id"
 
 
 async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[list[_Part], bool] | None:
