@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from pdpp_gateway.question.words import WORD, stands_for, stem
-from pdpp_gateway.retrieval.stream_hints import STREAM_HINTS
+from pdpp_gateway.retrieval.stream_hints import STREAM_HINTS, granted_connections, source_of
 from pdpp_gateway.schema_view import compact_projection, unwrap_schema
 from pdpp_gateway.tools.args import SearchArgs
 
@@ -55,10 +55,17 @@ def add_other_streams(structured: dict[str, Any], schema: Mapping[str, Any] | No
             for row in connector.get("streams") or ()
             if (name := str(row.get("name") or ""))
             and (named is None or name in named)
-            and not any((name, connection) in shown for connection in _connections(connector, row))
+            and not any(
+                (name, str(connection.get("connection_id"))) in shown
+                for connection in granted_connections(connector, row)
+            )
         ][:left]
         if names:
-            found.append({**_source(connector), "streams": names})
+            source, connection_id = source_of(connector, {})  # the connector's own connections
+            entry: dict[str, Any] = {"source": source, "streams": names}
+            if connection_id is not None:
+                entry["connection_id"] = connection_id
+            found.append(entry)
             left -= len(names)
     if found:
         structured[OTHER_STREAMS] = found
@@ -97,24 +104,3 @@ def _shows_a_word(hit: Mapping[str, Any], wanted: set[str]) -> bool:
     ]
     titled = (stands_for(stem(token), wanted) for token in WORD.findall(str(hit.get("title") or "")))
     return any("<mark>" in text for text in shown) or any(titled)
-
-
-def _connections(connector: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
-    """The ids of the connections through which the grant reads the stream of ``row``."""
-    granted = row.get("granted_connections") or connector.get("granted_connections") or ()
-    return [str(item.get("connection_id")) for item in granted if isinstance(item, Mapping)]
-
-
-def _source(connector: Mapping[str, Any]) -> dict[str, Any]:
-    """The connector's key and its one granted connection's name and id (none when it has several)."""
-    connections = [item for item in connector.get("granted_connections") or () if isinstance(item, Mapping)]
-    source = str(connector.get("connector_key") or connector.get("connector_id") or "")
-    if len(connections) != 1:
-        return {"source": source}
-    connection = connections[0]
-    if connection.get("display_name"):
-        source = f"{source} ({connection['display_name']})" if source else str(connection["display_name"])
-    entry: dict[str, Any] = {"source": source}
-    if connection.get("connection_id"):
-        entry["connection_id"] = connection["connection_id"]
-    return entry

@@ -15,7 +15,9 @@ words or more, those words name no stream (that hit speaks of them: "what did I 
 Lisbon apartment deposit", whose first hit says "deposit ... Lisbon apartment ... payable",
 is not pointed at pay statements; a first hit that holds only "pay" of "my take-home pay on
 my most recent payslip" is a guess, and the question still names them).
-``merge_stream_hints`` gives a merged package page its members' hints.
+``merge_stream_hints`` gives a merged package page its members' hints. ``source_of`` and
+``granted_connections`` say where a schema row's stream is read (``retrieval.other_streams``
+names streams the same way).
 
 - A name is split on ``_``; a part names a word when their stems are the same, or when the
   part begins with the word, stem or lower-cased form, of four letters or more (a compound
@@ -59,7 +61,7 @@ my most recent payslip" is a guess, and the question still names them).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from pdpp_gateway.marks import parse_marks
@@ -108,24 +110,19 @@ def stream_hints(
         return []
     oldest = _EARLIEST.search(question) is not None
     ranked: list[tuple[int, bool, int, dict[str, Any]]] = []
-    document = compact_projection(unwrap_schema(schema), connection_id=connection_id)
-    for connector in document.get("connectors") or ():
-        for row in connector.get("streams") or ():
-            name = str(row.get("name") or "")
-            if not name or name in shown or (streams is not None and name not in streams):
-                continue
-            by_name = set(_named(name, asked))
-            keys = set(row.get("primary_key") or ())
-            by_field = {
-                field: named
-                for field, flags in (row.get("field_capabilities") or {}).items()
-                if field not in keys and _names_a_thing(str(flags)) and (named := set(_named(field, asked)))
-            }
-            matched = by_name.union(*by_field.values())
-            if matched:
-                narrowing = [field for field, named in by_field.items() if named - by_name]
-                hint = _hint(connector, row, sorted(matched, key=asked.index), narrowing, oldest)
-                ranked.append((len(matched), bool(by_name), -len(ranked), hint))
+    for connector, row, name in _offered_rows(schema, shown, streams, connection_id):
+        by_name = set(_named(name, asked))
+        keys = set(row.get("primary_key") or ())
+        by_field = {
+            field: named
+            for field, flags in (row.get("field_capabilities") or {}).items()
+            if field not in keys and _names_a_thing(str(flags)) and (named := set(_named(field, asked)))
+        }
+        matched = by_name.union(*by_field.values())
+        if matched:
+            narrowing = [field for field, named in by_field.items() if named - by_name]
+            hint = _hint(connector, row, sorted(matched, key=asked.index), narrowing, oldest)
+            ranked.append((len(matched), bool(by_name), -len(ranked), hint))
     ranked.sort(key=lambda entry: entry[:3], reverse=True)
     return [hint for *_, hint in ranked[:MAX_HINTS]]
 
@@ -182,17 +179,12 @@ def stream_by_meaning(
     if model is None:
         return None
     candidates: list[tuple[Mapping[str, Any], Mapping[str, Any], str]] = []
-    document = compact_projection(unwrap_schema(schema), connection_id=connection_id)
-    for connector in document.get("connectors") or ():
+    for connector, row, name in _offered_rows(schema, shown, streams, connection_id):
         key = str(connector.get("connector_key") or connector.get("connector_id") or "")
-        for row in connector.get("streams") or ():
-            name = str(row.get("name") or "")
-            if not name or name in shown or (streams is not None and name not in streams):
-                continue
-            flags = row.get("field_capabilities") or {}
-            fields = [field for field, flag in flags.items() if "g=false" not in str(flag).split(",")]
-            said = ", ".join(field.replace("_", " ") for field in fields)
-            candidates.append((connector, row, f"{key} {name.replace('_', ' ')}: {said}"))
+        flags = row.get("field_capabilities") or {}
+        fields = [field for field, flag in flags.items() if "g=false" not in str(flag).split(",")]
+        said = ", ".join(field.replace("_", " ") for field in fields)
+        candidates.append((connector, row, f"{key} {name.replace('_', ' ')}: {said}"))
     if not candidates:
         return None
     scores = model.embed([text for *_, text in candidates], norm=True) @ model.embed([question], norm=True)[0]
@@ -252,6 +244,41 @@ def _names(part: str, word: str) -> bool:
     )
 
 
+def granted_connections(connector: Mapping[str, Any], row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The connections through which the grant reads the stream of ``row``: its own list, else
+    its connector's."""
+    granted = row.get("granted_connections") or connector.get("granted_connections") or ()
+    return [connection for connection in granted if isinstance(connection, Mapping)]
+
+
+def source_of(connector: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The source of the stream of ``row`` as a person names it (the connector key and the
+    connection's display name), and that connection's id when one connection holds it."""
+    connections = granted_connections(connector, row)
+    connection = connections[0] if len(connections) == 1 else {}
+    source = str(connector.get("connector_key") or connector.get("connector_id") or "")
+    if connection.get("display_name"):
+        source = f"{source} ({connection['display_name']})" if source else str(connection["display_name"])
+    connection_id = connection.get("connection_id")
+    return source, str(connection_id) if connection_id else None
+
+
+def _offered_rows(
+    schema: Mapping[str, Any],
+    shown: Collection[str],
+    streams: Collection[str] | None,
+    connection_id: str | None,
+) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any], str]]:
+    """The granted streams a hint may offer: ``(connector, row, name)`` of each one not
+    ``shown``, within ``streams`` and ``connection_id``."""
+    document = compact_projection(unwrap_schema(schema), connection_id=connection_id)
+    for connector in document.get("connectors") or ():
+        for row in connector.get("streams") or ():
+            name = str(row.get("name") or "")
+            if name and name not in shown and (streams is None or name in streams):
+                yield connector, row, name
+
+
 def _hint(
     connector: Mapping[str, Any],
     row: Mapping[str, Any],
@@ -259,14 +286,10 @@ def _hint(
     fields: list[str],
     oldest: bool,
 ) -> dict[str, Any]:
-    connections = row.get("granted_connections") or connector.get("granted_connections") or []
-    connection = connections[0] if len(connections) == 1 else {}
-    source = str(connector.get("connector_key") or connector.get("connector_id") or "")
-    if connection.get("display_name"):
-        source = f"{source} ({connection['display_name']})" if source else str(connection["display_name"])
+    source, connection_id = source_of(connector, row)
     arguments: dict[str, Any] = {"stream": row["name"]}
-    if connection.get("connection_id"):
-        arguments["connection_id"] = connection["connection_id"]
+    if connection_id is not None:
+        arguments["connection_id"] = connection_id
     cursor = row.get("cursor_field") if isinstance(row.get("cursor_field"), str) else None
     if fields:
         arguments["fields"] = list(dict.fromkeys([*([cursor] if cursor else []), *fields]))
