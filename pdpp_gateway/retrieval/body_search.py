@@ -5,9 +5,9 @@ characters); its long text is a separate record of ``message_bodies`` whose ``me
 names the message. When the best short hit of an answer does not answer, the fact usually
 lies in a body, and often not in that hit's own: many messages share a subject (replies,
 reminders, newsletters) while one body holds the fact. So the body streams are searched on
-the question itself, and the body found stands as a hit of its own: it is never claimed as
-the short hit's body (client tokens cannot expand or filter, and proving an owner costs a
-read per candidate).
+the question itself, and the body found stands as a hit of its own, unless one read of its
+link shows it is the short hit's own (``evidence.scan_bodies``; client tokens cannot expand
+or filter, so only the body shown is checked, never every candidate).
 
 Contract (GETs only, through the caller's own client; the grant's body streams of a hit's
 stream are ``linked_streams.body_streams``):

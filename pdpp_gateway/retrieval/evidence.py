@@ -22,7 +22,9 @@ failed read leaving the hit as it was):
   topic does not stand in for the text) and counted among the ``MAX_SCANS``, the body streams searched on the question
   by the meaning-based mode (``scan_bodies``: 1 read, within the caller's ``streams`` and
   ``connection_id``, none under a ``filter``); the body found is read as above and, when it
-  shows evidence, stands as a hit of its own at that short hit's rank.
+  shows evidence, stands as a hit of its own at that short hit's rank; when its link field
+  (read alongside, 1 read) names that short hit, the two fold into one
+  (``linked_hits.fold``: the body, with the hit's title, at its place).
 - ``read_best(context, hits, args, schema)``: each of the ``READ_HITS`` best-ranked hits (in
   the fused order: the RS's ranks, which choose what to read better than a judge of snippets)
   whose page shows only a cut preview of its long text (``…`` at an end; not a message whose
@@ -50,6 +52,8 @@ from pdpp_gateway.marks import parse_marks, shows_part
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage
 from pdpp_gateway.retrieval.body_search import search_bodies, text_field
+from pdpp_gateway.retrieval.hit_origin import record_fields
+from pdpp_gateway.retrieval.linked_hits import fold
 from pdpp_gateway.retrieval.linked_streams import BodyStream, body_streams, text_field_of
 from pdpp_gateway.retrieval.pages import SEARCH_PATHS, naming, page_hits
 from pdpp_gateway.retrieval.passage_reads import read_windows, window_evidence
@@ -174,7 +178,8 @@ async def scan_bodies(
     the search added to ``searched``); the first body found that no scan read and no hit
     shows evidence of is read as ``read_passages`` reads a field (its snippet marked when
     it is the whole field) and, when it shows evidence, placed in ``hits`` at ``hit``'s rank
-    (an entry of it further down moves up). Answers its passage found by words (``None``: a
+    (an entry of it further down moves up), folded with ``hit`` when its link, read alongside,
+    names it (``_owner``). Answers its passage found by words (``None``: a
     failed search, no new body, or no passage in it)."""
     words, figure = args.terms, args.question.figure
     within = tuple(pair for pair in args.scope if pair[0] == "connection_id")
@@ -193,15 +198,36 @@ async def scan_bodies(
     body["found_by"] = [mode]
     read.add(str(body["id"]))
     snippet = str(body.get("snippet") or "")
+    owner = asyncio.create_task(_owner(context, body, bodies, hit))
     if snippet and not snippet.endswith("…"):  # a short body: the RS showed all of it
         mark_snippet(body, field, snippet, words)
         passage = best_passage(parse_marks(snippet)[0], words, figure=figure)
     else:
         passage = await read_passages(context, body, naming(body), field, args.question)
+    owned = await owner
     if body.get("evidence"):
         hits[:] = [each for each in hits if each.get("id") != body["id"]]
         hits.insert(next(n for n, each in enumerate(hits) if each is hit), body)
+        if owned:  # the short hit's own body: one hit, at its place, with its title
+            fold(hits, hit, body, str(hit.get("stream")), whole=True)
     return passage
+
+
+async def _owner(
+    context: GatewayContext, body: Mapping[str, Any], bodies: Sequence[BodyStream], hit: Mapping[str, Any]
+) -> bool:
+    """Whether ``body`` (found by the body search) is ``hit``'s own: its link field, read
+    (1 read, ``fields=`` projection), names it; ``False`` when the read fails."""
+    key = next((each.key for each in bodies if each.name == body.get("stream")), None)
+    connection = hit.get("connection_id")
+    if key is None or body.get("connection_id") != connection:
+        return False
+    ref = RecordRef(str(body.get("stream")), str(body.get("record_id")), str(connection))
+    try:
+        named = (await record_fields(context.rs, ref, (key,))).get(key)
+    except RsError:
+        return False
+    return named is not None and str(named) == str(hit.get("record_id"))
 
 
 async def read_passages(

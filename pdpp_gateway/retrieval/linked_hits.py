@@ -24,6 +24,8 @@ read folds nothing):
   and its title when the header has one of its own (a mail's subject); it carries ``body_of``
   (a whole body) or ``thread_of`` (a part): the header's id. The header leaves the page, and
   the hit after the ``page`` (the caller's reserve) moves into it.
+- ``fold(hits, header, linked, parent, whole=...)`` is that last step alone, for a link read
+  elsewhere (the body the body search finds for a short hit: ``evidence.scan_bodies``).
 """
 
 from __future__ import annotations
@@ -78,9 +80,18 @@ async def fold_linked(
     header = headers.get((link.parent, connection, str(owner)))
     if header is None or header is linked:  # it names no header of the page
         return
-    linked["body_of" if link.whole else "thread_of"] = header.get("id")
+    fold(hits, header, linked, link.parent, whole=link.whole)
+
+
+def fold(
+    hits: list[dict[str, Any]], header: dict[str, Any], linked: dict[str, Any], parent: str, *, whole: bool
+) -> None:
+    """``linked`` (a record of a stream linked to ``parent``, whose link names ``header``) folded
+    with ``header`` in ``hits``: it carries ``body_of`` (``whole``) or ``thread_of`` and the
+    header's own title, takes the header's place when that is the better, and the header leaves."""
+    linked["body_of" if whole else "thread_of"] = header.get("id")
     title = str(header.get("title") or "")
-    if title and made_title_part(link.parent, str(header.get("record_id"))) not in title:  # its own
+    if title and made_title_part(parent, str(header.get("record_id"))) not in title:  # its own
         linked["title"] = title
     at = next(index for index, hit in enumerate(hits) if hit is header)
     del hits[at]

@@ -23,10 +23,11 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    the question's rare words and the kind of value asked for); the ``READ_HITS`` best in the
    fused order, concurrently; a short hit whose text previews a body (a mail's message) has
    the body streams searched on the question by meaning (one read) and the body found read
-   the same way, shown at that hit's rank. Every other cut hit carries ``read_near``. The
-   best hits' threads (an issue's comments, a conversation's turns: ``threads``) have their
-   part stream's newest page read (1 read per part stream) and the part that best answers
-   the first hit's thread joins the page after it. Before any of these reads, a header whose
+   the same way, shown at that hit's rank (one hit with it when its link, 1 read, names
+   it). Every other cut hit carries ``read_near``. The best hits' threads (an issue's
+   comments, a conversation's turns: ``threads``) have their part stream's newest page read
+   (1 read per part stream) and the part that best answers the first hit's thread joins the
+   page after it. Before any of these reads, a header whose
    body or part the fused page shows (a mail's message and its body, a conversation's title and
    its turn) folds into it (``linked_hits``: 1 read of the link), and the place it frees goes to
    the next fused hit.

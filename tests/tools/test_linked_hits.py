@@ -4,11 +4,13 @@ sandbox's fresh corpus (dev questions of ``benchmarks/questions_fresh.json``).
 A mail's message (subject and first line) and its body are two records; shown apart, the message
 ranks first on its subject with "no text evidence" and a ``fetch`` that answers its first line
 again. When the page holds the body too, the body takes the message's place and its subject, and
-says whose body it is, before any passage is read. A conversation's title folds into its turn the same way; an issue, which
+says whose body it is, before any passage is read; a body only the body search finds folds the same
+way. A conversation's title folds into its turn the same way; an issue, which
 has a text of its own, stays beside its comments."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 from urllib.parse import parse_qsl
@@ -80,3 +82,20 @@ async def test_a_message_whose_body_the_page_shows_needs_no_body_search(shared_s
         if call.path == "/v1/streams/message_bodies/records/body_gym"
     ]
     assert links == ["fields=message_id&connection_id=cin_mail_work"]
+
+
+async def test_a_body_only_the_body_search_finds_folds_into_its_message(shared_sandbox: Any) -> None:
+    # the message ranks first on its subject; its body is not on the fused page but is what the
+    # body search finds: shown as one hit, whose first read-more call holds the office's address
+    text = await _search(shared_sandbox, "whats the address of the orbit labs office")
+    ids = _hit_ids(text)
+    assert MESSAGE not in ids
+    assert ids[0] == BODY
+    first = text.split("\n[2] ", 1)[0]
+    assert f"belongs to {MESSAGE}" in first
+    assert "no text evidence" not in first
+    assert len(ids) == len(set(ids))
+    call = next(line.strip() for line in first.splitlines() if "read more: read_record_field {" in line)
+    arguments = json.loads(call.removeprefix("read more: read_record_field "))
+    read = await call_tool(shared_sandbox, "read_record_field", arguments, "client_life")
+    assert "Rua da Boavista, 71" in (read.text or "")

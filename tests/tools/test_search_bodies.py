@@ -2,9 +2,10 @@
 (``retrieval.body_search`` through ``retrieval.search`` step 3), pinned at the level of the RS
 reads made and the answer text a model reads: one meaning-based search of the body streams on
 the question (within the caller's streams and connection), the best body read for its passage
-and shown as a hit of its own at the message's rank, with a read call that runs as printed;
-it is found even in another connection than the message's, when filler messages share its
-subject; a grant without a body stream, or a search that fails, changes nothing. The fold of a
+and shown at the message's rank, with a read call that runs as printed; when one read of its
+link shows it is that message's own, the two are one hit; it is found even in another
+connection than the message's, when filler messages share its subject (and stays a hit of its
+own); a grant without a body stream, or a search that fails, changes nothing. The fold of a
 message with a body the page already shows (``retrieval.linked_hits``, which makes this search
 needless: ``tests/tools/test_linked_hits.py``) is off here, so the body search is what is seen.
 """
@@ -66,20 +67,28 @@ def _printed_read(text: str, record: str) -> dict[str, Any]:
     return arguments
 
 
-async def test_the_question_finds_the_body_that_answers_at_the_message_s_rank(shared_sandbox: Any) -> None:
+async def test_the_question_finds_the_message_s_own_body_and_shows_them_as_one_hit(
+    shared_sandbox: Any,
+) -> None:
     result = await _ask(shared_sandbox, "client_broad", "search", {"query": GYM})
     reads = _reads(shared_sandbox)
     # one search of the body stream on the question as asked, in every connection, then the
-    # body's text for the passage: no record read, no read of the message's opening
+    # body's text for the passage and its link to its message: no read of the message's opening
     (search,) = _body_searches(reads)
     assert search == {"q": [GYM], "streams": ["message_bodies"], "limit": [str(BODY_CANDIDATES)]}
     after = reads[[query for _, query in reads].index(search) + 1 :]
-    assert [path for path, _ in after] == ["/v1/streams/message_bodies/records/body_gym/field-window"]
-    assert not any("fields" in query for _, query in reads)
-    # the body stands at the message's rank, the message right after it
-    first, second = result.structured["results"][:2]
-    assert first["id"] == GYM_BODY
-    assert second["id"] == "cin_mail_work/messages:msg_long_gym"
+    assert sorted((path, query.get("fields")) for path, query in after) == [
+        ("/v1/streams/message_bodies/records/body_gym", ["message_id"]),
+        ("/v1/streams/message_bodies/records/body_gym/field-window", None),
+    ]
+    # the link names the message ranked first: the body takes its place and its subject, and the
+    # message, whose fetch would answer its first line again, leaves the page
+    ids = [hit["id"] for hit in result.structured["results"]]
+    assert ids[0] == GYM_BODY
+    assert "cin_mail_work/messages:msg_long_gym" not in ids
+    first = result.structured["results"][0]
+    assert first["body_of"] == "cin_mail_work/messages:msg_long_gym"
+    assert "belongs to cin_mail_work/messages:msg_long_gym" in result.text.split("\n[2] ")[0]
     evidence = first["evidence"][0]
     assert evidence["provenance"] == "passage"
     assert evidence["at_chars"] > 10_000  # deep in the body, past its opening

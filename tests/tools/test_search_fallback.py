@@ -91,10 +91,14 @@ async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sa
     # meaning-based search ranks the mail's message first (its subject and opening); its snippet
     # is a preview of its body: the body stream is searched on the question, and the body found
     # read, the whole body for the passage (its first two windows: the first holds no passage
-    # that answers), and shown at the message's rank
-    first, second = result.structured["results"][:2]
-    assert second["id"] == "cin_mail_work/messages:msg_long_porto_trip"
+    # that answers), and shown at the message's rank: its link names that message, so the two
+    # are one hit
+    first = result.structured["results"][0]
     assert first["id"] == "cin_mail_work/message_bodies:body_porto_trip"
+    assert first["body_of"] == "cin_mail_work/messages:msg_long_porto_trip"
+    assert "cin_mail_work/messages:msg_long_porto_trip" not in [
+        hit["id"] for hit in result.structured["results"]
+    ]
     assert reads.count(("/v1/search/hybrid", SEAT)) == 2  # the question's own, and the bodies'
     assert [read for read in reads if read[0] == PORTO_BODY] == [(PORTO_BODY, "0"), (PORTO_BODY, "16384")]
     evidence = first["evidence"][0]  # the best of its answer windows
