@@ -9,8 +9,9 @@ Contract (plain text in, plain values out; no I/O):
   A word is a run of letters and digits (``\\w+``); an apostrophe ends it ("what's" is
   "what" and "s", and "didn't" is "didn" and "t": all dropped).
 - ``stem(word)`` is a light, deterministic suffix strip (plural, past, -ing, -able, -ly,
-  -ation), lower-cased, never under three letters: enough that "payable" meets "pay" and
-  "approval" meets "approve" when text is matched word by word. It is for matching only: a
+  -ation), lower-cased and without accents ("megane" meets "Mégane", as the RS's own
+  full-text index folds them), never under three letters: enough that "payable" meets "pay"
+  and "approval" meets "approve" when text is matched word by word. It is for matching only: a
   stem is never shown or sent as a query.
 - ``stands_for(token, wanted)`` is the question word (a stem in ``wanted``) a text word's
   stem stands for: the same stem, or one the other begins with when both have four
@@ -31,6 +32,7 @@ Contract (plain text in, plain values out; no I/O):
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Final
@@ -98,12 +100,21 @@ def content_words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    """``word`` lower-cased with one common suffix removed (never below three letters)."""
-    folded = word.lower()
+    """``word`` lower-cased, its accents dropped, with one common suffix removed (never below
+    three letters)."""
+    folded = _unaccented(word.lower())
     for suffix, replacement in _SUFFIXES:
         if folded.endswith(suffix) and len(folded) - len(suffix) + len(replacement) >= _MIN_STEM:
             return folded[: len(folded) - len(suffix)] + replacement
     return folded
+
+
+def _unaccented(text: str) -> str:
+    """``text`` without its diacritics ("Mégane" is "Megane", "nações" is "nacoes"): people
+    often type without them."""
+    if text.isascii():
+        return text
+    return "".join(char for char in unicodedata.normalize("NFKD", text) if not unicodedata.combining(char))
 
 
 def stands_for(token: str, wanted: set[str]) -> str | None:

@@ -65,6 +65,21 @@ def test_the_answer_line_after_its_introduction_is_in_the_first_window() -> None
     assert shown.endswith("…")  # the letter goes on
 
 
+def test_a_word_typed_without_its_accents_is_the_word_with_them() -> None:
+    # people type "megane" and "sao miguel"; the text says "Mégane" and "São Miguel"
+    text = (
+        "The van went back to the garage in March for its brakes, all fine since then. "
+        "The garage looked at the Mégane on Tuesday: its clutch slave cylinder is leaking. "
+        "We will also be in São Miguel in August, so any repair must wait until September."
+    )
+    (window,) = answer_windows(Question.parse("what is wrong with the megane at the garage"), text, count=1)
+    assert "slave cylinder is leaking" in text[window.sentence[0] : window.sentence[1]]
+    assert "<mark>Mégane</mark>" in window.preview(text, PREVIEW_CHARS)
+    assert (window.matched, window.asked) == (2, 3)  # "megane" and "garage" of wrong, megane, garage
+    (island,) = answer_windows(Question.parse("when are we in sao miguel"), text, count=1)
+    assert "<mark>São</mark> <mark>Miguel</mark>" in island.preview(text, PREVIEW_CHARS)
+
+
 def test_windows_never_overlap_and_come_best_first() -> None:
     windows = answer_windows(Question.parse("where do we go for the appointment"), LETTER, count=3)
     assert [w.score for w in windows] == sorted((w.score for w in windows), reverse=True)
