@@ -14,14 +14,20 @@ once; CPU-bound, call it from a thread in a server):
   question word's stem over ``collection`` (each item a list of texts: a document).
 - ``answer_windows(question, text, count, width)``: the ``count`` best sentences of ``text``
   (``meaning.sentences``; rarity over the text's own sentences), each as a ``Window`` that
-  starts a little before it (``BACK_CHARS``) and runs ``width`` characters on from its start
-  (an answer follows the line that introduces it: "we confirm the appointment:" then "Date:
-  Tuesday 14 April at 16:40"), whole when the sentence is longer (at most ``MAX_CHARS``), cut
-  at word boundaries, no two overlapping, best first. A window never ends inside the sentence
-  it was chosen for, unless that sentence alone is over ``MAX_CHARS``.
+  opens with the sentence before it, whole (a sentence often answers through the one it
+  follows: "our Redis is configured with allkeys-lru and has lost keys" before "a lost key is
+  exactly a duplicate charge"; a list row, through its heading), and at least ``BACK_CHARS``
+  before it (a period inside a name, "Av. da República", ends a sentence too), and runs
+  ``width`` characters on from its start (an answer follows the line that introduces it: "we
+  confirm the appointment:" then "Date: Tuesday 14 April at 16:40"), whole when the sentence
+  is longer (at most ``MAX_CHARS``), cut at word boundaries, no two overlapping, best first. A
+  window never ends inside the sentence it was chosen for, unless that sentence alone is over
+  ``MAX_CHARS``.
 - ``Window.preview(text, limit)``: the window on one line, the question's words in ``<mark>``
-  tags, ``…`` where the text goes on: its first ``limit`` characters, and on to the end of the
-  sentence it was chosen for when that ends later (a preview never stops inside it).
+  tags, ``…`` where the text goes on: the sentence before the one it was chosen for, then
+  ``limit`` characters from ``BACK_CHARS`` before that one (the sentence before is shown on top
+  of what follows, never instead of it), and on to the end of the sentence it was chosen for
+  when that ends later (a preview never stops inside it).
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ MEANING: Final = 0.5
 WORDS: Final = 0.5
 KIND: Final = 0.3
 WINDOW_CHARS: Final = 400
-BACK_CHARS: Final = 60
+BACK_CHARS: Final = 60  # the least a window opens before its sentence
 MAX_CHARS: Final = 700
 
 
@@ -60,11 +66,12 @@ class Window:
     asked: int  # distinct question words looked for
 
     def preview(self, text: str, limit: int) -> str:
-        """The window's first ``limit`` characters on one line, never ending inside the sentence it
-        was chosen for (see the module contract)."""
+        """The window on one line: the sentence before its own, then ``limit`` characters from
+        ``BACK_CHARS`` before its own, never ending inside it (see the module contract)."""
         end = self.end
-        if end - self.start > limit:
-            end = _word_end(text, max(self.start + limit, self.sentence[1]), self.sentence[1])
+        opens = max(self.start, self.sentence[0] - BACK_CHARS)  # the sentence before it is extra
+        if end - opens > limit:
+            end = _word_end(text, max(opens + limit, self.sentence[1]), self.sentence[1])
         parts = ["…" if self.start > 0 else ""]
         position = self.start
         for first, last in self.marks:
@@ -121,7 +128,8 @@ def answer_windows(question: Question, text: str, count: int = 2, width: int = W
         if len(chosen) >= count:
             break
         first, last = spans[index]
-        start = _word_start(text, max(0, first - BACK_CHARS), first)
+        before = spans[index - 1][0] if index else first  # the sentence before it, whole
+        start = min(before, _word_start(text, max(0, first - BACK_CHARS), first))
         end = _word_end(text, min(len(text), max(first + width, min(last, first + MAX_CHARS))), last)
         if any(start < other.end and other.start < end for other in chosen):
             continue

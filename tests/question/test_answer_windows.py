@@ -106,3 +106,25 @@ def test_a_window_never_ends_inside_the_sentence_it_was_chosen_for(parts: list[s
         # what a page shows of it, however short its bound, runs on to the sentence's end
         shown = window.preview(text, 20).removesuffix("…").replace("<mark>", "").replace("</mark>", "")
         assert " ".join(text[first:last].split()) in shown or last - first > MAX_CHARS
+        # and opens with the sentence before it, whole
+        spans = sentences(text)
+        at = spans.index(window.sentence)
+        if at and last - first <= MAX_CHARS:
+            before_first, before_last = spans[at - 1]
+            assert window.start <= before_first
+            assert " ".join(text[before_first:before_last].split()) in shown
+
+
+def test_a_window_shows_the_sentence_its_answer_leans_on() -> None:
+    # the sentence that best meets the question says what was lost; why is the sentence before
+    text = (
+        "We compared three places to keep the payment keys. "
+        "The shared cache is set to evict the oldest entries when its memory is full, "
+        "and it dropped entries twice last year under load. "
+        "A lost payment key means a rider is charged twice. "
+        "The database keeps them for as long as we ask, in the same transaction as the charge."
+    )
+    window = answer_windows(Question.parse("why is a lost payment key a problem"), text, count=1)[0]
+    assert text[window.sentence[0] : window.sentence[1]].startswith("A lost payment key")
+    shown = window.preview(text, PREVIEW_CHARS).replace("<mark>", "").replace("</mark>", "")
+    assert "evict the oldest entries when its memory is full" in shown
