@@ -43,8 +43,10 @@ names streams the same way).
   most ``HINT_LIMIT`` records, ordered by its cursor field: newest first (``desc``), or
   oldest first (``asc``) when the question asks for the earliest, first or oldest. When
   fields matched words the stream's name does not, ``fields`` projects the records to the
-  cursor field and those fields ("gross salary" reads issued_at and gross_amount; "pay"
-  names pay_statements itself, so its records come whole).
+  cursor field, the field that names a record (the first granted of ``documents.TITLE_FIELDS``:
+  "which repository has the most stars" reads created_at, full_name and stars, not stars alone)
+  and those fields ("gross salary" reads issued_at and gross_amount; "pay" names
+  pay_statements itself, so its records come whole).
 - A hint is ``{stream, source, connection_id?, words, fields, order, call: {tool,
   arguments}}`` (``order``: e.g. "newest first by issued_at"); ``source`` is the
   connector key and the connection's display name.
@@ -64,9 +66,11 @@ import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from pdpp_gateway import documents
 from pdpp_gateway.marks import parse_marks
 from pdpp_gateway.question.meaning import embedding_model
 from pdpp_gateway.question.words import WORD, deeds, stands_for, stem
+from pdpp_gateway.render.common import as_mapping
 from pdpp_gateway.schema_view import compact_projection, unwrap_schema
 from pdpp_gateway.tools.args import SearchArgs
 
@@ -181,9 +185,7 @@ def stream_by_meaning(
     candidates: list[tuple[Mapping[str, Any], Mapping[str, Any], str]] = []
     for connector, row, name in _offered_rows(schema, shown, streams, connection_id):
         key = str(connector.get("connector_key") or connector.get("connector_id") or "")
-        flags = row.get("field_capabilities") or {}
-        fields = [field for field, flag in flags.items() if "g=false" not in str(flag).split(",")]
-        said = ", ".join(field.replace("_", " ") for field in fields)
+        said = ", ".join(field.replace("_", " ") for field in _granted(row))
         candidates.append((connector, row, f"{key} {name.replace('_', ' ')}: {said}"))
     if not candidates:
         return None
@@ -213,6 +215,12 @@ def _evidence_text(hit: Mapping[str, Any]) -> str:
     """What a hit's evidence shows, without its marks."""
     previews = (item.get("preview") for item in hit.get("evidence") or () if isinstance(item, Mapping))
     return " ".join(parse_marks(str(preview))[0] for preview in previews if preview)
+
+
+def _granted(row: Mapping[str, Any]) -> list[str]:
+    """The fields of a stream's compact row that the grant holds (no ``g=false`` flag)."""
+    flags = as_mapping(row.get("field_capabilities"))
+    return [str(field) for field, flag in flags.items() if "g=false" not in str(flag).split(",")]
 
 
 def _names_a_thing(flags: str) -> bool:
@@ -291,8 +299,10 @@ def _hint(
     if connection_id is not None:
         arguments["connection_id"] = connection_id
     cursor = row.get("cursor_field") if isinstance(row.get("cursor_field"), str) else None
-    if fields:
-        arguments["fields"] = list(dict.fromkeys([*([cursor] if cursor else []), *fields]))
+    if fields:  # projected: the cursor field, the field that names a record, the fields asked
+        named = next((field for field in documents.TITLE_FIELDS if field in _granted(row)), None)
+        kept = [*([cursor] if cursor else []), *([named] if named else []), *fields]
+        arguments["fields"] = list(dict.fromkeys(kept))
     order = "default order"
     if cursor:
         arguments["order"] = "asc" if oldest else "desc"

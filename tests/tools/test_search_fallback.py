@@ -402,6 +402,25 @@ async def test_a_payslip_question_offers_the_read_that_answers_it(shared_sandbox
     }
 
 
+async def test_a_projected_stream_hint_keeps_the_field_that_names_each_record(shared_sandbox: Any) -> None:
+    # "stars" is a field of repositories: the ready call reads that field, and the repository's
+    # name beside it, or the answer would be "R005: 113 stars" with nothing a person knows it by
+    result, _ = await _search(shared_sandbox, query="which of my repositories has the most stars")
+    (hint,) = [hint for hint in result.structured["stream_hints"] if hint["stream"] == "repositories"]
+    arguments = hint["call"]["arguments"]
+    assert arguments["fields"] == ["created_at", "full_name", "stars"]
+    assert f"query_records {json.dumps(arguments, separators=(',', ':'), ensure_ascii=False)}" in result.text
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(
+            rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url
+        )
+        read = await build_pipeline()(ToolCall("query_records", arguments, context))
+    assert not read.is_error, read.text
+    for record in read.structured["data"]["data"]:
+        assert set(record["data"]) == {"created_at", "full_name", "stars"}
+        assert f'"full_name":"{record["data"]["full_name"]}"' in (read.text or "")
+
+
 async def test_a_question_naming_no_stream_gets_no_stream_line(shared_sandbox: Any) -> None:
     for arguments in (
         {"query": QUESTION},
