@@ -198,13 +198,15 @@ async def scan_bodies(
     body["found_by"] = [mode]
     read.add(str(body["id"]))
     snippet = str(body.get("snippet") or "")
-    owner = asyncio.create_task(_owner(context, body, bodies, hit))
     if snippet and not snippet.endswith("…"):  # a short body: the RS showed all of it
         mark_snippet(body, field, snippet, words)
         passage = best_passage(parse_marks(snippet)[0], words, figure=figure)
-    else:
-        passage = await read_passages(context, body, naming(body), field, args.question)
-    owned = await owner
+        owned = await _owner(context, body, bodies, hit)
+    else:  # its text and its link, read side by side
+        passage, owned = await asyncio.gather(
+            read_passages(context, body, naming(body), field, args.question),
+            _owner(context, body, bodies, hit),
+        )
     if body.get("evidence"):
         hits[:] = [each for each in hits if each.get("id") != body["id"]]
         hits.insert(next(n for n, each in enumerate(hits) if each is hit), body)

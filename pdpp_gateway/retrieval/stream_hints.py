@@ -300,7 +300,8 @@ def _hint(
         arguments["connection_id"] = connection_id
     cursor = row.get("cursor_field") if isinstance(row.get("cursor_field"), str) else None
     if fields:  # projected: the cursor field, the field that names a record, the fields asked
-        named = next((field for field in documents.TITLE_FIELDS if field in _granted(row)), None)
+        granted = _granted(row)
+        named = next((field for field in documents.TITLE_FIELDS if field in granted), None)
         kept = [*([cursor] if cursor else []), *([named] if named else []), *fields]
         arguments["fields"] = list(dict.fromkeys(kept))
     order = "default order"
