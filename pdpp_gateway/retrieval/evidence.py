@@ -52,8 +52,7 @@ from pdpp_gateway.marks import parse_marks, shows_part
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage
 from pdpp_gateway.retrieval.body_search import search_bodies, text_field
-from pdpp_gateway.retrieval.hit_origin import record_fields
-from pdpp_gateway.retrieval.linked_hits import fold
+from pdpp_gateway.retrieval.linked_hits import fold, link_of
 from pdpp_gateway.retrieval.linked_streams import BodyStream, body_streams, text_field_of
 from pdpp_gateway.retrieval.pages import SEARCH_PATHS, naming, page_hits
 from pdpp_gateway.retrieval.passage_reads import read_windows, window_evidence
@@ -219,17 +218,11 @@ async def _owner(
     context: GatewayContext, body: Mapping[str, Any], bodies: Sequence[BodyStream], hit: Mapping[str, Any]
 ) -> bool:
     """Whether ``body`` (found by the body search) is ``hit``'s own: its link field, read
-    (1 read, ``fields=`` projection), names it; ``False`` when the read fails."""
+    (``linked_hits.link_of``), names it; ``False`` when the read fails."""
     key = next((each.key for each in bodies if each.name == body.get("stream")), None)
-    connection = hit.get("connection_id")
-    if key is None or body.get("connection_id") != connection:
+    if key is None or body.get("connection_id") != hit.get("connection_id"):
         return False
-    ref = RecordRef(str(body.get("stream")), str(body.get("record_id")), str(connection))
-    try:
-        named = (await record_fields(context.rs, ref, (key,))).get(key)
-    except RsError:
-        return False
-    return named is not None and str(named) == str(hit.get("record_id"))
+    return await link_of(context, body, key) == str(hit.get("record_id"))
 
 
 async def read_passages(

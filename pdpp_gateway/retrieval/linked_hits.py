@@ -24,8 +24,9 @@ read folds nothing):
   and its title when the header has one of its own (a mail's subject); it carries ``body_of``
   (a whole body) or ``thread_of`` (a part): the header's id. The header leaves the page, and
   the hit after the ``page`` (the caller's reserve) moves into it.
-- ``fold(hits, header, linked, parent, whole=...)`` is that last step alone, for a link read
-  elsewhere (the body the body search finds for a short hit: ``evidence.scan_bodies``).
+- ``link_of(context, hit, key)`` is that one read; ``fold(hits, header, linked, parent,
+  whole=...)`` the fold alone: both serve a link read elsewhere too (the body the body search
+  finds for a short hit: ``evidence.scan_bodies``).
 """
 
 from __future__ import annotations
@@ -71,16 +72,22 @@ async def fold_linked(
     linked, link = next(((hit, links[key]) for hit, key in where if key in links), (None, None))
     if linked is None or link is None:
         return
-    connection = str(linked.get("connection_id"))
-    ref = RecordRef(str(linked.get("stream")), str(linked.get("record_id")), connection)
-    try:
-        owner = (await record_fields(context.rs, ref, (link.key,))).get(link.key)
-    except RsError:
-        return
-    header = headers.get((link.parent, connection, str(owner)))
-    if header is None or header is linked:  # it names no header of the page
+    owner = await link_of(context, linked, link.key)
+    header = headers.get((link.parent, str(linked.get("connection_id")), str(owner)))
+    if header is None or header is linked:  # it names no header of the page (or the read failed)
         return
     fold(hits, header, linked, link.parent, whole=link.whole)
+
+
+async def link_of(context: GatewayContext, hit: Mapping[str, Any], key: str) -> str | None:
+    """The id of the record that ``hit``'s link field ``key`` names (1 read, ``fields=``
+    projection), in its connection; ``None`` when the read fails or the field names none."""
+    ref = RecordRef(str(hit.get("stream")), str(hit.get("record_id")), str(hit.get("connection_id")))
+    try:
+        named = (await record_fields(context.rs, ref, (key,))).get(key)
+    except RsError:
+        return None
+    return None if named is None else str(named)
 
 
 def fold(

@@ -39,11 +39,9 @@ MAX_STREAMS: Final = 24
 
 def add_other_streams(structured: dict[str, Any], schema: Mapping[str, Any] | None, args: SearchArgs) -> None:
     """``structured`` with the grant's other streams when its page shows no word (see the contract)."""
-    results = _results(structured)
-    wanted = {stem(word) for word in args.words}
-    if schema is None or structured.get(STREAM_HINTS) or any(_shows_a_word(hit, wanted) for hit in results):
+    shown = _silent_page_streams(structured, args.words)
+    if schema is None or shown is None:
         return
-    shown = {(str(hit.get("stream")), str(hit.get("connection_id"))) for hit in results}
     scope = args.arguments.get("streams")
     named = set(scope) if isinstance(scope, list) else None
     document = compact_projection(unwrap_schema(schema), connection_id=args.connection_id)
@@ -75,11 +73,9 @@ def merge_other_streams(
     structured: dict[str, Any], answers: Iterable[Mapping[str, Any]], words: Iterable[str]
 ) -> None:
     """A merged package page's other streams (see the contract)."""
-    results = _results(structured)
-    wanted = {stem(word) for word in words}
-    if structured.get(STREAM_HINTS) or any(_shows_a_word(hit, wanted) for hit in results):
+    shown = _silent_page_streams(structured, words)
+    if shown is None:
         return
-    shown = {(str(hit.get("stream")), str(hit.get("connection_id"))) for hit in results}
     found = []
     for answer in answers:
         for entry in answer.get(OTHER_STREAMS) or ():
@@ -91,8 +87,14 @@ def merge_other_streams(
         structured[OTHER_STREAMS] = found
 
 
-def _results(structured: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [hit for hit in structured.get("results") or () if isinstance(hit, Mapping)]
+def _silent_page_streams(structured: Mapping[str, Any], words: Iterable[str]) -> set[tuple[str, str]] | None:
+    """The (stream, connection) of each result of a page that shows none of the content
+    ``words`` and offers no stream hint; ``None`` for any other page."""
+    results = [hit for hit in structured.get("results") or () if isinstance(hit, Mapping)]
+    wanted = {stem(word) for word in words}
+    if structured.get(STREAM_HINTS) or any(_shows_a_word(hit, wanted) for hit in results):
+        return None
+    return {(str(hit.get("stream")), str(hit.get("connection_id"))) for hit in results}
 
 
 def _shows_a_word(hit: Mapping[str, Any], wanted: set[str]) -> bool:

@@ -145,15 +145,9 @@ def add_stream_hints(structured: dict[str, Any], schema: Mapping[str, Any] | Non
     unsaid = (
         [word for word in args.words if word not in held] if 2 * len(held) >= len(args.words) else args.words
     )
-    streams = args.arguments.get("streams")
-    hints = stream_hints(
-        schema,
-        unsaid,
-        args.text,
-        shown,
-        streams=streams if isinstance(streams, list) else None,
-        connection_id=args.connection_id,
-    )
+    scope = args.arguments.get("streams")
+    streams = scope if isinstance(scope, list) else None
+    hints = stream_hints(schema, unsaid, args.text, shown, streams=streams, connection_id=args.connection_id)
     asked = [word for word in args.words if word.lower() not in ORDER_WORDS]  # "last" asks an order
     if len(hints) < MAX_HINTS and 2 * len([word for word in held if word in asked]) < len(asked):
         hinted = {str(hint["stream"]) for hint in hints}
@@ -161,7 +155,7 @@ def add_stream_hints(structured: dict[str, Any], schema: Mapping[str, Any] | Non
             schema,
             args.text,
             {*shown, *hinted},
-            streams=streams if isinstance(streams, list) else None,
+            streams=streams,
             connection_id=args.connection_id,
         )
         hints += [near] if near is not None else []
