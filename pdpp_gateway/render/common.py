@@ -35,6 +35,7 @@ MERGED_CONNECTIONS: Final = "merged_connections"
 RETRIEVAL: Final = "retrieval"
 NO_RECORD_HAS_EVERY_WORD: Final = "no record holds every word of the query"  # a fused answer's why
 WORDS_AND_MEANING: Final = "records holding the words and records near the meaning"  # the other why
+FEWER_WORDS_AND_MEANING: Final = "the question's most distinctive words and its meaning"  # a long question's
 
 
 def as_mapping(value: object) -> Mapping[str, Any]:

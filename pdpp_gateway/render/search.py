@@ -37,6 +37,8 @@ from mcp_gateway_middleware import ToolResult
 from pdpp_gateway.documents import TITLE_FIELDS, made_title_part
 from pdpp_gateway.marks import parse_marks, preview_around_mark
 from pdpp_gateway.render.common import (
+    FEWER_WORDS_AND_MEANING,
+    NO_RECORD_HAS_EVERY_WORD,
     RETRIEVAL,
     WORDS_AND_MEANING,
     again,
@@ -59,6 +61,11 @@ PREVIEW_CHARS: Final = 260
 PASSAGE_CHARS: Final = 3 * PREVIEW_CHARS  # a passage read for the answer: bounded where it was cut
 SNIPPET_CHARS: Final = 200
 ROW_EXCERPT_CHARS: Final = 60
+_WHY: Final = {  # why a page is fused, in the line that explains it
+    WORDS_AND_MEANING: "words and meaning searched side by side",
+    FEWER_WORDS_AND_MEANING: "fewer words and meaning",
+    NO_RECORD_HAS_EVERY_WORD: "no record holds every word",
+}
 BARE_ROWS: Final = "(a hit with no text evidence is listed in brief: fetch it by id to read it)"
 
 
@@ -198,11 +205,7 @@ def _fused_line(retrieval: Mapping[str, Any], question: str) -> str:
         for s in searched
         if s.get("streams")
     ]
-    why = (
-        "words and meaning searched side by side"
-        if retrieval.get("why") == WORDS_AND_MEANING
-        else "no record holds every word"
-    )
+    why = _WHY.get(str(retrieval.get("why")), "no record holds every word")
     sources = retrieval.get("sources")
     where = f" in {', '.join(str(s) for s in sources[:8])}" if isinstance(sources, list) else ""
     return (

@@ -3,8 +3,8 @@
 Contract (steps 2-4 and 6 of ``retrieval.search``): concurrently, the meaning-based mode the RS
 publishes (``pages.meaning_mode``) on the question as asked and, when the question has more
 than ``RELAXED_WORDS`` content words, lexical search on its most distinctive ones. The lists
-(the first page of the question's words, when it has hits, leading) are fused by reciprocal
-rank fusion (``RRF_K``): a record both found rises, each record once, ties to the earlier
+(the first page of the question's every word, when it was read and has hits, leading) are
+fused by reciprocal rank fusion (``RRF_K``): a record both found rises, each record once, ties to the earlier
 list, at most ``limit`` hits (``FUSED_LIMIT`` when the caller set none; a package member
 answers its share, ``GatewayContext.fused_share``). Either read failing leaves the other's
 hits; both failing is the meaning read's error. Then a header folded into its body or part on
@@ -25,7 +25,6 @@ from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.question.words import RELAXED_WORDS
-from pdpp_gateway.render.common import NO_RECORD_HAS_EVERY_WORD, WORDS_AND_MEANING
 from pdpp_gateway.retrieval.evidence import add_evidence, read_best
 from pdpp_gateway.retrieval.hit_origin import add_origin
 from pdpp_gateway.retrieval.linked_hits import fold_linked
@@ -44,9 +43,11 @@ async def fused(
     args: SearchArgs,
     schema: Awaitable[Mapping[str, Any] | None],
     first: tuple[str, RsResponse, list[dict[str, Any]]] | None,
+    why: str,
 ) -> ToolResult | None:
-    """Meaning and fewer words after an empty page, or beside a ``first`` page whose
-    words are apart (its query, response and hits), fused, with passages (steps 2 and 3)."""
+    """Meaning and fewer words, beside a ``first`` page whose words are apart (its query,
+    response and hits) when there is one, fused, with passages (steps 2 and 3); ``why`` says
+    why the page is fused (``render.common``)."""
     meaning = await meaning_mode(context)
     relaxed = " ".join(args.question.distinctive()) if len(args.words) > RELAXED_WORDS else None
     reads: list[tuple[str, str]] = [("lexical", relaxed)] if relaxed else []
@@ -91,7 +92,7 @@ async def fused(
     retrieval = {
         "mode": "fused",
         "instead_of": "lexical",
-        "why": WORDS_AND_MEANING if first is not None else NO_RECORD_HAS_EVERY_WORD,
+        "why": why,
         "searched": searched,
         "order": "relevance",  # fused by reciprocal rank, then ordered by the one judge
     }

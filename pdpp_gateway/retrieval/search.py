@@ -11,12 +11,17 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    mode the RS publishes (``capabilities.hybrid_retrieval``, else ``semantic_retrieval``,
    read through the caller's memo) on the question as asked and, when the question has more
    than ``RELAXED_WORDS`` content words, lexical search on its most distinctive ones; the
-   lists, the first page's leading, are fused by reciprocal rank (``fused``), at most
-   ``limit`` hits (``FUSED_LIMIT`` when the caller set none; a package member answers its
-   share). Either read failing leaves the other's hits. A fused page has no cursor: the text
-   offers the lexical search that pages. When the RS publishes no meaning-based mode and the
-   question has too few words to relax, the first page is the answer (``_lexical``: its first
-   hit read for its passage when its snippet lacks a word, ``evidence.first_passage``).
+   lists are fused by reciprocal rank (``fused``), at most ``limit`` hits (``FUSED_LIMIT``
+   when the caller set none; a package member answers its share). Such a question reads no
+   page of its every word (step 1): a record holding them all holds its most distinctive
+   ones, and the RS finds one for few questions a person types (``why``:
+   ``FEWER_WORDS_AND_MEANING``); when neither list finds a record, the page of every word is
+   the answer. A question of fewer words has step 1's page, when it has hits, lead the
+   fusion (``WORDS_AND_MEANING``; ``NO_RECORD_HAS_EVERY_WORD`` when it has none). Either read
+   failing leaves the other's hits. A fused page has no cursor: the text offers the lexical
+   search that pages. When the RS publishes no meaning-based mode and the question has too
+   few words to relax, the first page is the answer (``_lexical``: its first hit read for its
+   passage when its snippet lacks a word, ``evidence.first_passage``).
 3. Evidence that answers (``evidence.add_evidence``, then ``evidence.read_best``): the
    best-ranked hits whose long text the page shows only in part are read for the two windows
    that best carry the answer (``sentences.answer_windows``: sentence by sentence, by meaning,
@@ -50,16 +55,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.question.words import RELAXED_WORDS
+from pdpp_gateway.render.common import FEWER_WORDS_AND_MEANING, NO_RECORD_HAS_EVERY_WORD, WORDS_AND_MEANING
 from pdpp_gateway.retrieval.evidence import first_passage
 from pdpp_gateway.retrieval.fused import fused
 from pdpp_gateway.retrieval.hit_origin import add_origin
 from pdpp_gateway.retrieval.other_streams import add_other_streams
-from pdpp_gateway.retrieval.pages import SEARCH_PATHS, answer, granted_schema, page_hits
+from pdpp_gateway.retrieval.pages import SEARCH_PATHS, answer, granted_schema, meaning_mode, page_hits
 from pdpp_gateway.retrieval.stream_hints import add_stream_hints
 from pdpp_gateway.rs.client import RsResponse
 from pdpp_gateway.tools.args import SearchArgs
@@ -71,16 +79,12 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
         response = await context.rs.get_json(SEARCH_PATHS[args.mode], args.with_q(args.text))
         return answer(context, response, page_hits(context, response))
     sent = " ".join(args.words) or args.text
-    response = await context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(sent))
-    results = page_hits(context, response)
     if args.cursor is not None:  # a next page of the words: lexical, as the first page offered
-        return await _lexical(context, args, sent, response, results)
-    schema = asyncio.create_task(granted_schema(context))  # read alongside the fused reads
-    first = (sent, response, results) if results else None
+        response = await context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(sent))
+        return await _lexical(context, args, sent, response, page_hits(context, response))
+    schema = asyncio.create_task(granted_schema(context))  # read alongside the searches
     try:
-        found = await fused(context, args, schema, first) or await _lexical(
-            context, args, sent, response, results
-        )
+        found = await _first_page(context, args, sent, schema)
     except BaseException:
         schema.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -89,6 +93,26 @@ async def search(context: GatewayContext, args: SearchArgs) -> ToolResult:
     add_stream_hints(found.structured, await schema, args)
     add_other_streams(found.structured, await schema, args)
     return found
+
+
+async def _first_page(
+    context: GatewayContext, args: SearchArgs, sent: str, schema: Awaitable[Mapping[str, Any] | None]
+) -> ToolResult:
+    """Steps 1 and 2 of a first page: a question of more than ``RELAXED_WORDS`` content words
+    on its fewer words and its meaning, fused; else its every word, fused with meaning."""
+    if len(args.words) > RELAXED_WORDS and await meaning_mode(context) is not None:
+        found = await fused(context, args, schema, None, FEWER_WORDS_AND_MEANING)
+        if found is not None:
+            return found
+        response = await context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(sent))
+        return await _lexical(context, args, sent, response, page_hits(context, response))
+    response = await context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(sent))
+    results = page_hits(context, response)
+    first = (sent, response, results) if results else None
+    why = WORDS_AND_MEANING if first is not None else NO_RECORD_HAS_EVERY_WORD
+    return await fused(context, args, schema, first, why) or await _lexical(
+        context, args, sent, response, results
+    )
 
 
 async def _lexical(

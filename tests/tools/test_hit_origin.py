@@ -23,7 +23,7 @@ from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.upstreams import Fault, upstream_proxy
 
-LEASE = "did the landlord send the new lease for Lisbon"  # many messages carry that subject
+LEASE = "who sent the Lisbon lease"  # many messages carry that subject
 GYM = "who sent me the membership renewal"  # the body ranks first, its message second
 GYM_MESSAGE = "/v1/streams/messages/records/msg_long_gym"
 CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "rs"
