@@ -66,6 +66,11 @@ _WHY: Final = {  # why a page is fused, in the line that explains it
     FEWER_WORDS_AND_MEANING: "fewer words and meaning",
     NO_RECORD_HAS_EVERY_WORD: "no record holds every word",
 }
+_FIELD_VALUE: Final = (  # what to try when no search finds the answer
+    "when the answer is a field value, query_records on the likely stream reads its newest "
+    "records first, with fields for only those that hold it (schema() lists the streams and "
+    "their fields)."
+)
 BARE_ROWS: Final = "(a hit with no text evidence is listed in brief: fetch it by id to read it)"
 
 
@@ -85,7 +90,7 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
             f"Searched the question's content words: {dumps(retrieval['searched'])} (every one in a hit)."
         )
     elif retrieval.get("mode") == "fused":
-        lines.append(clip(_fused_line(retrieval, args.text), 600))
+        lines.append(clip(_fused_line(retrieval, args.text, bool(hits)), 600))
         older = _older_thread_line(args, retrieval)
         if older is not None:
             lines.append(older)
@@ -98,6 +103,8 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         lines.append(_hybrid_more(args))
     elif not hits and mode == "lexical" and not args.cursor:
         lines.append(_nothing_lexical(args))
+    elif not hits and fused:
+        lines.append(f"No record holds these words or is near this meaning; {_FIELD_VALUE}")
     lines.extend(_stream_hint_line(as_mapping(hint)) for hint in result.structured.get(STREAM_HINTS) or ())
     others = [as_mapping(entry) for entry in result.structured.get(OTHER_STREAMS) or ()]
     if others:
@@ -187,9 +194,10 @@ def _package_order(package: Mapping[str, Any]) -> str:
     )
 
 
-def _fused_line(retrieval: Mapping[str, Any], question: str) -> str:
+def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool) -> str:
     """How a fused answer was found, in one line: why, each search and its hit count (the
-    question as asked is "the question"), the long texts and thread read, and the order."""
+    question as asked is "the question"), the long texts and thread read, and the order of its
+    ``hits`` when it has some."""
     searched = [as_mapping(s) for s in retrieval.get("searched") or ()]
     lists = [
         f"{s.get('mode')} {'on the question' if s.get('query') == question else dumps(s.get('query'))} "
@@ -208,10 +216,10 @@ def _fused_line(retrieval: Mapping[str, Any], question: str) -> str:
     why = _WHY.get(str(retrieval.get("why")), "no record holds every word")
     sources = retrieval.get("sources")
     where = f" in {', '.join(str(s) for s in sources[:8])}" if isinstance(sources, list) else ""
-    return (
-        f"Fused{where}: {why}; {' + '.join(lists)}. Ordered by each hit's best sentence, one judge for "
-        "all. Meaning-based hits are approximate: check the evidence."
-    )
+    found = f"Fused{where}: {why}; {' + '.join(lists)}."
+    if not hits:
+        return found
+    return f"{found} Ordered by each hit's best sentence, one judge for all. Meaning-based hits are approximate: check the evidence."
 
 
 def _thread_part(searched: Mapping[str, Any]) -> str:
@@ -295,16 +303,11 @@ def _nothing_lexical(args: SearchArgs) -> str:
     distinctive words; for a field value, a read of the likely stream that every caller can
     make (a client grant token cannot filter: the RS refuses ``filter`` for it)."""
     fewer = " ".join(args.question.distinctive())
-    field_value = (
-        "when the answer is a field value, query_records on the likely stream reads its newest "
-        "records first, with fields for only those that hold it (schema() lists the streams and "
-        "their fields)."
-    )
     step = "Lexical search needs every word of the query in one record, and none has them all. "
     if fewer and fewer != args.text:
         relaxed = call_text("search", again(args.arguments, query=fewer))
-        return f"{step}Try its most distinctive words: {relaxed}; or, {field_value}"
-    return f"{step}Or, {field_value}"
+        return f"{step}Try its most distinctive words: {relaxed}; or, {_FIELD_VALUE}"
+    return f"{step}Or, {_FIELD_VALUE}"
 
 
 def _id_only_note(detailed: int, listed: int) -> str:

@@ -4,15 +4,17 @@ Contract (steps 2-4 and 6 of ``retrieval.search``): concurrently, the meaning-ba
 publishes (``pages.meaning_mode``) on the question as asked and, when the question has more
 than ``RELAXED_WORDS`` content words, lexical search on its most distinctive ones. The lists
 (the first page of the question's every word, when it was read and has hits, leading) are
-fused by reciprocal rank fusion (``RRF_K``): a record both found rises, each record once, ties to the earlier
-list, at most ``limit`` hits (``FUSED_LIMIT`` when the caller set none; a package member
-answers its share, ``GatewayContext.fused_share``). Either read failing leaves the other's
-hits; both failing is the meaning read's error. Then a header folded into its body or part on
-the page (``linked_hits``; the place it frees goes to the next fused hit), evidence
-(``evidence.add_evidence``, then ``evidence.read_best``: the best hits read for their answer
-windows), the first hit's thread (``threads``), the page ordered by the one judge (``order``),
-and the first hit's origin for a who/when question. A fused page has no cursor (its lists page
-differently): the text offers the lexical search that pages.
+fused by reciprocal rank fusion (``RRF_K``): a record both found rises, each record once, ties
+to the earlier list, at most ``limit`` hits (``FUSED_LIMIT`` when the caller set none; a
+package member answers its share, ``GatewayContext.fused_share``). Either read failing leaves
+the other's hits; both failing is the meaning read's error; no read to make is ``None``; no
+hit in any list is an empty fused page (what was searched, each list's ``hits`` 0).
+Then a header folded into its body or part on the page (``linked_hits``; the place it frees
+goes to the next fused hit), evidence (``evidence.add_evidence``, then ``evidence.read_best``:
+the best hits read for their answer windows), the first hit's thread (``threads``), the page
+ordered by the one judge (``order``), and the first hit's origin for a who/when question. A
+fused page has no cursor (its lists page differently): the text offers the lexical search that
+pages; ``retrieval.why`` is the caller's ``why``.
 """
 
 from __future__ import annotations
@@ -71,8 +73,6 @@ async def fused(
         if isinstance(failure, BaseException):
             raise failure
         return None
-    if not any(results for *_, results in answered):
-        return None
     limit = context.fused_share or args.limit or FUSED_LIMIT
     fused = rrf([results for *_, results in answered], limit + 1)  # the place a fold may free
     await fold_linked(context, fused, limit, await schema)
@@ -86,7 +86,7 @@ async def fused(
     cut = len(fused) > limit  # a body found for the question took a place in the page
     del fused[limit:]
     await order_by_relevance(fused, args)
-    if args.question.who_or_when:
+    if args.question.who_or_when and fused:
         await add_origin(context.rs, await schema, fused[0])
     base = answered[-1][2]
     retrieval = {

@@ -104,8 +104,6 @@ async def _first_page(
         found = await fused(context, args, schema, None, FEWER_WORDS_AND_MEANING)
         if found is not None:
             return found
-        response = await context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(sent))
-        return await _lexical(context, args, sent, response, page_hits(context, response))
     response = await context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(sent))
     results = page_hits(context, response)
     first = (sent, response, results) if results else None

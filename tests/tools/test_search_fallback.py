@@ -71,6 +71,29 @@ async def test_a_longer_question_searches_its_fewer_words_and_its_meaning(shared
     assert "Fused: fewer words and meaning; " in result.text
 
 
+async def test_a_question_nothing_answers_says_what_was_searched_and_offers_no_search_made(
+    shared_sandbox: Any,
+) -> None:
+    asked = "zebra quantum marmalade orchestra"
+    result, reads = await _search(shared_sandbox, query=asked, streams=["pay_statements"])
+    # its fewer words and its meaning, once each: a page of every word could find nothing more
+    assert sorted(reads) == [SCHEMA_READ, ("/v1/search", "marmalade orchestra"), ("/v1/search/hybrid", asked)]
+    assert result.structured["results"] == []
+    assert [(s["query"], s["hits"]) for s in result.structured["retrieval"]["searched"]] == [
+        ("marmalade orchestra", 0),
+        (asked, 0),
+    ]
+    assert (
+        'Fused: fewer words and meaning; lexical "marmalade orchestra" (0) + hybrid on the question (0).\n'
+        in (result.text)
+    )
+    assert (
+        "No record holds these words or is near this meaning; when the answer is a field value" in result.text
+    )
+    assert "search {" not in result.text  # every search it could offer was made
+    assert "Ordered by" not in result.text  # nothing to order
+
+
 async def test_the_lisbon_deposit_is_found_in_a_person_s_words(shared_sandbox: Any) -> None:
     result, reads = await _search(shared_sandbox, query=LISBON)
     # together: meaning-based search, the two most distinctive words and the grant's schema (for
