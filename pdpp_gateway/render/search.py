@@ -219,7 +219,7 @@ def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool) -> str:
     found = f"Fused{where}: {why}; {' + '.join(lists)}."
     if not hits:
         return found
-    return f"{found} Ordered by each hit's best sentence, one judge for all. Meaning-based hits are approximate: check the evidence."
+    return f"{found} Ordered by best sentence and search rank, one judge for all. Meaning-based hits are approximate: check the evidence."
 
 
 def _thread_part(searched: Mapping[str, Any]) -> str:
