@@ -4,7 +4,8 @@ Contract: ``Question.parse(text)`` reads the text once (``words``) and answers a
 of what the steps of a search ask of a question: its content words, the words matched when it
 has none (``terms``: the whole question), whether it asks for a figure or for who sent
 something and when, and its most distinctive words for a relaxed search or an aimed read
-(``distinctive``). No step parses the question again.
+(``distinctive``; ``relaxed``: the query of a search relaxed from it, when it has more than
+``RELAXED_WORDS`` content words). No step parses the question again.
 """
 
 from __future__ import annotations
@@ -44,3 +45,8 @@ class Question:
     def distinctive(self, count: int = RELAXED_WORDS) -> tuple[str, ...]:
         """Its ``count`` most distinctive content words, in the question's order."""
         return tuple(most_distinctive(self.words, count))
+
+    def relaxed(self) -> str | None:
+        """The query of a search relaxed from it: its most distinctive words, when it has more
+        than ``RELAXED_WORDS`` content words (fewer are the words themselves); else ``None``."""
+        return " ".join(self.distinctive()) if len(self.words) > RELAXED_WORDS else None

@@ -213,7 +213,7 @@ def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool) -> str:
         for s in searched
         if s.get("streams")
     ]
-    why = _WHY.get(str(retrieval.get("why")), "no record holds every word")
+    why = _WHY.get(str(retrieval.get("why")), _WHY[NO_RECORD_HAS_EVERY_WORD])
     sources = retrieval.get("sources")
     where = f" in {', '.join(str(s) for s in sources[:8])}" if isinstance(sources, list) else ""
     found = f"Fused{where}: {why}; {' + '.join(lists)}."

@@ -26,7 +26,6 @@ from typing import Any, Final
 from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.context import GatewayContext
-from pdpp_gateway.question.words import RELAXED_WORDS
 from pdpp_gateway.retrieval.evidence import add_evidence, read_best
 from pdpp_gateway.retrieval.hit_origin import add_origin
 from pdpp_gateway.retrieval.linked_hits import fold_linked
@@ -51,7 +50,7 @@ async def fused(
     response and hits) when there is one, fused, with passages (steps 2 and 3); ``why`` says
     why the page is fused (``render.common``)."""
     meaning = await meaning_mode(context)
-    relaxed = " ".join(args.question.distinctive()) if len(args.words) > RELAXED_WORDS else None
+    relaxed = args.question.relaxed()
     reads: list[tuple[str, str]] = [("lexical", relaxed)] if relaxed else []
     if meaning is not None:
         reads.append((meaning, args.text))

@@ -61,7 +61,6 @@ from typing import Any
 from mcp_gateway_middleware import ToolResult
 
 from pdpp_gateway.context import GatewayContext
-from pdpp_gateway.question.words import RELAXED_WORDS
 from pdpp_gateway.render.common import FEWER_WORDS_AND_MEANING, NO_RECORD_HAS_EVERY_WORD, WORDS_AND_MEANING
 from pdpp_gateway.retrieval.evidence import first_passage
 from pdpp_gateway.retrieval.fused import fused
@@ -100,7 +99,7 @@ async def _first_page(
 ) -> ToolResult:
     """Steps 1 and 2 of a first page: a question of more than ``RELAXED_WORDS`` content words
     on its fewer words and its meaning, fused; else its every word, fused with meaning."""
-    if len(args.words) > RELAXED_WORDS and await meaning_mode(context) is not None:
+    if args.question.relaxed() is not None and await meaning_mode(context) is not None:
         found = await fused(context, args, schema, None, FEWER_WORDS_AND_MEANING)
         if found is not None:
             return found
