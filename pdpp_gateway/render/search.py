@@ -223,12 +223,14 @@ def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool) -> str:
 
 
 def _thread_part(searched: Mapping[str, Any]) -> str:
-    """The first hit's thread as read (``retrieval.threads``): the part shown, or that its parts
-    are older than the part stream's newest page (``_older_thread_line`` says where they are)."""
+    """The first hit's thread as read (``retrieval.threads``): how many of its parts the judge
+    weighed with the page, or that its parts are older than the part stream's newest page
+    (``_older_thread_line`` says where they are)."""
     streams = ", ".join(str(name) for name in searched.get("streams") or ())
     if searched.get("older_than"):
         return f"the first hit's thread in {streams} (its parts are older than the newest {searched['older_than']})"
-    return f"the first hit's thread in {streams} ({searched.get('hits')} part shown after it)"
+    count = searched.get("hits")
+    return f"the first hit's thread in {streams} ({count} part{'' if count == 1 else 's'} judged with the page)"
 
 
 def _older_thread_line(args: SearchArgs, retrieval: Mapping[str, Any]) -> str | None:

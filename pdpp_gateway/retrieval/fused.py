@@ -11,8 +11,9 @@ the other's hits; both failing is the meaning read's error; no read to make is `
 hit in any list is an empty fused page (what was searched, each list's ``hits`` 0).
 Then a header folded into its body or part on the page (``linked_hits``; the place it frees
 goes to the next fused hit), evidence (``evidence.add_evidence``, then ``evidence.read_best``:
-the best hits read for their answer windows), the first hit's thread (``threads``), the page
-ordered by the one judge (``order``), and the first hit's origin for a who/when question. A
+the best hits read for their answer windows), the first hit's thread (``threads``: its best
+parts join the candidates), the page ordered by the one judge (``order``) and cut to its
+``limit`` best, and the first hit's origin for a who/when question. A
 fused page has no cursor (its lists page differently): the text offers the lexical search that
 pages; ``retrieval.why`` is the caller's ``why``.
 """
@@ -82,9 +83,9 @@ async def fused(
     await add_evidence(context, fused, args, await schema, searched, meaning)
     await read_best(context, fused, args, await schema)
     await add_thread_parts(context, fused, args, await schema, searched)
-    cut = len(fused) > limit  # a body found for the question took a place in the page
-    del fused[limit:]
+    cut = len(fused) > limit  # a body or a thread's part found for the question took a place
     await order_by_relevance(fused, args)
+    del fused[limit:]  # the judge's best
     if args.question.who_or_when and fused:
         await add_origin(context.rs, await schema, fused[0])
     base = answered[-1][2]

@@ -31,12 +31,13 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    the same way, shown at that hit's rank (one hit with it when its link, 1 read, names
    it). Every other cut hit carries ``read_near``. The best hits' threads (an issue's
    comments, a conversation's turns: ``threads``) have their part stream's newest page read
-   (1 read per part stream) and the part that best answers the first hit's thread joins the
-   page after it. Before any of these reads, a header whose body or part the fused page shows
+   (1 read per part stream) and the parts that best answer the first hit's thread join the
+   page after it, for the judge to keep or drop. Before any of these reads, a header whose body or part the fused page shows
    (a mail's message and its body, a conversation's title and its turn) folds into it
    (``linked_hits``: 1 read of the link), and the place it frees goes to the next fused hit.
 4. One judge orders the page (``order``, ``question.relevance``): what each hit now shows,
-   scored the same way whatever its source or mode; a package merges its members by it.
+   scored the same way whatever its source or mode; the page keeps its best ``limit``; a
+   package merges its members by it.
 5. Streams the question names: the grant's compact schema, read through the caller's memo
    alongside step 2, offers the streams whose name or fields the content words name, not among
    the hits, as ready ``query_records`` calls under ``stream_hints`` (``retrieval.stream_hints``);

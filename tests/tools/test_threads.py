@@ -37,7 +37,7 @@ async def test_an_issue_hit_leads_to_the_comment_that_answers(shared_sandbox: An
     block = text[text.index(f"id={COMMENT}") :].split("\n[", 1)[0]
     assert f"in thread {ISSUE}" in block.splitlines()[0]
     assert FACT in block.replace("<mark>", "").replace("</mark>", "")
-    assert "the first hit's thread in issue_comments (1 part shown after it)" in text
+    assert "the first hit's thread in issue_comments (3 parts judged with the page)" in text
     pages = [
         dict(parse_qsl(call.query))
         for call in shared_sandbox.calls
@@ -45,6 +45,38 @@ async def test_an_issue_hit_leads_to_the_comment_that_answers(shared_sandbox: An
     ]
     assert len(pages) == 1  # one page of the part stream, whatever the number of threads
     assert pages[0]["limit"] == "100"
+
+
+async def test_the_part_that_answers_reaches_the_page_though_another_part_reads_better(
+    shared_sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "Fix shipped in 5.8.2" is a plainer sentence than the comment that describes the fix, so
+    # its own window scores below that comment's: a thread that lent the page only its best
+    # window's part never showed the version asked for.
+    asked, answer, describes = (
+        "Which Android version has the fix for the home screen widget crash?",
+        "5.8.2",
+        COMMENT,
+    )
+
+    async def text_with(parts: int) -> str:
+        monkeypatch.setattr(threads, "THREAD_PARTS", parts)
+        async with RsClient(shared_sandbox.url) as rs:
+            context = GatewayContext.for_client(
+                rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url
+            )
+            result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
+        assert not result.is_error, result.text
+        return (result.text or "").replace("<mark>", "").replace("</mark>", "")
+
+    parts = threads.THREAD_PARTS
+    alone = await text_with(1)
+    assert f"id={describes}" in alone
+    assert answer not in alone
+    text = await text_with(parts)
+    block = text[text.index("id=cin_github_orbit/issue_comments:OC0022") :].split("\n[", 1)[0]
+    assert f"in thread {ISSUE}" in block.splitlines()[0]
+    assert f"Fix shipped in {answer}" in block
 
 
 async def test_a_mail_body_is_no_thread_and_an_issue_comment_stream_is(shared_sandbox: Any) -> None:
