@@ -90,7 +90,12 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
             f"Searched the question's content words: {dumps(retrieval['searched'])} (every one in a hit)."
         )
     elif retrieval.get("mode") == "fused":
-        lines.append(clip(_fused_line(retrieval, args.text, bool(hits)), 600))
+        members = as_mapping(as_mapping(envelope.get("meta")).get("package")).get("member_count")
+        lines.append(
+            clip(
+                _fused_line(retrieval, args.text, bool(hits), members if isinstance(members, int) else 0), 600
+            )
+        )
         older = _older_thread_line(args, retrieval)
         if older is not None:
             lines.append(older)
@@ -125,8 +130,8 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
             if isinstance(m, Mapping)
         )
         lines.append(f"sources: {mix}")
-    if isinstance(package, Mapping) and package.get("order"):
-        lines.append(_package_order(package))
+    if isinstance(package, Mapping) and package.get("order") not in (None, "relevance"):
+        lines.append(_package_order(package))  # a page ordered by the judge: the fused line says so
     lines.extend(warning_lines(meta.get("warnings"), 400))  # room for a member's reconnect command
     fetch = call_text("fetch", _naming(hits[0])) if hits else ""
     footer = (
@@ -182,10 +187,8 @@ def _near_line(hit: Mapping[str, Any]) -> str:
 
 
 def _package_order(package: Mapping[str, Any]) -> str:
-    """How a merged package page is ordered: by one relevance judge for every source, or
-    (a pinned mode: RS scores of different sources are not comparable) round-robin."""
-    if package.get("order") == "relevance":
-        return "order: by relevance to the question, judged the same way for every source."
+    """How a merged package page of a pinned mode is ordered: round-robin (RS scores of
+    different sources are not comparable)."""
     sources = ", ".join(str(source) for source in (package.get("source_order") or ())[:8])
     return clip(
         f"order: round-robin by each source's own rank, sources in fixed order ({sources}); "
@@ -194,7 +197,7 @@ def _package_order(package: Mapping[str, Any]) -> str:
     )
 
 
-def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool) -> str:
+def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool, members: int) -> str:
     """How a fused answer was found, in one line: why, each search and its hit count (the
     question as asked is "the question"), the long texts and thread read, and the order of its
     ``hits`` when it has some."""
@@ -215,11 +218,15 @@ def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool) -> str:
     ]
     why = _WHY.get(str(retrieval.get("why")), _WHY[NO_RECORD_HAS_EVERY_WORD])
     sources = retrieval.get("sources")
-    where = f" in {', '.join(str(s) for s in sources[:8])}" if isinstance(sources, list) else ""
+    where = (  # a page with hits names its sources on a line of its own: here only those that fused
+        f" in {', '.join(str(s) for s in sources[:8])}"
+        if isinstance(sources, list) and (len(sources) < members or not hits)
+        else ""
+    )
     found = f"Fused{where}: {why}; {' + '.join(lists)}."
     if not hits:
         return found
-    return f"{found} Ordered by best sentence and search rank, one judge for all. Meaning-based hits are approximate: check the evidence."
+    return f"{found} Ordered by best sentence and search rank, one judge for every source. Meaning-based hits are approximate: check the evidence."
 
 
 def _thread_part(searched: Mapping[str, Any]) -> str:
@@ -230,7 +237,9 @@ def _thread_part(searched: Mapping[str, Any]) -> str:
     if searched.get("older_than"):
         return f"the first hit's thread in {streams} (its parts are older than the newest {searched['older_than']})"
     count = searched.get("hits")
-    return f"the first hit's thread in {streams} ({count} part{'' if count == 1 else 's'} judged with the page)"
+    return (
+        f"the first hit's thread in {streams} ({count} part{'' if count == 1 else 's'} judged with the page)"
+    )
 
 
 def _older_thread_line(args: SearchArgs, retrieval: Mapping[str, Any]) -> str | None:

@@ -30,8 +30,10 @@ async def test_a_relevant_hit_of_the_second_member_leads_the_page(shared_sandbox
     assert scores == sorted(scores, reverse=True)
     package = result.structured["data"]["meta"]["package"]
     assert package["order"] == "relevance"
-    assert "order: by relevance to the question, judged the same way for every source" in result.text
+    assert "Ordered by best sentence and search rank, one judge for every source." in result.text
+    assert "order: " not in result.text  # the fused line says it; the round-robin line is for a pinned mode
     assert "next_cursor" not in result.structured["data"]  # a fused page does not page on
     # a pinned mode's page: each member's own rank, taken in turn, member order first
     assert pinned.structured["data"]["meta"]["package"]["order"] == "round_robin_by_child_rank"
     assert pinned.structured["results"][0]["connection_id"] == "cin_mail_work"
+    assert "order: round-robin by each source's own rank" in (pinned.text or "")
