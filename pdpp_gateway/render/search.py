@@ -71,6 +71,7 @@ _FIELD_VALUE: Final = (  # what to try when no search finds the answer
     "records first, with fields for only those that hold it (schema() lists the streams and "
     "their fields)."
 )
+_MEANING_MODES: Final = frozenset({"hybrid", "semantic"})  # the searches that find records near a meaning
 BARE_ROWS: Final = "(a hit with no text evidence is listed in brief: fetch it by id to read it)"
 
 
@@ -86,9 +87,8 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     head = f"search {dumps(args.text)} ({mode}): {len(hits)} hit(s), has_more={'true' if envelope.get('has_more') else 'false'}"
     lines = [head + "."]
     if retrieval.get("mode") == "lexical" and isinstance(retrieval.get("searched"), str):
-        lines.append(
-            f"Searched the question's content words: {dumps(retrieval['searched'])} (every one in a hit)."
-        )
+        held = " (every one in a hit)" if hits else ""
+        lines.append(f"Searched the question's content words: {dumps(retrieval['searched'])}{held}.")
     elif retrieval.get("mode") == "fused":
         members = as_mapping(as_mapping(envelope.get("meta")).get("package")).get("member_count")
         lines.append(
@@ -107,13 +107,15 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     elif envelope.get("has_more") and mode == "hybrid":
         lines.append(_hybrid_more(args))
     elif not hits and mode == "lexical" and not args.cursor:
-        lines.append(_nothing_lexical(args))
+        lines.append(_nothing_lexical(args, retrieval.get("searched")))
     elif not hits and fused:
-        lines.append(f"No record holds these words or is near this meaning; {_FIELD_VALUE}")
+        meant = any(as_mapping(s).get("mode") in _MEANING_MODES for s in retrieval.get("searched") or ())
+        nothing = "these words or is near this meaning" if meant else "these words"
+        lines.append(f"No record holds {nothing}; {_FIELD_VALUE}")
     lines.extend(_stream_hint_line(as_mapping(hint)) for hint in result.structured.get(STREAM_HINTS) or ())
     others = [as_mapping(entry) for entry in result.structured.get(OTHER_STREAMS) or ()]
     if others:
-        lines.append(_other_streams_line(others))
+        lines.append(_other_streams_line(others, bool(hits)))
     meta = as_mapping(envelope.get("meta"))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
@@ -270,17 +272,18 @@ def _stream_hint_line(hint: Mapping[str, Any]) -> str:
     )
 
 
-def _other_streams_line(others: Sequence[Mapping[str, Any]]) -> str:
+def _other_streams_line(others: Sequence[Mapping[str, Any]], hits: bool) -> str:
     """The grant's streams no hit is of, for a page that shows none of the question's words
-    (``retrieval.other_streams``)."""
+    (``retrieval.other_streams``): its hits are guesses by meaning, or it has none."""
     listed = "; ".join(
         f"{entry.get('source')}"
         + (f" (connection_id {entry['connection_id']})" if entry.get("connection_id") else "")
         + f": {', '.join(str(name) for name in entry.get('streams') or ())}"
         for entry in others
     )
+    found = "No hit shows a word of the question: these are guesses by meaning." if hits else "No hit."
     return (
-        "No hit shows a word of the question: these are guesses by meaning. The answer may be data no "
+        f"{found} The answer may be data no "
         f"text search finds, in the grant's other streams: {listed}. Read one with query_records "
         "(its stream, and its connection_id where given), or see its fields with schema."
     )
@@ -309,13 +312,14 @@ def _hybrid_more(args: SearchArgs) -> str:
     )
 
 
-def _nothing_lexical(args: SearchArgs) -> str:
+def _nothing_lexical(args: SearchArgs, searched: object) -> str:
     """Why a lexical search found nothing, and the ready call to try next: its two most
-    distinctive words; for a field value, a read of the likely stream that every caller can
-    make (a client grant token cannot filter: the RS refuses ``filter`` for it)."""
+    distinctive words, unless they are what was searched (``searched``: the words the gateway
+    sent, when not the query as asked); for a field value, a read of the likely stream that
+    every caller can make (a client grant token cannot filter: the RS refuses ``filter`` for it)."""
     fewer = " ".join(args.question.distinctive())
     step = "Lexical search needs every word of the query in one record, and none has them all. "
-    if fewer and fewer != args.text:
+    if fewer and fewer not in (args.text, searched):
         relaxed = call_text("search", again(args.arguments, query=fewer))
         return f"{step}Try its most distinctive words: {relaxed}; or, {_FIELD_VALUE}"
     return f"{step}Or, {_FIELD_VALUE}"

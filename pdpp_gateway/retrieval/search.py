@@ -117,11 +117,11 @@ async def _lexical(
     context: GatewayContext, args: SearchArgs, sent: str, response: RsResponse, results: list[dict[str, Any]]
 ) -> ToolResult:
     """A lexical page as the answer (step 1), the words ``sent`` said when some were dropped."""
+    retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
     if not (results or args.cursor is not None or response.body.get("has_more")):
-        return answer(context, response, results)
+        return answer(context, response, results, retrieval)
     if args.cursor is None and results:
         await first_passage(context, results[0], args)
         if args.question.who_or_when:
             await add_origin(context.rs, await granted_schema(context), results[0])
-    retrieval = {"mode": "lexical", "searched": sent} if sent != args.text else None
     return answer(context, response, results, retrieval)
