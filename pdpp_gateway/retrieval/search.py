@@ -32,9 +32,10 @@ Contract (a ``search`` that pins no ``mode``; a pinned mode is exactly that mode
    it). Every other cut hit carries ``read_near``. The best hits' threads (an issue's
    comments, a conversation's turns: ``threads``) have their part stream's newest page read
    (1 read per part stream) and the parts that best answer the first hit's thread join the
-   page after it, for the judge to keep or drop. Before any of these reads, a header whose body or part the fused page shows
-   (a mail's message and its body, a conversation's title and its turn) folds into it
-   (``linked_hits``: 1 read of the link), and the place it frees goes to the next fused hit.
+   page after it, for the judge to keep or drop. Before any of these reads, a header whose
+   body or part the fused page shows (a mail's message and its body, a conversation's title
+   and its turn) folds into it (``linked_hits``: 1 read of the link), and the place it frees
+   goes to the next fused hit.
 4. One judge orders the page (``order``, ``question.relevance``): what each hit now shows,
    scored the same way whatever its source or mode; the page keeps its best ``limit``; a
    package merges its members by it.
