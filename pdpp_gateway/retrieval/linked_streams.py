@@ -25,6 +25,12 @@ Contract:
   reference's today, names no origin: field names are never guessed).
 - ``text_field_of(schema, stream, connection_id)``: the long text field of a stream's records
   (as ``body_streams`` finds a body's), ``None`` when the schema's flags do not say.
+- ``reply_link(schema, stream, connection_id)``: how ``stream``'s records reply to each other
+  in threads, as a chat's messages do: a granted ``thread_ts`` (Slack's convention: a reply
+  names its thread's first message by that message's ``ts``; by its record id when the stream
+  has no ``ts``, as the sandbox's) and the messages' text field (flagged ``role=text``, else
+  their title: the reference flags a Slack message's text as its primary title); ``None``
+  otherwise.
 - ``parent_link(schema, stream, connection_id)``: the stream whose records ``stream``'s
   records belong to and the field naming them: a granted ``<x>_id`` field of ``stream``
   whose stream (``<x>s``, or ``<x>`` ending in y as ``ies``) is granted in the same
@@ -91,6 +97,30 @@ def body_streams(schema: Mapping[str, Any] | None, stream: str, connection_id: s
 def origin_fields(schema: Mapping[str, Any] | None, stream: str, connection_id: str) -> OriginFields | None:
     """The fields that say who sent a record of ``stream`` and when (see the contract)."""
     return _origin(_rows(schema, stream, connection_id).get(stream) or {})
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyLink:
+    key: str  # the field a reply names its thread's first message by (thread_ts)
+    head: str | None  # the field of that first message it names (ts); None: its record id
+    text: str  # the messages' text field
+
+
+_REPLY_KEYS: Final = {"thread_ts": "ts"}  # a reply's field -> the first message's field it names
+
+
+def reply_link(schema: Mapping[str, Any] | None, stream: str, connection_id: str) -> ReplyLink | None:
+    """How ``stream``'s records reply to each other in threads (see the contract)."""
+    flags = _rows(schema, stream, connection_id).get(stream) or {}
+    granted = {name: set(parts) for name, parts in flags.items() if "g=false" not in parts}
+    text = next(
+        (name for wanted in ({"role=text"}, _TITLE) for name, parts in granted.items() if parts & wanted),
+        None,
+    )
+    for key, head in _REPLY_KEYS.items():
+        if key in granted and text is not None:
+            return ReplyLink(key, head if head in granted else None, text)
+    return None
 
 
 def parent_link(schema: Mapping[str, Any] | None, stream: str, connection_id: str) -> ParentLink | None:

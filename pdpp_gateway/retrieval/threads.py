@@ -1,13 +1,18 @@
-"""The thread behind a hit: an issue and its comments, a conversation and its turns.
+"""The thread behind a hit: an issue and its comments, a conversation and its turns, a chat
+message and its replies.
 
 A record can have parts in another stream of its connector: an issue's comments, a
 conversation's messages (a ``has_many`` relation its stream declares in the grant's schema,
-``linked_streams.body_streams`` with ``whole`` false). A question about an issue is often
+``linked_streams.body_streams`` with ``whole`` false). A chat's messages reply to each other
+in their own stream (``linked_streams.reply_link``: Slack's ``thread_ts`` names the thread's
+first message): "yours for 65 euros" answers the post that offered a bike rack for €90, and
+a search finds the post. A question about an issue is often
 answered in a later comment whose words are not the question's ("Fix shipped in 5.8.2" for
 "which version has the fix"), and a search finds the issue by its title, not that comment.
 Client tokens can neither filter nor expand, so the gateway reads the part stream's newest
 page (one GET per part stream and connection, ``THREAD_PAGE`` records, only the field naming
-the parent and the text field) and keeps the parts of the first hit's thread.
+the parent, the text field and, for replies, the field they name their first message by) and
+keeps the parts of the first hit's thread.
 
 Contract (``add_thread_parts(context, hits, args, schema, searched)``, step 3 of
 ``retrieval.search``; GETs only, through the caller's own client; a failed read leaves the
@@ -16,24 +21,26 @@ under a ``filter``):
 
 - The first hit (the fused order, before the judge) names the thread read: a hit of a parent
   stream is its own thread's head; a hit of a part stream belongs to the thread its record
-  names (known once the part page is read). Reading the threads of more hits answered no more
-  questions on the dev split, at more reads.
+  names (known once the part page is read); a chat message is the first of its own thread
+  unless its record names another's (a reply). Reading the threads of more hits answered no
+  more questions on the dev split, at more reads.
 - Each thread's parts on that page that the page does not already show with evidence are
   read sentence by sentence for their best window (``sentences.answer_windows``: meaning, the
   question's rare words, the kind of value asked for); the ``THREAD_PARTS`` whose windows score
   highest join the page right after the first hit, best first, each a hit of its own with its
   window as its evidence, ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text
-  says ``in thread <id>``). They are candidates like every hit: the page's one judge orders
-  them with the rest and the page keeps its best (``fused``). A window's score is relative to
-  its own text, so the best window of one part is no sure answer among its thread: the
-  comment that says "Fix shipped in 5.8.2" scores below the one that describes the fix. On the
-  dev split, joining one part answered 56 of 85 first; two 57, four 59, six 59.
+  says ``in thread <id>``; none when a reply's first message is not on the page read). They
+  are candidates like every hit: the page's one judge orders them with the rest and the page
+  keeps its best (``fused``). A window's score is relative to its own text, so the best window
+  of one part is no sure answer among its thread: the comment that says "Fix shipped in
+  5.8.2" scores below the one that describes the fix. On the dev split, joining one part
+  answered 56 of 85 first; two 57, four 59, six 59.
 - Each part page read is added to ``searched``: ``{mode: "thread", streams, hits}`` (hits: the
   parts joined for the judge).
 - A thread older than the part stream's newest page is not seen: nothing joins for it, and when
   older parts exist (the page's ``has_more``) the entry says
   ``older_than: THREAD_PAGE``, so the text can offer the search of the part stream that finds
-  them by their words.
+  them by their words. Not for a chat message: most have no replies at all.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import format_handle
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.sentences import Window, answer_windows
-from pdpp_gateway.retrieval.linked_streams import body_streams, parent_link
+from pdpp_gateway.retrieval.linked_streams import body_streams, parent_link, reply_link
 from pdpp_gateway.retrieval.pages import naming
 from pdpp_gateway.retrieval.passage_reads import ScannedField, window_evidence
 from pdpp_gateway.rs.client import rs_path
@@ -66,13 +73,20 @@ class _PartStream:
     key: str  # its field naming the head (issue_id)
     text: str  # its long text field (body)
     connection_id: str
+    head_key: str | None = None  # the head's field its key names (a chat's ts); None: the head's id
+
+    @property
+    def replies(self) -> bool:
+        """Whether its records reply to each other (a chat's messages), not to another stream's."""
+        return self.name == self.parent
 
 
 @dataclass(frozen=True, slots=True)
 class _Part:
     stream: _PartStream
     record_id: str
-    parent: str
+    parent: str | None  # the head it names (None: it names none, as a chat's first message)
+    head: str  # what a part of its own thread names it by (its head_key's value, else its id)
     text: str
 
 
@@ -98,14 +112,20 @@ async def add_thread_parts(
         parent = _parent_of(first, stream, found)
         if parent is None:
             continue
-        thread = [part for part in found if part.parent == parent]
-        if not thread and more:  # its parts are older than the page read
+        thread = [part for part in found if part.parent == parent and part.head != parent]
+        if not thread and more and not stream.replies:  # its parts are older than the page read
             entries[stream.name]["older_than"] = THREAD_PAGE
         shown = {str(hit.get("id")) for hit in hits if hit.get("evidence")}
         candidates = [part for part in thread if _handle(part) not in shown]
         best = await asyncio.to_thread(_best_parts, args.question, candidates)
         entries[stream.name]["hits"] = len(best)
-        joined = [_part_hit(*chosen, first, context.provider_url) for chosen in best]
+        head = (
+            parent
+            if stream.head_key is None
+            else next((p.record_id for p in found if p.head == parent), None)
+        )
+        thread_of = None if head is None else format_handle(stream.parent, head, stream.connection_id)
+        joined = [_part_hit(*chosen, first, thread_of, context.provider_url) for chosen in best]
         ids = {hit["id"] for hit in joined}
         lead = next((hit for hit in joined if hit["id"] == first.get("id")), first)  # a part, with its window
         rest = [each for each in hits[1:] if each.get("id") not in ids]
@@ -114,15 +134,22 @@ async def add_thread_parts(
 
 
 def _parent_of(hit: Mapping[str, Any], stream: _PartStream, found: Sequence[_Part]) -> str | None:
-    """The head of the thread ``hit`` heads or belongs to in ``stream``: its own id for a hit of
-    the head stream, the head its record names for a part on the page read, else ``None``."""
+    """What the parts of the thread ``hit`` heads or belongs to in ``stream`` name: its own id
+    for a hit of the head stream, the head its record names for a part on the page read; for
+    messages that reply to each other, the head a reply names, else the hit's own (its id when
+    the head is named by id; unknown when its record is not on the page read); else ``None``."""
     if hit.get("connection_id") != stream.connection_id:
         return None
     record = str(hit.get("record_id"))
+    own = next((part for part in found if part.record_id == record), None)
+    if stream.replies:
+        if own is None:
+            return record if stream.head_key is None else None
+        return own.parent if own.parent not in (None, own.head) else own.head
     if hit.get("stream") == stream.parent:
         return record
     if hit.get("stream") == stream.name:
-        return next((part.parent for part in found if part.record_id == record), None)
+        return None if own is None else own.parent
     return None
 
 
@@ -139,18 +166,18 @@ def _part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> l
                 found.setdefault(
                     body.name, _PartStream(body.name, head, body.key, body.text_field, connection)
                 )
+    reply = reply_link(schema, stream, connection)
+    if reply is not None:  # messages that reply to each other: the stream is its own part stream
+        found.setdefault(stream, _PartStream(stream, stream, reply.key, reply.text, connection, reply.head))
     return list(found.values())
 
 
 async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[list[_Part], bool] | None:
-    """The part stream's newest page, each record's parent and text, and whether older records
-    exist (the RS's ``has_more``); ``None`` when the read fails."""
-    query = [
-        ("limit", str(THREAD_PAGE)),
-        ("connection_id", stream.connection_id),
-        ("fields", stream.key),
-        ("fields", stream.text),
-    ]
+    """The part stream's newest page, each record's parent, head and text, and whether older
+    records exist (the RS's ``has_more``); ``None`` when the read fails."""
+    fields = [stream.key, stream.text, *([stream.head_key] if stream.head_key else [])]
+    query = [("limit", str(THREAD_PAGE)), ("connection_id", stream.connection_id)]
+    query += [("fields", name) for name in fields]
     try:
         response = await context.rs.get_json(rs_path("v1", "streams", stream.name, "records"), query)
     except RsError:
@@ -162,13 +189,10 @@ async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[lis
         data = record.get("data")
         data = data if isinstance(data, Mapping) else {}
         parent, text = data.get(stream.key), data.get(stream.text)
-        if (
-            isinstance(parent, str)
-            and isinstance(text, str)
-            and text.strip()
-            and record.get("id") is not None
-        ):
-            found.append(_Part(stream, str(record["id"]), parent, text))
+        head = data.get(stream.head_key) if stream.head_key else record.get("id")
+        if isinstance(text, str) and text.strip() and record.get("id") is not None and head is not None:
+            named = parent if isinstance(parent, str) and parent else None
+            found.append(_Part(stream, str(record["id"]), named, str(head), text))
     return found, response.body.get("has_more") is True
 
 
@@ -187,7 +211,9 @@ def _best_parts(question: Question, candidates: Sequence[_Part]) -> list[tuple[_
     return windowed[:THREAD_PARTS]
 
 
-def _part_hit(part: _Part, window: Window, head: Mapping[str, Any], provider_url: str) -> dict[str, Any]:
+def _part_hit(
+    part: _Part, window: Window, head: Mapping[str, Any], thread_of: str | None, provider_url: str
+) -> dict[str, Any]:
     """The part as a page hit, its window as its evidence."""
     stream = part.stream
     raw = {
@@ -203,5 +229,6 @@ def _part_hit(part: _Part, window: Window, head: Mapping[str, Any], provider_url
     scanned = ScannedField(part.text, len(part.text), stream.connection_id)
     hit["evidence"] = [window_evidence(scanned, window, naming(hit), stream.text)]
     hit["found_by"] = ["thread"]
-    hit["thread_of"] = format_handle(stream.parent, part.parent, stream.connection_id)
+    if thread_of is not None:
+        hit["thread_of"] = thread_of
     return hit

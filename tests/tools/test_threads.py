@@ -3,8 +3,9 @@ answer text over the sandbox's fresh corpus (dev questions of ``benchmarks/quest
 
 An issue is found by its title; the comment that answers shares few of the question's words. The
 search reads the comment stream's newest page once and joins the best-answering comment of the
-first hit's thread, marked with the thread it belongs to. A mail's body (one record per message)
-is no thread: it is still found by the body search."""
+first hit's thread, marked with the thread it belongs to. A chat's post leads the same way to the
+reply in its thread. A mail's body (one record per message) is no thread: it is still found by
+the body search."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.retrieval import threads
-from pdpp_gateway.retrieval.linked_streams import body_streams
+from pdpp_gateway.retrieval.linked_streams import ReplyLink, body_streams, reply_link
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 
@@ -77,6 +78,66 @@ async def test_the_part_that_answers_reaches_the_page_though_another_part_reads_
     block = text[text.index("id=cin_github_orbit/issue_comments:OC0022") :].split("\n[", 1)[0]
     assert f"in thread {ISSUE}" in block.splitlines()[0]
     assert f"Fix shipped in {answer}" in block
+
+
+async def test_a_chat_post_leads_to_the_reply_that_answers(shared_sandbox: Any) -> None:
+    # Tomasz offered the rack for €90 in a post; his reply in its thread says 65
+    asked, post, reply = (
+        "how much did tomasz sell me the bike rack for?",
+        "cin_slack_orbit/messages:OM00015",
+        "cin_slack_orbit/messages:OM00017",
+    )
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
+        shared_sandbox.calls.clear()
+        result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
+    assert not result.is_error, result.text
+    text = (result.text or "").replace("<mark>", "").replace("</mark>", "")
+    assert "the first hit's thread in messages (" in text
+    block = text[text.index(f"id={reply}") :].split("\n[", 1)[0]
+    assert f"in thread {post}" in block.splitlines()[0]
+    assert "yours for 65 euros" in block
+    pages = [
+        sorted(parse_qsl(call.query))
+        for call in shared_sandbox.calls
+        if call.path == "/v1/streams/messages/records"
+    ]
+    assert pages == [  # one page of the stream itself: each message's thread and its text
+        sorted(
+            [
+                ("limit", "100"),
+                ("connection_id", "cin_slack_orbit"),
+                ("fields", "thread_ts"),
+                ("fields", "text"),
+            ]
+        )
+    ]
+
+
+def test_a_reply_names_its_first_message_by_ts_where_the_stream_has_one() -> None:
+    def schema(fields: dict[str, str]) -> dict[str, Any]:
+        stream = {"name": "messages", "field_capabilities": fields, "expand_capabilities": []}
+        connector = {
+            "connector_key": "slack",
+            "granted_connections": [{"connection_id": "cin_slack"}],
+            "streams": [stream],
+        }
+        return {"object": "schema", "connectors": [connector]}
+
+    sandbox = schema({"id": "t=string", "text": "t=string,role=text,lex", "thread_ts": "t=string,eq"})
+    reference = schema(  # the reference's Slack: a ts, and the text flagged as its title
+        {
+            "ts": "t=string,eq",
+            "thread_ts": "t=string|null,eq",
+            "subtype": "t=string|null,eq,lex",
+            "text": "t=string|null,role=primary-title,eq,lex,sem",
+        }
+    )
+    assert reply_link(sandbox, "messages", "cin_slack") == ReplyLink("thread_ts", None, "text")
+    assert reply_link(reference, "messages", "cin_slack") == ReplyLink("thread_ts", "ts", "text")
+    assert (
+        reply_link(schema({"id": "t=string", "text": "t=string,role=text"}), "messages", "cin_slack") is None
+    )
 
 
 async def test_a_mail_body_is_no_thread_and_an_issue_comment_stream_is(shared_sandbox: Any) -> None:
