@@ -6,13 +6,15 @@ order); ``next_cursor`` verbatim with the exact next-page call (hybrid search ha
 it says more hits exist, the text says how to reach them: a larger ``limit``, narrower
 ``streams``, or the same search in lexical mode, which pages); recall and source-mix
 disclosures when the RS sent them; then the hits within ``BUDGET`` characters. Every
-returned hit is listed with its complete id (never cut): the first ones (up to ``MAX_HITS``)
-as detailed blocks with source label (the stream only when the id does not name it), title
-(see ``documents.search_results``; a title made of source, stream and id says nothing its
-evidence does not, so a hit whose evidence shows the field it matched in gives only its date,
-``at <time>``; a snippet the title already shows in full is not repeated), snippet and
-evidence, the rest as one-line ``[n] id=... "…excerpt…"`` rows (a short window of the
-evidence or snippet around its first mark, so a model can still choose which hit to open). A
+returned hit is listed with its complete id (never cut): the first ones (up to ``MAX_HITS``;
+on a page the judge ordered, only those scoring at least ``DETAIL_SHARE`` of its best: a hit
+judged far below the first is a row, and the note says so) as detailed blocks with source
+label (the stream only when the id does not name it), title (see
+``documents.search_results``; a title made of source, stream and id says nothing its evidence
+does not, so a hit whose evidence shows the field it matched in gives only its date, ``at
+<time>``; a snippet the title already shows in full is not repeated), snippet and evidence,
+the rest as one-line ``[n] id=... "…excerpt…"`` rows (a short window of the evidence or
+snippet around its first mark, so a model can still choose which hit to open). A
 hit without text evidence after one that shows some is a row wherever it ranks, with the
 aimed read of its long field when it has one (``BARE_ROWS`` says so): a model reads past it
 to the evidence. If even the one-line rows cannot all fit, the text says exactly which hits
@@ -56,6 +58,7 @@ from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 BUDGET: Final = 4_500
 MAX_HITS: Final = 8
+DETAIL_SHARE: Final = 0.6  # a judged hit shown in detail scores at least this share of the page's best
 MAX_EVIDENCE: Final = 2
 PREVIEW_CHARS: Final = 260
 PASSAGE_CHARS: Final = 3 * PREVIEW_CHARS  # a passage read for the answer: bounded where it was cut
@@ -143,11 +146,12 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     )
     blocks, bare = _blocks(hits)
     used = sum(len(line) + 1 for line in [*lines, *footer]) + (len(BARE_ROWS) + 1 if bare else 0)
+    most = _judged_detail(hits) + len(bare)  # a bare row costs nothing more in either form
     rows, listed, detailed = fit_rows(
-        BUDGET - used - len(_id_only_note(len(hits), len(hits))) - 1,
+        BUDGET - used - len(_id_only_note(len(hits), len(hits), judged=True)) - 1,
         blocks,
         [_hit_row(n, hit) for n, hit in enumerate(hits, 1)],
-        max_detailed=MAX_HITS + len(bare),  # a bare row costs nothing more in either form
+        max_detailed=most,
         reserve=len(_not_listed(args, len(hits), len(hits))) + 1,
     )
     lines.extend(rows)
@@ -155,7 +159,8 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         lines.append(BARE_ROWS)
     cut = [number for number in range(detailed + 1, listed + 1) if number not in bare]
     if cut:
-        lines.append(_id_only_note(cut[0] - 1, listed))
+        judged = detailed >= most and most < MAX_HITS + len(bare)
+        lines.append(_id_only_note(cut[0] - 1, listed, judged=judged))
     if listed < len(hits):
         lines.append(_not_listed(args, listed, len(hits)))
     return "\n".join([*lines, *footer])
@@ -325,8 +330,23 @@ def _nothing_lexical(args: SearchArgs, searched: object) -> str:
     return f"{step}Or, {_FIELD_VALUE}"
 
 
-def _id_only_note(detailed: int, listed: int) -> str:
-    return f"(hits {detailed + 1}–{listed} are listed by id only, for the text budget: fetch one by id)"
+def _judged_detail(hits: Sequence[Mapping[str, Any]]) -> int:
+    """How many of a page's first hits are shown in detail at most: on a page ordered by the
+    judge (every hit has a ``relevance``), those scoring at least ``DETAIL_SHARE`` of its best
+    (at least one); ``MAX_HITS`` on any other page."""
+    scores = [hit.get("relevance") for hit in hits]
+    judged = [float(score) for score in scores if isinstance(score, int | float)]
+    if not judged or len(judged) != len(hits):
+        return MAX_HITS
+    best = max(judged)
+    kept = next((i for i, score in enumerate(judged) if score < DETAIL_SHARE * best), len(judged))
+    return max(1, min(MAX_HITS, kept))
+
+
+def _id_only_note(detailed: int, listed: int, *, judged: bool = False) -> str:
+    why = "judged well below the first" if judged else "for the text budget"
+    which = f"hit {listed} is" if listed == detailed + 1 else f"hits {detailed + 1}–{listed} are"
+    return f"({which} listed by id only, {why}: fetch one by id)"
 
 
 def _not_listed(args: SearchArgs, listed: int, total: int) -> str:

@@ -19,7 +19,7 @@ from pdpp_gateway.ids import RecordRef, handle_arguments, parse_handle
 from pdpp_gateway.marks import balance_marks, parse_marks, preview_around_mark, read_more_query
 from pdpp_gateway.render.field_window import render_field_window
 from pdpp_gateway.render.records import render_records
-from pdpp_gateway.render.search import render_search
+from pdpp_gateway.render.search import DETAIL_SHARE, render_search
 from pdpp_gateway.tools.args import parse_query_records, parse_read_record_field, parse_search
 
 PROVIDER = "https://rs.example"
@@ -184,6 +184,33 @@ def test_bare_hits_after_evidence_are_rows_and_leave_room_for_evidence_further_d
     # the eleventh hit still gets its block: rows do not count against the detailed hits
     assert "[11] id=cin_a/message_bodies:body_late" in text
     assert "listed by id only" not in text  # nothing was cut for the budget
+
+
+def test_a_judged_page_details_only_the_hits_near_its_best_and_says_why_the_rest_are_rows() -> None:
+    # a fused page's hits come ordered by the judge; the fourth scores under DETAIL_SHARE of the first
+    scores = [0.9, 0.8, 0.6, 0.5, 0.4]
+    results = search_results(
+        {"data": [{**_hit("cin_a"), "record_key": f"body_{n}"} for n in range(len(scores))]},
+        provider_url=PROVIDER,
+    )
+    for hit, score in zip(results, scores, strict=True):
+        hit["relevance"] = score
+    assert scores[2] >= DETAIL_SHARE * scores[0] > scores[3]
+    text = render_search(parse_search({"query": "deposit"}), ToolResult({"data": {}, "results": results}))
+    lines = text.splitlines()
+    assert lines[6:10] == [  # the third in detail, the fourth and fifth as rows
+        "    evidence body_text: x <mark>deposit</mark> y",
+        "[4] id=cin_a/message_bodies:body_3 x <mark>deposit</mark> y",
+        "[5] id=cin_a/message_bodies:body_4 x <mark>deposit</mark> y",
+        "(hits 4–5 are listed by id only, judged well below the first: fetch one by id)",
+    ]
+    # the same page unjudged (a pinned mode): every hit fits in detail, no note
+    for hit in results:
+        del hit["relevance"]
+    plain = render_search(parse_search({"query": "deposit"}), ToolResult({"data": {}, "results": results}))
+    assert "listed by id only" not in plain
+    assert sum(line.strip().startswith("evidence") for line in plain.splitlines()) == len(scores)
+    assert sum(line.strip().startswith("evidence") for line in lines) == 3
 
 
 def test_fetch_marker_and_field_window_and_records_carry_an_unembeddable_connection() -> None:

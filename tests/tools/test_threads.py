@@ -60,7 +60,7 @@ async def test_the_part_that_answers_reaches_the_page_though_another_part_reads_
         COMMENT,
     )
 
-    async def text_with(parts: int) -> str:
+    async def page_with(parts: int) -> tuple[str, list[dict[str, Any]]]:
         monkeypatch.setattr(threads, "THREAD_PARTS", parts)
         async with RsClient(shared_sandbox.url) as rs:
             context = GatewayContext.for_client(
@@ -68,16 +68,19 @@ async def test_the_part_that_answers_reaches_the_page_though_another_part_reads_
             )
             result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
         assert not result.is_error, result.text
-        return (result.text or "").replace("<mark>", "").replace("</mark>", "")
+        return (result.text or "").replace("<mark>", "").replace("</mark>", ""), result.structured["results"]
 
     parts = threads.THREAD_PARTS
-    alone = await text_with(1)
+    alone, _ = await page_with(1)
     assert f"id={describes}" in alone
     assert answer not in alone
-    text = await text_with(parts)
-    block = text[text.index("id=cin_github_orbit/issue_comments:OC0022") :].split("\n[", 1)[0]
-    assert f"in thread {ISSUE}" in block.splitlines()[0]
-    assert f"Fix shipped in {answer}" in block
+    text, hits = await page_with(parts)
+    # its hit, in detail or as a row (the judge ranks it below the comment that explains the fix)
+    shown = text[text.index("id=cin_github_orbit/issue_comments:OC0022") :].split("\n[", 1)[0]
+    assert f"Fix shipped in {answer}" in shown
+    part = next(hit for hit in hits if hit["id"] == "cin_github_orbit/issue_comments:OC0022")
+    assert part["thread_of"] == ISSUE
+    assert part["found_by"] == ["thread"]
 
 
 async def test_a_chat_post_leads_to_the_reply_that_answers(shared_sandbox: Any) -> None:
