@@ -117,6 +117,23 @@ async def test_a_chat_post_leads_to_the_reply_that_answers(shared_sandbox: Any) 
     ]
 
 
+async def test_a_reply_leads_to_the_other_replies_of_its_thread(shared_sandbox: Any) -> None:
+    # the first hit is itself a reply (to "How do I get access to the staging database?"): the
+    # thread read is its first message's, and the other replies join the page marked with it
+    asked, question = "which teleport role do i need for the staging db", "cin_slack_orbit/messages:OM00006"
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
+        result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
+    assert not result.is_error, result.text
+    hits = result.structured["results"]
+    assert hits[0]["id"] == "cin_slack_orbit/messages:OM00007"  # the reply that answers
+    joined = [hit for hit in hits if "thread" in (hit.get("found_by") or ())]
+    assert {hit["id"] for hit in joined} >= {"cin_slack_orbit/messages:OM00008"}
+    assert {hit["thread_of"] for hit in joined} == {question}
+    assert question not in {hit["id"] for hit in joined}  # the first message is no part of its own thread
+    assert f"in thread {question}" in (result.text or "")
+
+
 def test_a_reply_names_its_first_message_by_ts_where_the_stream_has_one() -> None:
     def schema(fields: dict[str, str]) -> dict[str, Any]:
         stream = {"name": "messages", "field_capabilities": fields, "expand_capabilities": []}
