@@ -85,6 +85,8 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     envelope = as_mapping(result.structured.get("data"))
     hits = [h for h in result.structured.get("results") or () if isinstance(h, Mapping)]
     retrieval = as_mapping(result.structured.get(RETRIEVAL))
+    meta = as_mapping(envelope.get("meta"))
+    package = as_mapping(meta.get("package"))  # empty for one grant's page
     fused = retrieval.get("mode") == "fused"  # no cursor: its lists page differently
     mode = "fused" if retrieval.get("mode") == "fused" else args.mode or "lexical"
     head = f"search {dumps(args.text)} ({mode}): {len(hits)} hit(s), has_more={'true' if envelope.get('has_more') else 'false'}"
@@ -93,7 +95,7 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         held = " (every one in a hit)" if hits else ""
         lines.append(f"Searched the question's content words: {dumps(retrieval['searched'])}{held}.")
     elif retrieval.get("mode") == "fused":
-        members = as_mapping(as_mapping(envelope.get("meta")).get("package")).get("member_count")
+        members = package.get("member_count")
         lines.append(
             clip(
                 _fused_line(retrieval, args.text, bool(hits), members if isinstance(members, int) else 0), 600
@@ -119,7 +121,6 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     others = [as_mapping(entry) for entry in result.structured.get(OTHER_STREAMS) or ()]
     if others:
         lines.append(_other_streams_line(others, bool(hits)))
-    meta = as_mapping(envelope.get("meta"))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
         recall.get("complete") is False or recall.get("ranking_scope") == "candidate_window"
@@ -127,15 +128,14 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         lines.append(
             "Recall: ranked over a bounded candidate window, not all matches; more may exist, do not treat this page as exhaustive."
         )
-    package = meta.get("package")
-    if isinstance(package, Mapping) and package.get("source_mix"):
+    if package.get("source_mix"):
         mix = "; ".join(
             f"{m.get('connection_id')} ({m.get('connector_key')}{', ' + str(m['display_name']) if m.get('display_name') else ''})={m.get('count')}"
             for m in package["source_mix"][:8]
             if isinstance(m, Mapping)
         )
         lines.append(f"sources: {mix}")
-    if isinstance(package, Mapping) and package.get("order") not in (None, "relevance"):
+    if package.get("order") not in (None, "relevance"):
         lines.append(_package_order(package))  # a page ordered by the judge: the fused line says so
     lines.extend(warning_lines(meta.get("warnings"), 400))  # room for a member's reconnect command
     fetch = call_text("fetch", _naming(hits[0])) if hits else ""

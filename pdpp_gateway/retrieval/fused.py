@@ -13,9 +13,9 @@ Then a header folded into its body or part on the page (``linked_hits``; the pla
 goes to the next fused hit), evidence (``evidence.add_evidence``, then ``evidence.read_best``:
 the best hits read for their answer windows), the first hit's thread (``threads``: its best
 parts join the candidates), the page ordered by the one judge (``order``) and cut to its
-``limit`` best, and the first hit's origin for a who/when question. A
-fused page has no cursor (its lists page differently): the text offers the lexical search that
-pages; ``retrieval.why`` is the caller's ``why``.
+``limit`` best, and the first hit's origin for a who/when question. A fused page has no cursor
+(its lists page differently): the text offers the lexical search that pages;
+``retrieval.why`` is the caller's ``why``.
 """
 
 from __future__ import annotations

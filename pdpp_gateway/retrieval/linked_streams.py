@@ -112,7 +112,7 @@ _REPLY_KEYS: Final = {"thread_ts": "ts"}  # a reply's field -> the first message
 def reply_link(schema: Mapping[str, Any] | None, stream: str, connection_id: str) -> ReplyLink | None:
     """How ``stream``'s records reply to each other in threads (see the contract)."""
     flags = _rows(schema, stream, connection_id).get(stream) or {}
-    granted = {name: set(parts) for name, parts in flags.items() if "g=false" not in parts}
+    granted = _granted(flags)
     text = next(
         (name for wanted in ({"role=text"}, _TITLE) for name, parts in granted.items() if parts & wanted),
         None,
@@ -178,8 +178,13 @@ def _flags(row: Mapping[str, Any]) -> dict[str, list[str]]:
     }
 
 
+def _granted(flags: Mapping[str, list[str]]) -> dict[str, set[str]]:
+    """The granted fields of a stream's row, each with its flags."""
+    return {name: set(parts) for name, parts in flags.items() if "g=false" not in parts}
+
+
 def _origin(flags: Mapping[str, list[str]]) -> OriginFields | None:
-    granted = {name: set(parts) for name, parts in flags.items() if "g=false" not in parts}
+    granted = _granted(flags)
     actors = [name for name, parts in granted.items() if parts & _ACTOR]
     if not actors:
         return None
