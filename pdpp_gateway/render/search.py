@@ -244,6 +244,8 @@ def _thread_part(searched: Mapping[str, Any]) -> str:
     if searched.get("older_than"):
         return f"the first hit's thread in {streams} (its parts are older than the newest {searched['older_than']})"
     count = searched.get("hits")
+    if not count:  # a chat message without replies, a thread whose parts the page shows already
+        return f"the first hit's thread in {streams} (no part to add)"
     return (
         f"the first hit's thread in {streams} ({count} part{'' if count == 1 else 's'} judged with the page)"
     )

@@ -134,6 +134,20 @@ async def test_a_reply_leads_to_the_other_replies_of_its_thread(shared_sandbox: 
     assert f"in thread {question}" in (result.text or "")
 
 
+async def test_a_chat_message_without_replies_adds_no_part_and_says_so(shared_sandbox: Any) -> None:
+    asked = "where are we having lunch with the team this friday?"  # a Slack post nobody replied to
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(
+            rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url
+        )
+        result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
+    assert not result.is_error, result.text
+    assert result.structured["results"][0]["id"] == "cin_slack_acme/messages:M90000"
+    assert "the first hit's thread in messages (no part to add)" in (result.text or "")
+    assert "0 parts" not in (result.text or "")
+    assert not [hit for hit in result.structured["results"] if "thread" in (hit.get("found_by") or ())]
+
+
 def test_a_reply_names_its_first_message_by_ts_where_the_stream_has_one() -> None:
     def schema(fields: dict[str, str]) -> dict[str, Any]:
         stream = {"name": "messages", "field_capabilities": fields, "expand_capabilities": []}
