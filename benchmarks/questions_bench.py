@@ -13,7 +13,8 @@ Work mail and Acme Slack grants). Questions marked ``package`` ask the package, 
 single grant; a set with ``"ask": "both"`` asks every question both ways and reports each way
 apart. A set split into ``dev`` and ``test`` (``benchmarks/questions_fresh.json``, frozen by
 ``split_questions.py``) is measured on ``--split dev`` while tuning; ``--split test`` is run
-once per landed step, and it is the figure reported.
+once per landed step, and it is the figure reported; ``benchmarks/questions_fresh2.json``, a second
+held-out set over the same records, is not split: it is run whole, once per landed step, beside it.
 
 Each arm runs in its own process against one sandbox RS (this tree's, in this process, over
 real HTTP), which counts the RS reads of every question. ``--against DIR`` adds the gateway of

@@ -1,7 +1,8 @@
-"""The corpus nobody tuned to (``sandbox.corpus``) and its frozen question set hold what they promise:
-every fact verbatim, once, in the record its question names; the split is the seeded one; the
-records read as linked records (a mail and its body, an issue and its comments, a conversation
-and its turns) over real HTTP, through the grants the benchmark asks with."""
+"""The corpus nobody tuned to (``sandbox.corpus``) and its question sets hold what they promise:
+every fact verbatim, once, in the record its question names; the first set's split is the seeded
+one, and the second held-out set asks about other facts; the records read as linked records (a
+mail and its body, an issue and its comments, a conversation and its turns) over real HTTP,
+through the grants the benchmark asks with."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 from pdpp_gateway.sandbox.data import generate
 from tests.sandbox.rs_http import get
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 FRESH = BENCHMARKS / "questions_fresh.json"
+FRESH2 = BENCHMARKS / "questions_fresh2.json"  # the second held-out set, never split nor tuned on
 CORPUS_CONNECTIONS = ("cin_mail_home", "cin_slack_orbit", "cin_github_orbit", "cin_chatgpt")
 
 
@@ -29,8 +33,8 @@ def _split_script() -> ModuleType:
     return module
 
 
-def _fresh() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(FRESH.read_text(encoding="utf-8"))
+def _fresh(path: Path = FRESH) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return loaded
 
 
@@ -54,7 +58,8 @@ def test_the_corpus_spans_four_sources_with_linked_records() -> None:
     assert by_stream[("cin_chatgpt", "messages")] >= 2 * by_stream[("cin_chatgpt", "conversations")]
 
 
-def test_every_fact_is_verbatim_once_in_the_record_its_question_names() -> None:
+@pytest.mark.parametrize(("path", "least"), [(FRESH, 100), (FRESH2, 60)], ids=["fresh", "fresh2"])
+def test_every_fact_is_verbatim_once_in_the_record_its_question_names(path: Path, least: int) -> None:
     texts: dict[str, list[str]] = {}  # a mail's message and its body are one record here
     for row in generate().rows:
         owner = row.data["message_id"] if row.stream == "message_bodies" else row.record_id
@@ -62,8 +67,8 @@ def test_every_fact_is_verbatim_once_in_the_record_its_question_names() -> None:
             derived = row.stream == "messages" and name == "snippet"  # its body's opening again
             if isinstance(value, str) and not derived:
                 texts.setdefault(owner, []).append(_plain(value))
-    questions = _fresh()["questions"]
-    assert len(questions) >= 100
+    questions = _fresh(path)["questions"]
+    assert len(questions) >= least
     for question in questions:
         fact = _plain(question["fact"])
         everywhere = sum(text.count(fact) for found in texts.values() for text in found)
@@ -83,6 +88,22 @@ def test_the_split_is_the_seeded_one_and_every_source_is_in_both_halves() -> Non
         }
     deep = [q for q in questions if q["kind"] == "deep"]
     assert len(deep) >= 6
+    assert all(q["depth"] >= 3_000 for q in deep)
+
+
+def test_the_second_set_asks_about_other_facts_of_every_source_and_is_not_split() -> None:
+    first = {_plain(q["fact"]) for q in _fresh()["questions"]}
+    second = _fresh(FRESH2)
+    assert second["grants"] == _fresh()["grants"]
+    assert second["ask"] == "both"
+    questions = second["questions"]
+    for question in questions:
+        fact = _plain(question["fact"])
+        assert not any(fact in known or known in fact for known in first), question
+        assert "split" not in question  # nothing is tuned on it
+    assert {q["source"] for q in questions} == {"home_mail", "orbit_slack", "orbit_github", "chatgpt"}
+    deep = [q for q in questions if q["kind"] == "deep"]
+    assert len(deep) >= 12
     assert all(q["depth"] >= 3_000 for q in deep)
 
 
