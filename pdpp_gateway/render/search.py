@@ -32,6 +32,7 @@ invented body window, only how to read it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
@@ -147,13 +148,16 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     blocks, bare = _blocks(hits)
     used = sum(len(line) + 1 for line in [*lines, *footer]) + (len(BARE_ROWS) + 1 if bare else 0)
     most = _judged_detail(hits) + len(bare)  # a bare row costs nothing more in either form
-    rows, listed, detailed = fit_rows(
+    fit = partial(
+        fit_rows,
         BUDGET - used - len(_id_only_note(len(hits), len(hits), judged=True)) - 1,
-        blocks,
-        [_hit_row(n, hit) for n, hit in enumerate(hits, 1)],
+        compact=[_hit_row(n, hit) for n, hit in enumerate(hits, 1)],
         max_detailed=most,
         reserve=len(_not_listed(args, len(hits), len(hits))) + 1,
     )
+    rows, listed, detailed = fit(blocks)
+    if not detailed and blocks and 1 not in bare:  # a long list: the first hit with one window
+        rows, listed, detailed = fit([_hit_block(1, hits[0], windows=1), *blocks[1:]])
     lines.extend(rows)
     if any(number <= listed for number in bare):
         lines.append(BARE_ROWS)
@@ -404,7 +408,7 @@ def _origin_line(hit_id: str, origin: Mapping[str, Any]) -> str:
     return clip(f"    belongs to {origin.get('stream')} {origin.get('id')}{title}: {values}", 400)
 
 
-def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
+def _hit_block(number: int, hit: Mapping[str, Any], windows: int = MAX_EVIDENCE) -> str:
     hit_id = str(hit.get("id"))
     source = hit.get("connector_key") or ""
     if hit.get("display_name"):
@@ -440,7 +444,7 @@ def _hit_block(number: int, hit: Mapping[str, Any]) -> str:
     shown = any(said in preview or (preview and preview in said) for preview in previews)
     if said and not passages and not shown and said not in title:
         lines.append(f"    snippet: {preview_around_mark(snippet, SNIPPET_CHARS)[0]}")
-    for item in evidence[: MAX_EVIDENCE if number == 1 else 1]:
+    for item in evidence[: windows if number == 1 else 1]:
         passage = item.get("provenance") == "passage"  # bounded already, around its sentence
         preview = preview_around_mark(
             _flat(str(item.get("preview", ""))), PASSAGE_CHARS if passage else PREVIEW_CHARS

@@ -213,6 +213,41 @@ def test_a_judged_page_details_only_the_hits_near_its_best_and_says_why_the_rest
     assert sum(line.strip().startswith("evidence") for line in lines) == 3
 
 
+def test_a_long_page_still_shows_its_first_hit_s_best_window() -> None:
+    # 25 hits: their rows leave no room for the first hit's two windows; it shows its best one
+    excerpt = "a line about the flat " * 8 + "<mark>deposit</mark>" + " and the keys" * 8
+    results = search_results(
+        {"data": [{**_hit("cin_a", preview=excerpt), "record_key": f"body_{n}"} for n in range(25)]},
+        provider_url=PROVIDER,
+    )
+    sentence = "The deposit held becomes two months of the new rent, paid with the June rent. "
+    results[0]["evidence"] = [
+        {
+            "field": "body_text",
+            "preview": f"{which} " + sentence * 9,
+            "truncated": True,
+            "provenance": "passage",
+            "at_chars": at,
+            "total_chars": 14_000,
+            "read": {
+                "tool": "read_record_field",
+                "arguments": {"id": results[0]["id"], "field": "body_text"},
+            },
+        }
+        for which, at in (("best", 6_000), ("second", 12_000))
+    ]
+    text = render_search(
+        parse_search({"query": "deposit", "limit": 25}), ToolResult({"data": {}, "results": results})
+    )
+    first = text.split("\n[2] ")[0]
+    evidence = [line for line in first.splitlines() if line.strip().startswith("evidence")]
+    assert len(evidence) == 1
+    assert evidence[0].startswith("    evidence body_text (passage at char 6000 of 14000): best The deposit")
+    listed = re.findall(r"^\[\d+\] id=cin_a/message_bodies:body_(\d+)\b", text, re.M)
+    assert listed == [str(n) for n in range(25)]  # every hit still listed, in order
+    assert len(text) <= 4_600
+
+
 def test_fetch_marker_and_field_window_and_records_carry_an_unembeddable_connection() -> None:
     record = {
         "id": "body_1",
