@@ -20,7 +20,11 @@ once; CPU-bound, call it from a thread in a server):
   before it (a period inside a name, "Av. da República", ends a sentence too), and runs
   ``width`` characters on from its start (an answer follows the line that introduces it: "we
   confirm the appointment:" then "Date: Tuesday 14 April at 16:40"), whole when the sentence
-  is longer (at most ``MAX_CHARS``), cut at word boundaries, no two overlapping, best first. A
+  is longer (at most ``MAX_CHARS``), cut at word boundaries, best first. No two overlap: a
+  sentence a better window holds is not chosen again, and a window that would reach into a
+  better one stops at its edge (the sentence before it, or what follows, is that one's to
+  show), so the second best sentence is shown even when it stands near the best ("it failed
+  7 of the last 50 nightly builds" a few lines above the log line that names the test). A
   window never ends inside the sentence it was chosen for, unless that sentence alone is over
   ``MAX_CHARS``.
 - ``Window.preview(text, limit)``: the window on one line, the question's words in ``<mark>``
@@ -131,8 +135,13 @@ def answer_windows(question: Question, text: str, count: int = 2, width: int = W
         before = spans[index - 1][0] if index else first  # the sentence before it, whole
         start = min(before, _word_start(text, max(0, first - BACK_CHARS), first))
         end = _word_end(text, min(len(text), max(first + width, min(last, first + MAX_CHARS))), last)
-        if any(start < other.end and other.start < end for other in chosen):
-            continue
+        if any(first < other.end and other.start < last for other in chosen):
+            continue  # a better window holds its sentence
+        for other in chosen:  # a better window nearby keeps its room: this one stops at its edge
+            if other.end <= first:
+                start = max(start, other.end)
+            else:
+                end = min(end, other.start)
         held = word_hits(text, wanted, start, end, figure=False)
         marks = tuple((first, last) for first, last, _ in held)
         matched = len({key for *_, key in held})

@@ -16,9 +16,10 @@ Contract:
   an aimed ``near`` read alike.
 - ``window_evidence(scanned, window, naming, field)`` is the search-hit evidence for an answer
   window (``sentences.answer_windows``): its marked preview (``Window.preview``, at most
-  ``PREVIEW_CHARS`` unless the sentence chosen runs on), where it lies (``at_chars`` of
-  ``total_chars``), ``provenance: "passage"`` and, unless the preview shows the whole field,
-  the ``read_record_field`` arguments that open around it.
+  ``PREVIEW_CHARS``, the width the window was chosen with, so the answer that follows the line
+  introducing it is shown, not left to a read; more when the sentence chosen runs on), where
+  it lies (``at_chars`` of ``total_chars``), ``provenance: "passage"`` and, unless the preview
+  shows the whole field, the ``read_record_field`` arguments that open around it.
 - ``window_around(scanned, passage, limit_chars)`` is the field-window answer centred on a
   passage, holding its sentences whole where they fit (never ending inside the sentence it
   was aimed at), in the RS's own window shape (offsets, ``has_more``, next/previous offsets and
@@ -39,6 +40,7 @@ from pdpp_gateway.ids import RecordRef
 from pdpp_gateway.marks import shows_part
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage, sentence_bounds
+from pdpp_gateway.question.sentences import WINDOW_CHARS as ANSWER_WINDOW_CHARS
 from pdpp_gateway.question.sentences import Window, answer_windows
 from pdpp_gateway.render.common import as_mapping
 from pdpp_gateway.rs.client import rs_path
@@ -46,7 +48,7 @@ from pdpp_gateway.rs.errors import RsProtocolError
 from pdpp_gateway.tools.specs import MAX_WINDOW_CHARS
 
 WINDOW_CHARS: Final = MAX_WINDOW_CHARS
-PREVIEW_CHARS: Final = 300
+PREVIEW_CHARS: Final = ANSWER_WINDOW_CHARS  # the width an answer window was chosen with
 READ_AROUND_CHARS: Final = 1_200  # an answer window's read-more: the window and what surrounds it
 
 
