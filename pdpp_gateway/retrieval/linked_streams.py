@@ -28,9 +28,10 @@ Contract:
 - ``reply_link(schema, stream, connection_id)``: how ``stream``'s records reply to each other
   in threads, as a chat's messages do: a granted ``thread_ts`` (Slack's convention: a reply
   names its thread's first message by that message's ``ts``; by its record id when the stream
-  has no ``ts``, as the sandbox's) and the messages' text field (flagged ``role=text``, else
-  their title: the reference flags a Slack message's text as its primary title); ``None``
-  otherwise.
+  has no ``ts``, as the sandbox's), else a granted ``parent_id`` (``direct``: a conversation's
+  turn names the turn it answers by its id, as the reference's ChatGPT messages do), and the
+  messages' text field (flagged ``role=text``, else their title: the reference flags a Slack
+  message's text and a ChatGPT turn's content as their primary title); ``None`` otherwise.
 - ``parent_link(schema, stream, connection_id)``: the stream whose records ``stream``'s
   records belong to and the field naming them: a granted ``<x>_id`` field of ``stream``
   whose stream (``<x>s``, or ``<x>`` ending in y as ``ies``) is granted in the same
@@ -101,12 +102,14 @@ def origin_fields(schema: Mapping[str, Any] | None, stream: str, connection_id: 
 
 @dataclass(frozen=True, slots=True)
 class ReplyLink:
-    key: str  # the field a reply names its thread's first message by (thread_ts)
+    key: str  # the field a reply names its thread's first message by (thread_ts), or the one it answers
     head: str | None  # the field of that first message it names (ts); None: its record id
     text: str  # the messages' text field
+    direct: bool = False  # its key names the message it answers (parent_id), not its thread's first
 
 
-_REPLY_KEYS: Final = {"thread_ts": "ts"}  # a reply's field -> the first message's field it names
+# a reply's field -> the field of the message it names (None: its id), whether that is the one it answers
+_REPLY_KEYS: Final = {"thread_ts": ("ts", False), "parent_id": (None, True)}
 
 
 def reply_link(schema: Mapping[str, Any] | None, stream: str, connection_id: str) -> ReplyLink | None:
@@ -117,9 +120,9 @@ def reply_link(schema: Mapping[str, Any] | None, stream: str, connection_id: str
         (name for wanted in ({"role=text"}, _TITLE) for name, parts in granted.items() if parts & wanted),
         None,
     )
-    for key, head in _REPLY_KEYS.items():
+    for key, (head, direct) in _REPLY_KEYS.items():
         if key in granted and text is not None:
-            return ReplyLink(key, head if head in granted else None, text)
+            return ReplyLink(key, head if head in granted else None, text, direct)
     return None
 
 

@@ -6,7 +6,9 @@ conversation's messages (a ``has_many`` relation its stream declares in the gran
 ``linked_streams.body_streams`` with ``whole`` false). A chat's messages reply to each other
 in their own stream (``linked_streams.reply_link``: Slack's ``thread_ts`` names the thread's
 first message): "yours for 65 euros" answers the post that offered a bike rack for €90, and
-a search finds the post. A question about an issue is often
+a search finds the post. A conversation's turns name the turn they answer (``parent_id``): a
+search for what a person asked an assistant finds their own question, and the answer is the
+turn after it. A question about an issue is often
 answered in a later comment whose words are not the question's ("Fix shipped in 5.8.2" for
 "which version has the fix"), and a search finds the issue by its title, not that comment.
 Client tokens can neither filter nor expand, so the gateway reads the part stream's newest
@@ -22,8 +24,9 @@ under a ``filter``):
 - The first hit (the fused order, before the judge) names the thread read: a hit of a parent
   stream is its own thread's head; a hit of a part stream belongs to the thread its record
   names (known once the part page is read); a chat message is the first of its own thread
-  unless its record names another's (a reply). Reading the threads of more hits answered no
-  more questions on the dev split, at more reads.
+  unless its record names another's (a reply); a turn that names the turn it answers heads
+  the turns that answer it. Reading the threads of more hits answered no more questions on
+  the dev split, at more reads.
 - Each thread's parts on that page that the page does not already show with evidence are
   read sentence by sentence for their best window (``sentences.answer_windows``: meaning, the
   question's rare words, the kind of value asked for); the ``THREAD_PARTS`` whose windows score
@@ -74,6 +77,7 @@ class _PartStream:
     text: str  # its long text field (body)
     connection_id: str
     head_key: str | None = None  # the head's field its key names (a chat's ts); None: the head's id
+    direct: bool = False  # its key names the record it answers (parent_id), not its thread's first
 
     @property
     def replies(self) -> bool:
@@ -142,6 +146,8 @@ def _parent_of(hit: Mapping[str, Any], stream: _PartStream, found: Sequence[_Par
         return None
     record = str(hit.get("record_id"))
     own = next((part for part in found if part.record_id == record), None)
+    if stream.direct:  # the records that answer the hit
+        return record if own is None else own.head
     if stream.replies:
         if own is None:
             return record if stream.head_key is None else None
@@ -168,7 +174,9 @@ def _part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> l
                 )
     reply = reply_link(schema, stream, connection)
     if reply is not None:  # messages that reply to each other: the stream is its own part stream
-        found.setdefault(stream, _PartStream(stream, stream, reply.key, reply.text, connection, reply.head))
+        found.setdefault(
+            stream, _PartStream(stream, stream, reply.key, reply.text, connection, reply.head, reply.direct)
+        )
     return list(found.values())
 
 

@@ -4,8 +4,8 @@ answer text over the sandbox's fresh corpus (dev questions of ``benchmarks/quest
 An issue is found by its title; the comment that answers shares few of the question's words. The
 search reads the comment stream's newest page once and joins the best-answering comment of the
 first hit's thread, marked with the thread it belongs to. A chat's post leads the same way to the
-reply in its thread. A mail's body (one record per message) is no thread: it is still found by
-the body search."""
+reply in its thread, and a question put to an assistant to the turn that answers it. A mail's body
+(one record per message) is no thread: it is still found by the body search."""
 
 from __future__ import annotations
 
@@ -148,6 +148,44 @@ async def test_a_chat_message_without_replies_adds_no_part_and_says_so(shared_sa
     assert not [hit for hit in result.structured["results"] if "thread" in (hit.get("found_by") or ())]
 
 
+async def test_a_question_put_to_an_assistant_leads_to_the_turn_that_answers_it(shared_sandbox: Any) -> None:
+    # the search finds the person's own question to ChatGPT; the answer is the turn whose
+    # parent_id names it, which no search list returned: it joins the page, marked with the question
+    asked, question, answer = (
+        "what's the best way to run go handlers in parallel",
+        "cin_chatgpt/messages:cgm_0039",
+        "cin_chatgpt/messages:cgm_0040",
+    )
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
+        shared_sandbox.calls.clear()
+        result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
+    assert not result.is_error, result.text
+    hits = result.structured["results"]
+    assert hits[0]["id"] == question
+    joined = [hit for hit in hits if "thread" in (hit.get("found_by") or ())]
+    assert [(hit["id"], hit["thread_of"]) for hit in joined] == [(answer, question)]
+    text = (result.text or "").replace("<mark>", "").replace("</mark>", "")
+    block = text[text.index(f"id={answer}") :].split("\n[", 1)[0]
+    assert f"in thread {question}" in block.splitlines()[0]
+    assert "cancelled as soon as **any** function returns a non-nil error" in block
+    pages = [
+        sorted(parse_qsl(call.query))
+        for call in shared_sandbox.calls
+        if call.path == "/v1/streams/messages/records"
+    ]
+    assert pages == [  # one page of the turns: the turn each answers and its text
+        sorted(
+            [
+                ("limit", "100"),
+                ("connection_id", "cin_chatgpt"),
+                ("fields", "parent_id"),
+                ("fields", "content"),
+            ]
+        )
+    ]
+
+
 def test_a_reply_names_its_first_message_by_ts_where_the_stream_has_one() -> None:
     def schema(fields: dict[str, str]) -> dict[str, Any]:
         stream = {"name": "messages", "field_capabilities": fields, "expand_capabilities": []}
@@ -171,6 +209,22 @@ def test_a_reply_names_its_first_message_by_ts_where_the_stream_has_one() -> Non
     assert reply_link(reference, "messages", "cin_slack") == ReplyLink("thread_ts", "ts", "text")
     assert (
         reply_link(schema({"id": "t=string", "text": "t=string,role=text"}), "messages", "cin_slack") is None
+    )
+    # a conversation's turns name the turn they answer: the reference's ChatGPT messages, whose
+    # content is flagged as their primary title, and the sandbox's, flagged as text
+    chatgpt = {
+        "id": "t=string,eq",
+        "conversation_id": "t=string,eq",
+        "parent_id": "t=string|null,eq",
+        "role": "t=string|null,role=actor,eq,lex",
+        "content": "t=string|null,role=primary-title,eq,lex,sem",
+    }
+    assert reply_link(schema(chatgpt), "messages", "cin_slack") == ReplyLink(
+        "parent_id", None, "content", True
+    )
+    sandbox_turns = {"id": "t=string", "parent_id": "t=string,eq", "content": "t=string,role=text,lex"}
+    assert reply_link(schema(sandbox_turns), "messages", "cin_slack") == ReplyLink(
+        "parent_id", None, "content", True
     )
 
 
