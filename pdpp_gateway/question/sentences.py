@@ -27,6 +27,8 @@ once; CPU-bound, call it from a thread in a server):
   7 of the last 50 nightly builds" a few lines above the log line that names the test). A
   window never ends inside the sentence it was chosen for, unless that sentence alone is over
   ``MAX_CHARS``.
+- ``whole_window(question, text, best)``: ``text`` whole as one window, chosen for ``best``'s
+  sentence, every question word in it marked (a text short enough to show whole).
 - ``Window.preview(text, limit)``: the window on one line, the question's words in ``<mark>``
   tags, ``…`` where the text goes on: the sentence before the one it was chosen for, then
   ``limit`` characters from ``BACK_CHARS`` before that one (the sentence before is shown on top
@@ -147,6 +149,14 @@ def answer_windows(question: Question, text: str, count: int = 2, width: int = W
         matched = len({key for *_, key in held})
         chosen.append(Window(start, end, spans[index], float(scores[index]), marks, matched, len(wanted)))
     return chosen
+
+
+def whole_window(question: Question, text: str, best: Window) -> Window:
+    """``text`` whole as one window, chosen for ``best``'s sentence, the question's words marked."""
+    wanted = {stem(word) for word in question.terms}
+    held = word_hits(text, wanted, 0, len(text), figure=False)
+    marks = tuple((first, last) for first, last, _ in held)
+    return Window(0, len(text), best.sentence, best.score, marks, len({key for *_, key in held}), len(wanted))
 
 
 def _stems_in(text: str, wanted: set[str]) -> set[str]:

@@ -55,7 +55,7 @@ from pdpp_gateway.retrieval.body_search import search_bodies, text_field
 from pdpp_gateway.retrieval.linked_hits import fold, link_of
 from pdpp_gateway.retrieval.linked_streams import BodyStream, body_streams, text_field_of
 from pdpp_gateway.retrieval.pages import SEARCH_PATHS, naming, page_hits
-from pdpp_gateway.retrieval.passage_reads import read_windows, window_evidence
+from pdpp_gateway.retrieval.passage_reads import read_windows, windows_evidence
 from pdpp_gateway.retrieval.previews import answers, holds_every_word, mark_snippet
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.tools.args import SearchArgs
@@ -243,7 +243,7 @@ async def read_passages(
         return None
     if not windows:
         return None
-    hit["evidence"] = [window_evidence(scanned, window, naming, field) for window in windows]
+    hit["evidence"] = windows_evidence(scanned, windows, question, naming, field)
     hit.pop("read_near", None)
     best = windows[0]
     numbered = question.figure and any(char.isdigit() for char in scanned.text[best.start : best.end])

@@ -14,12 +14,16 @@ Contract:
   read) and answers what it read with its ``count`` windows that best carry the answer
   (``sentences.answer_windows``, in a thread): the one scorer behind a search's evidence and
   an aimed ``near`` read alike.
-- ``window_evidence(scanned, window, naming, field)`` is the search-hit evidence for an answer
-  window (``sentences.answer_windows``): its marked preview (``Window.preview``, at most
-  ``PREVIEW_CHARS``, the width the window was chosen with, so the answer that follows the line
-  introducing it is shown, not left to a read; more when the sentence chosen runs on), where
-  it lies (``at_chars`` of ``total_chars``), ``provenance: "passage"`` and, unless the preview
-  shows the whole field, the ``read_record_field`` arguments that open around it.
+- ``window_evidence(scanned, window, naming, field, limit)`` is the search-hit evidence for an
+  answer window (``sentences.answer_windows``): its marked preview (``Window.preview``, at most
+  ``limit``: ``PREVIEW_CHARS``, the width the window was chosen with, so the answer that follows
+  the line introducing it is shown, not left to a read; more when the sentence chosen runs on),
+  where it lies (``at_chars`` of ``total_chars``), ``provenance: "passage"`` and, unless the
+  preview shows the whole field, the ``read_record_field`` arguments that open around it.
+- ``windows_evidence(scanned, windows, question, naming, field)``: the evidence of a field's
+  windows, best first; a field read whole that fits one window (``sentences.MAX_CHARS``) is
+  one window, the whole text (``sentences.whole_window``), with no read offered: its two best
+  windows would show it in two pieces, each offering a read of it all.
 - ``window_around(scanned, passage, limit_chars)`` is the field-window answer centred on a
   passage, holding its sentences whole where they fit (never ending inside the sentence it
   was aimed at), in the RS's own window shape (offsets, ``has_more``, next/previous offsets and
@@ -40,8 +44,8 @@ from pdpp_gateway.ids import RecordRef
 from pdpp_gateway.marks import shows_part
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage, best_passage, sentence_bounds
+from pdpp_gateway.question.sentences import MAX_CHARS, Window, answer_windows, whole_window
 from pdpp_gateway.question.sentences import WINDOW_CHARS as ANSWER_WINDOW_CHARS
-from pdpp_gateway.question.sentences import Window, answer_windows
 from pdpp_gateway.render.common import as_mapping
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.rs.errors import RsProtocolError
@@ -113,12 +117,26 @@ def _holds_all(words: Sequence[str], text: str) -> bool:
     return passage is not None and passage.matched == passage.asked
 
 
+def windows_evidence(
+    scanned: ScannedField,
+    windows: Sequence[Window],
+    question: Question,
+    naming: Mapping[str, str],
+    field: str,
+) -> list[dict[str, Any]]:
+    """The hit evidence of a field's answer windows, best first (see the module contract)."""
+    if windows and len(scanned.text) == scanned.total <= MAX_CHARS:
+        whole = whole_window(question, scanned.text, windows[0])
+        return [window_evidence(scanned, whole, naming, field, limit=scanned.total)]
+    return [window_evidence(scanned, window, naming, field) for window in windows]
+
+
 def window_evidence(
-    scanned: ScannedField, window: Window, naming: Mapping[str, str], field: str
+    scanned: ScannedField, window: Window, naming: Mapping[str, str], field: str, limit: int = PREVIEW_CHARS
 ) -> dict[str, Any]:
     """The hit evidence of an answer window of the scanned field, with the read that opens
     around it (``READ_AROUND_CHARS``, from a little before it) unless it shows the whole field."""
-    preview = window.preview(scanned.text, PREVIEW_CHARS)
+    preview = window.preview(scanned.text, limit)
     evidence: dict[str, Any] = {
         "field": field,
         "preview": preview,

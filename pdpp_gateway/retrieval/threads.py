@@ -31,7 +31,8 @@ under a ``filter``):
   read sentence by sentence for their best window (``sentences.answer_windows``: meaning, the
   question's rare words, the kind of value asked for); the ``THREAD_PARTS`` whose windows score
   highest join the page right after the first hit, best first, each a hit of its own with its
-  window as its evidence, ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text
+  window as its evidence (its whole text when it fits one: ``passage_reads.windows_evidence``),
+  ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text
   says ``in thread <id>``; none when a reply's first message is not on the page read). They
   are candidates like every hit: the page's one judge orders them with the rest and the page
   keeps its best (``fused``). A window's score is relative to its own text, so the best window
@@ -60,7 +61,7 @@ from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.sentences import Window, answer_windows
 from pdpp_gateway.retrieval.linked_streams import body_streams, parent_link, reply_link
 from pdpp_gateway.retrieval.pages import naming
-from pdpp_gateway.retrieval.passage_reads import ScannedField, window_evidence
+from pdpp_gateway.retrieval.passage_reads import ScannedField, windows_evidence
 from pdpp_gateway.rs.client import rs_path
 from pdpp_gateway.rs.errors import RsError
 from pdpp_gateway.tools.args import SearchArgs
@@ -129,7 +130,9 @@ async def add_thread_parts(
             else next((p.record_id for p in found if p.head == parent), None)
         )
         thread_of = None if head is None else format_handle(stream.parent, head, stream.connection_id)
-        joined = [_part_hit(*chosen, first, thread_of, context.provider_url) for chosen in best]
+        joined = [
+            _part_hit(*chosen, args.question, first, thread_of, context.provider_url) for chosen in best
+        ]
         ids = {hit["id"] for hit in joined}
         lead = next((hit for hit in joined if hit["id"] == first.get("id")), first)  # a part, with its window
         rest = [each for each in hits[1:] if each.get("id") not in ids]
@@ -220,9 +223,14 @@ def _best_parts(question: Question, candidates: Sequence[_Part]) -> list[tuple[_
 
 
 def _part_hit(
-    part: _Part, window: Window, head: Mapping[str, Any], thread_of: str | None, provider_url: str
+    part: _Part,
+    window: Window,
+    question: Question,
+    head: Mapping[str, Any],
+    thread_of: str | None,
+    provider_url: str,
 ) -> dict[str, Any]:
-    """The part as a page hit, its window as its evidence."""
+    """The part as a page hit, its window (or its whole text) as its evidence."""
     stream = part.stream
     raw = {
         "stream": stream.name,
@@ -235,7 +243,7 @@ def _part_hit(
     }
     hit = documents.search_results({"data": [raw]}, provider_url=provider_url)[0]
     scanned = ScannedField(part.text, len(part.text), stream.connection_id)
-    hit["evidence"] = [window_evidence(scanned, window, naming(hit), stream.text)]
+    hit["evidence"] = windows_evidence(scanned, [window], question, naming(hit), stream.text)
     hit["found_by"] = ["thread"]
     if thread_of is not None:
         hit["thread_of"] = thread_of

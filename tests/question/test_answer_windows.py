@@ -17,7 +17,7 @@ from pdpp_gateway.question.answer_type import asked_kinds, held_kinds
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.meaning import sentences
 from pdpp_gateway.question.sentences import MAX_CHARS, answer_windows
-from pdpp_gateway.retrieval.passage_reads import PREVIEW_CHARS
+from pdpp_gateway.retrieval.passage_reads import PREVIEW_CHARS, ScannedField, windows_evidence
 
 LETTER = (
     "Dear Ms Okafor,\n\nThank you for calling the clinic this morning. "
@@ -176,3 +176,26 @@ def test_a_page_shows_the_window_as_wide_as_it_was_chosen() -> None:
     assert "we confirm your son's appointment" in CONFIRMATION[window.sentence[0] : window.sentence[1]]
     shown = window.preview(CONFIRMATION, PREVIEW_CHARS).replace("<mark>", "").replace("</mark>", "")
     assert "third floor, room 12" in shown
+
+
+def test_a_text_that_fits_one_window_is_shown_whole_with_no_read_offered() -> None:
+    # the report's two best sentences have a window each; together they are the whole report,
+    # which fits one window: a page shows it once, whole, and offers no read of what it shows
+    question = Question.parse("how often was TestInvoiceRounding_LeapDay failing in the nightly builds")
+    windows = answer_windows(question, REPORT, count=2)
+    assert len(windows) == 2
+    assert len(REPORT) <= MAX_CHARS
+    scanned = ScannedField(REPORT, len(REPORT), "cin_a")
+    (whole,) = windows_evidence(scanned, windows, question, {"id": "cin_a/issues:I1"}, "body")
+    shown = whole["preview"].replace("<mark>", "").replace("</mark>", "")
+    assert shown == " ".join(REPORT.split())  # the whole text, on one line, no … at either end
+    assert "read" not in whole
+    assert "<mark>TestInvoiceRounding_LeapDay</mark>" in whole["preview"]
+    # a text longer than a window keeps its windows, each with the read that opens around it
+    long = LETTER
+    scanned = ScannedField(long, len(long), "cin_a")
+    evidence = windows_evidence(
+        scanned, answer_windows(question, long, count=2), question, {"id": "x"}, "body"
+    )
+    assert evidence
+    assert all("read" in item for item in evidence)
