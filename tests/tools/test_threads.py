@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import pytest
-from mcp_gateway_middleware import ToolCall
+from mcp_gateway_middleware import ToolCall, ToolResult
 
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.retrieval import threads
@@ -28,14 +28,34 @@ ASKED = "how did priya fix the widget crash on android 14?"
 FACT = "PendingIntent.getForegroundService"
 
 
+async def _search(sandbox: Any, arguments: dict[str, Any], token: str = "client_life") -> ToolResult:
+    """One search through the pipeline with ``token``'s grant, the sandbox's log of RS calls
+    cleared first."""
+    async with RsClient(sandbox.url) as rs:
+        context = GatewayContext.for_client(rs.bind(sandbox.tokens[token]), sandbox.url)
+        sandbox.calls.clear()
+        return await build_pipeline()(ToolCall("search", arguments, context))
+
+
+def _block(text: str, hit_id: str) -> str:
+    """The lines a page shows of one hit, from its row to the next hit's."""
+    return text[text.index(f"id={hit_id}") :].split("\n[", 1)[0]
+
+
+def _pages_read(sandbox: Any, stream: str) -> list[list[tuple[str, str]]]:
+    """The queries of the search's reads of ``stream``'s records pages, each sorted."""
+    return [
+        sorted(parse_qsl(call.query))
+        for call in sandbox.calls
+        if call.path == f"/v1/streams/{stream}/records"
+    ]
+
+
 async def test_an_issue_hit_leads_to_the_comment_that_answers(shared_sandbox: Any) -> None:
-    async with RsClient(shared_sandbox.url) as rs:
-        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
-        shared_sandbox.calls.clear()
-        result = await build_pipeline()(ToolCall("search", {"query": ASKED}, context))
+    result = await _search(shared_sandbox, {"query": ASKED})
     assert not result.is_error, result.text
     text = result.text or ""
-    block = text[text.index(f"id={COMMENT}") :].split("\n[", 1)[0]
+    block = _block(text, COMMENT)
     assert f"in thread {ISSUE}" in block.splitlines()[0]
     assert FACT in block.replace("<mark>", "").replace("</mark>", "")
     assert "the first hit's thread in issue_comments (3 parts judged with the page)" in text
@@ -90,21 +110,14 @@ async def test_a_chat_post_leads_to_the_reply_that_answers(shared_sandbox: Any) 
         "cin_slack_orbit/messages:OM00015",
         "cin_slack_orbit/messages:OM00017",
     )
-    async with RsClient(shared_sandbox.url) as rs:
-        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
-        shared_sandbox.calls.clear()
-        result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
+    result = await _search(shared_sandbox, {"query": asked})
     assert not result.is_error, result.text
     text = (result.text or "").replace("<mark>", "").replace("</mark>", "")
     assert "the first hit's thread in messages (" in text
-    block = text[text.index(f"id={reply}") :].split("\n[", 1)[0]
+    block = _block(text, reply)
     assert f"in thread {post}" in block.splitlines()[0]
     assert "yours for 65 euros" in block
-    pages = [
-        sorted(parse_qsl(call.query))
-        for call in shared_sandbox.calls
-        if call.path == "/v1/streams/messages/records"
-    ]
+    pages = _pages_read(shared_sandbox, "messages")
     assert pages == [  # one page of the stream itself: each message's thread and its text
         sorted(
             [
@@ -121,9 +134,7 @@ async def test_a_reply_leads_to_the_other_replies_of_its_thread(shared_sandbox: 
     # the first hit is itself a reply (to "How do I get access to the staging database?"): the
     # thread read is its first message's, and the other replies join the page marked with it
     asked, question = "which teleport role do i need for the staging db", "cin_slack_orbit/messages:OM00006"
-    async with RsClient(shared_sandbox.url) as rs:
-        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
-        result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
+    result = await _search(shared_sandbox, {"query": asked})
     assert not result.is_error, result.text
     hits = result.structured["results"]
     assert hits[0]["id"] == "cin_slack_orbit/messages:OM00007"  # the reply that answers
@@ -136,11 +147,7 @@ async def test_a_reply_leads_to_the_other_replies_of_its_thread(shared_sandbox: 
 
 async def test_a_chat_message_without_replies_adds_no_part_and_says_so(shared_sandbox: Any) -> None:
     asked = "where are we having lunch with the team this friday?"  # a Slack post nobody replied to
-    async with RsClient(shared_sandbox.url) as rs:
-        context = GatewayContext.for_client(
-            rs.bind(shared_sandbox.tokens["client_broad"]), shared_sandbox.url
-        )
-        result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
+    result = await _search(shared_sandbox, {"query": asked}, "client_broad")
     assert not result.is_error, result.text
     assert result.structured["results"][0]["id"] == "cin_slack_acme/messages:M90000"
     assert "the first hit's thread in messages (no part to add)" in (result.text or "")
@@ -156,24 +163,17 @@ async def test_a_question_put_to_an_assistant_leads_to_the_turn_that_answers_it(
         "cin_chatgpt/messages:cgm_0039",
         "cin_chatgpt/messages:cgm_0040",
     )
-    async with RsClient(shared_sandbox.url) as rs:
-        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
-        shared_sandbox.calls.clear()
-        result = await build_pipeline()(ToolCall("search", {"query": asked}, context))
+    result = await _search(shared_sandbox, {"query": asked})
     assert not result.is_error, result.text
     hits = result.structured["results"]
     assert hits[0]["id"] == question
     joined = [hit for hit in hits if "thread" in (hit.get("found_by") or ())]
     assert [(hit["id"], hit["thread_of"]) for hit in joined] == [(answer, question)]
     text = (result.text or "").replace("<mark>", "").replace("</mark>", "")
-    block = text[text.index(f"id={answer}") :].split("\n[", 1)[0]
+    block = _block(text, answer)
     assert f"in thread {question}" in block.splitlines()[0]
     assert "cancelled as soon as **any** function returns a non-nil error" in block
-    pages = [
-        sorted(parse_qsl(call.query))
-        for call in shared_sandbox.calls
-        if call.path == "/v1/streams/messages/records"
-    ]
+    pages = _pages_read(shared_sandbox, "messages")
     assert pages == [  # one page of the turns: the turn each answers and its text
         sorted(
             [
@@ -275,10 +275,7 @@ async def test_a_thread_older_than_the_newest_page_is_said_with_the_search_that_
 
 
 async def test_a_search_scoped_to_other_streams_reads_no_thread(shared_sandbox: Any) -> None:
-    async with RsClient(shared_sandbox.url) as rs:
-        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
-        shared_sandbox.calls.clear()
-        result = await build_pipeline()(ToolCall("search", {"query": ASKED, "streams": ["issues"]}, context))
+    result = await _search(shared_sandbox, {"query": ASKED, "streams": ["issues"]})
     assert not result.is_error, result.text
     assert not [call for call in shared_sandbox.calls if call.path == "/v1/streams/issue_comments/records"]
     assert "thread" not in (result.text or "")
