@@ -156,7 +156,7 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         reserve=len(_not_listed(args, len(hits), len(hits))) + 1,
     )
     rows, listed, detailed = fit(blocks)
-    if not detailed and blocks and 1 not in bare:  # a long list: the first hit with one window
+    if not detailed and blocks:  # a long list: the first hit with its best window only
         rows, listed, detailed = fit([_hit_block(1, hits[0], windows=1), *blocks[1:]])
     lines.extend(rows)
     if any(number <= listed for number in bare):

@@ -8,9 +8,9 @@ in their own stream (``linked_streams.reply_link``: Slack's ``thread_ts`` names 
 first message): "yours for 65 euros" answers the post that offered a bike rack for €90, and
 a search finds the post. A conversation's turns name the turn they answer (``parent_id``): a
 search for what a person asked an assistant finds their own question, and the answer is the
-turn after it. A question about an issue is often
-answered in a later comment whose words are not the question's ("Fix shipped in 5.8.2" for
-"which version has the fix"), and a search finds the issue by its title, not that comment.
+turn after it. A question about an issue is often answered in a later comment whose words are
+not the question's ("Fix shipped in 5.8.2" for "which version has the fix"), and a search
+finds the issue by its title, not that comment.
 Client tokens can neither filter nor expand, so the gateway reads the part stream's newest
 page (one GET per part stream and connection, ``THREAD_PAGE`` records, only the field naming
 the parent, the text field and, for replies, the field they name their first message by) and
@@ -32,8 +32,8 @@ under a ``filter``):
   question's rare words, the kind of value asked for); the ``THREAD_PARTS`` whose windows score
   highest join the page right after the first hit, best first, each a hit of its own with its
   window as its evidence (its whole text when it fits one: ``passage_reads.windows_evidence``),
-  ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text
-  says ``in thread <id>``; none when a reply's first message is not on the page read). They
+  ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text says ``in thread <id>``;
+  none when a reply's first message is not on the page read). They
   are candidates like every hit: the page's one judge orders them with the rest and the page
   keeps its best (``fused``). A window's score is relative to its own text, so the best window
   of one part is no sure answer among its thread: the comment that says "Fix shipped in
@@ -144,13 +144,14 @@ def _parent_of(hit: Mapping[str, Any], stream: _PartStream, found: Sequence[_Par
     """What the parts of the thread ``hit`` heads or belongs to in ``stream`` name: its own id
     for a hit of the head stream, the head its record names for a part on the page read; for
     messages that reply to each other, the head a reply names, else the hit's own (its id when
-    the head is named by id; unknown when its record is not on the page read); else ``None``."""
+    the head is named by id; unknown when its record is not on the page read); for turns that
+    name the turn they answer, the hit's id; else ``None``."""
     if hit.get("connection_id") != stream.connection_id:
         return None
     record = str(hit.get("record_id"))
+    if stream.direct:  # the records that answer the hit name it by its id
+        return record
     own = next((part for part in found if part.record_id == record), None)
-    if stream.direct:  # the records that answer the hit
-        return record if own is None else own.head
     if stream.replies:
         if own is None:
             return record if stream.head_key is None else None
