@@ -29,9 +29,11 @@ Contract:
   in threads, as a chat's messages do: a granted ``thread_ts`` (Slack's convention: a reply
   names its thread's first message by that message's ``ts``; by its record id when the stream
   has no ``ts``, as the sandbox's), else a granted ``parent_id`` (``direct``: a conversation's
-  turn names the turn it answers by its id, as the reference's ChatGPT messages do), and the
-  messages' text field (flagged ``role=text``, else their title: the reference flags a Slack
-  message's text and a ChatGPT turn's content as their primary title); ``None`` otherwise.
+  turn names the turn it answers by its id, as the reference's ChatGPT messages do; its
+  ``speaker`` is the field flagged as who wrote a turn, ``role=actor`` or ``role=metadata``),
+  and the messages' text field (flagged ``role=text``, else their title: the reference flags a
+  Slack message's text and a ChatGPT turn's content as their primary title); ``None``
+  otherwise.
 - ``parent_link(schema, stream, connection_id)``: the stream whose records ``stream``'s
   records belong to and the field naming them: a granted ``<x>_id`` field of ``stream``
   whose stream (``<x>s``, or ``<x>`` ending in y as ``ies``) is granted in the same
@@ -106,6 +108,7 @@ class ReplyLink:
     head: str | None  # the field of that first message it names (ts); None: its record id
     text: str  # the messages' text field
     direct: bool = False  # its key names the message it answers (parent_id), not its thread's first
+    speaker: str | None = None  # a direct link's field saying who wrote a message (a turn's role)
 
 
 # a reply's field -> the field of the message it names (None: its id), whether that is the one it answers
@@ -120,9 +123,12 @@ def reply_link(schema: Mapping[str, Any] | None, stream: str, connection_id: str
         (name for wanted in ({"role=text"}, _TITLE) for name, parts in granted.items() if parts & wanted),
         None,
     )
+    speaker = next((name for name, parts in granted.items() if parts & _ACTOR), None)
     for key, (head, direct) in _REPLY_KEYS.items():
         if key in granted and text is not None:
-            return ReplyLink(key, head if head in granted else None, text, direct)
+            return ReplyLink(
+                key, head if head in granted else None, text, direct, speaker if direct else None
+            )
     return None
 
 

@@ -13,8 +13,8 @@ not the question's ("Fix shipped in 5.8.2" for "which version has the fix"), and
 finds the issue by its title, not that comment.
 Client tokens can neither filter nor expand, so the gateway reads the part stream's newest
 page (one GET per part stream and connection, ``THREAD_PAGE`` records, only the field naming
-the parent, the text field and, for replies, the field they name their first message by) and
-keeps the parts of the first hit's thread.
+the parent, the text field and, for replies, the field they name their first message by, or
+who wrote each turn) and keeps the parts of the first hit's thread.
 
 Contract (``add_thread_parts(context, hits, args, schema, searched)``, step 3 of
 ``retrieval.search``; GETs only, through the caller's own client; a failed read leaves the
@@ -25,8 +25,9 @@ under a ``filter``):
   stream is its own thread's head; a hit of a part stream belongs to the thread its record
   names (known once the part page is read); a chat message is the first of its own thread
   unless its record names another's (a reply); a turn that names the turn it answers heads
-  the turns that answer it. Reading the threads of more hits answered no more questions on
-  the dev split, at more reads.
+  the turns that answer it, unless the assistant wrote it (its speaker field says
+  ``ASSISTANT``): the turn after an answer is the person's next question, no answer. Reading
+  the threads of more hits answered no more questions on the dev split, at more reads.
 - Each thread's parts on that page that the page does not already show with evidence are
   read sentence by sentence for their best window (``sentences.answer_windows``: meaning, the
   question's rare words, the kind of value asked for); the ``THREAD_PARTS`` whose windows score
@@ -68,6 +69,7 @@ from pdpp_gateway.tools.args import SearchArgs
 
 THREAD_PAGE: Final = 100  # the RS's largest records page
 THREAD_PARTS: Final = 4  # the parts of the first hit's thread that join the page's candidates
+ASSISTANT: Final = "assistant"  # who wrote an answer, in a conversation with an assistant (its turn's role)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,7 @@ class _PartStream:
     connection_id: str
     head_key: str | None = None  # the head's field its key names (a chat's ts); None: the head's id
     direct: bool = False  # its key names the record it answers (parent_id), not its thread's first
+    speaker: str | None = None  # a direct link's field saying who wrote a record (a turn's role)
 
     @property
     def replies(self) -> bool:
@@ -93,6 +96,7 @@ class _Part:
     parent: str | None  # the head it names (None: it names none, as a chat's first message)
     head: str  # what a part of its own thread names it by (its head_key's value, else its id)
     text: str
+    speaker: str | None = None  # who wrote it, where its stream says (a turn's role)
 
 
 async def add_thread_parts(
@@ -149,9 +153,9 @@ def _parent_of(hit: Mapping[str, Any], stream: _PartStream, found: Sequence[_Par
     if hit.get("connection_id") != stream.connection_id:
         return None
     record = str(hit.get("record_id"))
-    if stream.direct:  # the records that answer the hit name it by its id
-        return record
     own = next((part for part in found if part.record_id == record), None)
+    if stream.direct:  # the records that answer the hit name it by its id; an answer's, a next question
+        return None if own is not None and own.speaker == ASSISTANT else record
     if stream.replies:
         if own is None:
             return record if stream.head_key is None else None
@@ -179,7 +183,10 @@ def _part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> l
     reply = reply_link(schema, stream, connection)
     if reply is not None:  # messages that reply to each other: the stream is its own part stream
         found.setdefault(
-            stream, _PartStream(stream, stream, reply.key, reply.text, connection, reply.head, reply.direct)
+            stream,
+            _PartStream(
+                stream, stream, reply.key, reply.text, connection, reply.head, reply.direct, reply.speaker
+            ),
         )
     return list(found.values())
 
@@ -187,7 +194,7 @@ def _part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> l
 async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[list[_Part], bool] | None:
     """The part stream's newest page, each record's parent, head and text, and whether older
     records exist (the RS's ``has_more``); ``None`` when the read fails."""
-    fields = [stream.key, stream.text, *([stream.head_key] if stream.head_key else [])]
+    fields = [stream.key, stream.text, *(name for name in (stream.head_key, stream.speaker) if name)]
     query = [("limit", str(THREAD_PAGE)), ("connection_id", stream.connection_id)]
     query += [("fields", name) for name in fields]
     try:
@@ -204,8 +211,13 @@ async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[lis
         head = data.get(stream.head_key) if stream.head_key else record.get("id")
         if isinstance(text, str) and text.strip() and record.get("id") is not None and head is not None:
             named = parent if isinstance(parent, str) and parent else None
-            found.append(_Part(stream, str(record["id"]), named, str(head), text))
+            speaker = data.get(stream.speaker) if stream.speaker else None
+            found.append(_Part(stream, str(record["id"]), named, str(head), text, _text_or_none(speaker)))
     return found, response.body.get("has_more") is True
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _handle(part: _Part) -> str:

@@ -174,16 +174,34 @@ async def test_a_question_put_to_an_assistant_leads_to_the_turn_that_answers_it(
     assert f"in thread {question}" in block.splitlines()[0]
     assert "cancelled as soon as **any** function returns a non-nil error" in block
     pages = _pages_read(shared_sandbox, "messages")
-    assert pages == [  # one page of the turns: the turn each answers and its text
+    assert pages == [  # one page of the turns: the turn each answers, its text and who wrote it
         sorted(
             [
                 ("limit", "100"),
                 ("connection_id", "cin_chatgpt"),
                 ("fields", "parent_id"),
                 ("fields", "content"),
+                ("fields", "role"),
             ]
         )
     ]
+
+
+async def test_an_answer_found_first_leads_to_no_next_question(shared_sandbox: Any) -> None:
+    # the assistant's answer about the rent is found first; the turn that names it is the
+    # person's next question ("is it ok to just reply to the agency by email?"): no answer, not joined
+    asked, answer, follow_up = (
+        "what did chatgpt tell me about the rent going up when we renew",
+        "cin_chatgpt/messages:cgm_0026",
+        "cin_chatgpt/messages:cgm_0027",
+    )
+    result = await _search(shared_sandbox, {"query": asked})
+    assert not result.is_error, result.text
+    hits = result.structured["results"]
+    assert hits[0]["id"] == answer
+    assert follow_up not in {hit["id"] for hit in hits if "thread" in (hit.get("found_by") or ())}
+    assert "the first hit's thread in messages (no part to add)" in (result.text or "")
+    assert len(_pages_read(shared_sandbox, "messages")) == 1  # the page says who wrote each turn
 
 
 def test_a_reply_names_its_first_message_by_ts_where_the_stream_has_one() -> None:
@@ -220,11 +238,20 @@ def test_a_reply_names_its_first_message_by_ts_where_the_stream_has_one() -> Non
         "content": "t=string|null,role=primary-title,eq,lex,sem",
     }
     assert reply_link(schema(chatgpt), "messages", "cin_slack") == ReplyLink(
-        "parent_id", None, "content", True
+        "parent_id", None, "content", True, "role"
     )
-    sandbox_turns = {"id": "t=string", "parent_id": "t=string,eq", "content": "t=string,role=text,lex"}
+    sandbox_turns = {
+        "id": "t=string",
+        "parent_id": "t=string,eq",
+        "role": "t=string,role=metadata,eq",
+        "content": "t=string,role=text,lex",
+    }
     assert reply_link(schema(sandbox_turns), "messages", "cin_slack") == ReplyLink(
-        "parent_id", None, "content", True
+        "parent_id", None, "content", True, "role"
+    )
+    # Slack's replies name their thread's first message: who wrote one does not matter
+    assert reply_link(schema({**chatgpt, "thread_ts": "t=string,eq"}), "messages", "cin_slack") == ReplyLink(
+        "thread_ts", None, "content"
     )
 
 
