@@ -144,19 +144,23 @@ def answer_windows(question: Question, text: str, count: int = 2, width: int = W
                 start = max(start, other.end)
             else:
                 end = min(end, other.start)
-        held = word_hits(text, wanted, start, end, figure=False)
-        marks = tuple((first, last) for first, last, _ in held)
-        matched = len({key for *_, key in held})
-        chosen.append(Window(start, end, spans[index], float(scores[index]), marks, matched, len(wanted)))
+        chosen.append(_marked(text, (start, end), spans[index], float(scores[index]), wanted))
     return chosen
 
 
 def whole_window(question: Question, text: str, best: Window) -> Window:
     """``text`` whole as one window, chosen for ``best``'s sentence, the question's words marked."""
-    wanted = {stem(word) for word in question.terms}
-    held = word_hits(text, wanted, 0, len(text), figure=False)
+    return _marked(text, (0, len(text)), best.sentence, best.score, {stem(word) for word in question.terms})
+
+
+def _marked(
+    text: str, span: tuple[int, int], sentence: tuple[int, int], score: float, wanted: set[str]
+) -> Window:
+    """The window ``span`` of ``text``, chosen for ``sentence`` with ``score``, the question's
+    words (stems in ``wanted``) inside it marked and counted."""
+    held = word_hits(text, wanted, *span, figure=False)
     marks = tuple((first, last) for first, last, _ in held)
-    return Window(0, len(text), best.sentence, best.score, marks, len({key for *_, key in held}), len(wanted))
+    return Window(*span, sentence, score, marks, len({key for *_, key in held}), len(wanted))
 
 
 def _stems_in(text: str, wanted: set[str]) -> set[str]:
