@@ -123,7 +123,7 @@ def reply_link(schema: Mapping[str, Any] | None, stream: str, connection_id: str
         (name for wanted in ({"role=text"}, _TITLE) for name, parts in granted.items() if parts & wanted),
         None,
     )
-    speaker = next((name for name, parts in granted.items() if parts & _ACTOR), None)
+    speaker = next(iter(_actors(granted)), None)
     for key, (head, direct) in _REPLY_KEYS.items():
         if key in granted and text is not None:
             return ReplyLink(
@@ -192,9 +192,14 @@ def _granted(flags: Mapping[str, list[str]]) -> dict[str, set[str]]:
     return {name: set(parts) for name, parts in flags.items() if "g=false" not in parts}
 
 
+def _actors(granted: Mapping[str, set[str]]) -> list[str]:
+    """The granted fields that say who wrote a record (a sender, a turn's role), in field order."""
+    return [name for name, parts in granted.items() if parts & _ACTOR]
+
+
 def _origin(flags: Mapping[str, list[str]]) -> OriginFields | None:
     granted = _granted(flags)
-    actors = [name for name, parts in granted.items() if parts & _ACTOR]
+    actors = _actors(granted)
     if not actors:
         return None
     times = [name for name, parts in granted.items() if "role=event-time" in parts]

@@ -34,9 +34,8 @@ under a ``filter``):
   highest join the page right after the first hit, best first, each a hit of its own with its
   window as its evidence (its whole text when it fits one: ``passage_reads.windows_evidence``),
   ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text says ``in thread <id>``;
-  none when a reply's first message is not on the page read). They
-  are candidates like every hit: the page's one judge orders them with the rest and the page
-  keeps its best (``fused``). A window's score is relative to its own text, so the best window
+  none when a reply's first message is not on the page read). They are candidates like every
+  hit: the page's one judge orders them with the rest and the page keeps its best (``fused``). A window's score is relative to its own text, so the best window
   of one part is no sure answer among its thread: the comment that says "Fix shipped in
   5.8.2" scores below the one that describes the fix. On the dev split, joining one part
   answered 56 of 85 first; two 57, four 59, six 59.
@@ -185,7 +184,14 @@ def _part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> l
         found.setdefault(
             stream,
             _PartStream(
-                stream, stream, reply.key, reply.text, connection, reply.head, reply.direct, reply.speaker
+                name=stream,
+                parent=stream,
+                key=reply.key,
+                text=reply.text,
+                connection_id=connection,
+                head_key=reply.head,
+                direct=reply.direct,
+                speaker=reply.speaker,
             ),
         )
     return list(found.values())
@@ -212,12 +218,9 @@ async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[lis
         if isinstance(text, str) and text.strip() and record.get("id") is not None and head is not None:
             named = parent if isinstance(parent, str) and parent else None
             speaker = data.get(stream.speaker) if stream.speaker else None
-            found.append(_Part(stream, str(record["id"]), named, str(head), text, _text_or_none(speaker)))
+            written = speaker if isinstance(speaker, str) else None
+            found.append(_Part(stream, str(record["id"]), named, str(head), text, written))
     return found, response.body.get("has_more") is True
-
-
-def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _handle(part: _Part) -> str:
