@@ -21,8 +21,10 @@ once; CPU-bound, call it from a thread in a server):
   ``width`` characters on from its start (an answer follows the line that introduces it: "we
   confirm the appointment:" then "Date: Tuesday 14 April at 16:40"), whole when the sentence
   is longer (at most ``MAX_CHARS``), cut at word boundaries, best first. No two overlap: a
-  sentence a better window holds is not chosen again, and a window that would reach into a
-  better one stops at its edge (the sentence before it, or what follows, is that one's to
+  sentence a better window holds is not chosen again; one a better window ends inside is
+  held whole by it instead, the window growing to that sentence's end, chosen for both (the
+  date in the sentence after the one that names the repair; within ``MAX_CHARS``, clear of
+  the next window); and a window that would reach into a better one stops at its edge (the sentence before it, or what follows, is that one's to
   show), so the second best sentence is shown even when it stands near the best ("it failed
   7 of the last 50 nightly builds" a few lines above the log line that names the test). A
   window never ends inside the sentence it was chosen for, unless that sentence alone is over
@@ -65,7 +67,7 @@ MAX_CHARS: Final = 700
 class Window:
     start: int
     end: int
-    sentence: tuple[int, int]  # the sentence it was chosen for
+    sentence: tuple[int, int]  # the sentence it was chosen for (two, when it grew: see _grown)
     score: float
     marks: tuple[tuple[int, int], ...]  # the question's words inside it
     matched: int  # distinct question words inside it
@@ -137,8 +139,12 @@ def answer_windows(question: Question, text: str, count: int = 2, width: int = W
         before = spans[index - 1][0] if index else first  # the sentence before it, whole
         start = min(before, _word_start(text, max(0, first - BACK_CHARS), first))
         end = _word_end(text, min(len(text), max(first + width, min(last, first + MAX_CHARS))), last)
-        if any(first < other.end and other.start < last for other in chosen):
-            continue  # a better window holds its sentence
+        place = next(
+            (place for place, other in enumerate(chosen) if first < other.end and other.start < last), None
+        )
+        if place is not None:  # a better window holds its sentence, or reaches into it
+            chosen[place] = _grown(text, chosen, place, last, wanted)
+            continue
         for other in chosen:  # a better window nearby keeps its room: this one stops at its edge
             if other.end <= first:
                 start = max(start, other.end)
@@ -161,6 +167,17 @@ def _marked(
     held = word_hits(text, wanted, *span, figure=False)
     marks = tuple((first, last) for first, last, _ in held)
     return Window(*span, sentence, score, marks, len({key for *_, key in held}), len(wanted))
+
+
+def _grown(text: str, chosen: list[Window], place: int, last: int, wanted: set[str]) -> Window:
+    """``chosen[place]`` run on to ``last``, the end of a sentence it stops inside, when it stays
+    within ``MAX_CHARS`` and clear of the next window; as it is otherwise."""
+    window = chosen[place]
+    room = min((other.start for other in chosen if other.start >= window.end), default=len(text))
+    if not window.end < last <= room or last - window.start > MAX_CHARS:
+        return window
+    sentences = (window.sentence[0], max(window.sentence[1], last))
+    return _marked(text, (window.start, last), sentences, window.score, wanted)
 
 
 def _stems_in(text: str, wanted: set[str]) -> set[str]:

@@ -100,16 +100,17 @@ def test_a_window_never_ends_inside_the_sentence_it_was_chosen_for(parts: list[s
     text = ". ".join(parts)
     windows = answer_windows(Question.parse(asked), text, count=2)
     for place, window in enumerate(windows):
-        first, last = window.sentence
-        assert (first, last) in sentences(text)
+        first, last = window.sentence  # its sentence, or two when it grew to hold a better one's
+        spans = sentences(text)
+        assert first in {start for start, _ in spans}
+        assert last in {end for _, end in spans}
         assert window.start <= first
         assert window.end >= last or last - first > MAX_CHARS
         # what a page shows of it, however short its bound, runs on to the sentence's end
         shown = window.preview(text, 20).removesuffix("…").replace("<mark>", "").replace("</mark>", "")
         assert " ".join(text[first:last].split()) in shown or last - first > MAX_CHARS
         # and opens with the sentence before it, whole, unless a better window ends inside it
-        spans = sentences(text)
-        at = spans.index(window.sentence)
+        at = [start for start, _ in spans].index(first)
         better = windows[:place]
         if at and last - first <= MAX_CHARS and not any(before < first for before in (w.end for w in better)):
             before_first, before_last = spans[at - 1]
@@ -152,6 +153,35 @@ def test_the_second_best_sentence_is_shown_though_it_stands_near_the_best() -> N
     assert second.end <= best.start  # no two overlap
     shown = second.preview(REPORT, PREVIEW_CHARS).replace("<mark>", "").replace("</mark>", "")
     assert "it failed 7 of the last 50 nightly builds." in shown
+
+
+LEASE = (
+    "Clause 7 of the lease covers the repairs the owner takes on. "
+    * 6
+    + "\n\nThe owner accepts that the old timber skylight over the bathroom is rotten at the frame, lets "
+    "rain run down the wall whenever the wind blows from the west, and has stained the ceiling paint "
+    "twice since the tenants moved in, as both parties saw on their visit of 2 February. "
+    "The owner will replace the said skylight with a new sealed skylight with a laminated pane, at "
+    "the owner's own cost, with the work to be finished no later than 15 March 2027. "
+    "The tenants shall give access to the builders on weekdays between 9:00 and 17:00. "
+    + "Nothing in this clause changes the rent agreed in clause 3. "
+    * 8
+)
+
+
+def test_a_window_that_reaches_into_the_next_best_sentence_holds_it_whole() -> None:
+    # the sentence that meets the question best describes the leak; the date is in the next one,
+    # which the best window's width reaches into: the window runs on to that sentence's end,
+    # rather than stopping inside it and leaving the date to a second window nobody is shown
+    question = Question.parse(
+        "when will the owner fix the rotten skylight that lets rain down the bathroom wall"
+    )
+    best = answer_windows(question, LEASE, count=2)[0]
+    assert LEASE[best.sentence[0] :].startswith("The owner accepts that the old timber skylight")
+    assert LEASE[: best.sentence[1]].endswith("no later than 15 March 2027.")
+    shown = best.preview(LEASE, PREVIEW_CHARS).replace("<mark>", "").replace("</mark>", "")
+    assert "the work to be finished no later than 15 March 2027." in shown
+    assert best.end - best.start <= MAX_CHARS
 
 
 CONFIRMATION = (
