@@ -7,7 +7,8 @@ once; CPU-bound, call it from a thread in a server):
   the one rule every ranking here uses: ``MEANING`` x its cosine similarity to the question
   (WordLlama, ``meaning.embedding_model``; 0 when the model cannot load), plus ``WORDS`` x the
   share of the question's word weight it holds (``weights``: each question word's stem, weighted
-  by its rarity in the collection being ranked; matched by ``words.stem``), plus ``KIND`` when
+  by its rarity in the collection being ranked; matched by ``words.stem``, and a word it holds
+  only through a word near it in meaning at that nearness: ``near_words``), plus ``KIND`` when
   it holds a value of the kind the question asks for (``answer_type``: an amount for "how
   much", a time or a date for "when", an identifier for "which version").
 - ``rarity(question, collection)``: those weights, BM25's inverse document frequency of each
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Final
 from pdpp_gateway.question.answer_type import asked_kinds, holds_asked
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.meaning import embedding_model, sentences
+from pdpp_gateway.question.near_words import near_held
 from pdpp_gateway.question.passages import word_hits
 from pdpp_gateway.question.words import stem
 
@@ -111,7 +113,8 @@ def score_sentences(
     if not pieces:
         return np.zeros(0)
     total = sum(weights.values()) or 1.0
-    held = np.array([sum(weights[key] for key in _stems_in(piece, set(weights))) / total for piece in pieces])
+    exact = [_stems_in(piece, set(weights)) for piece in pieces]
+    held = np.array([sum(weights[key] for key in keys) for keys in exact])
     kinds = asked_kinds(question.text)
     typed = np.array([1.0 if kinds and holds_asked(piece, kinds) else 0.0 for piece in pieces])
     model = embedding_model()
@@ -120,6 +123,8 @@ def score_sentences(
     else:
         asked = model.embed([question.text], norm=True)[0]
         meaning = np.clip(model.embed(list(pieces), norm=True) @ asked, 0.0, None)
+        held = held + near_held(model, question, pieces, weights, exact)
+    held = held / total
     scores: npt.NDArray[np.float64] = MEANING * meaning + WORDS * held + KIND * typed
     return scores
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 from itertools import pairwise
 from typing import Final
 
@@ -99,6 +100,7 @@ def content_words(text: str) -> list[str]:
     return kept
 
 
+@lru_cache(maxsize=1 << 16)  # a page stems the same words again and again
 def stem(word: str) -> str:
     """``word`` lower-cased, its accents dropped, with one common suffix removed (never below
     three letters)."""

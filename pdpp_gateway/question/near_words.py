@@ -1,0 +1,89 @@
+"""Question words a sentence holds in other words: "paid" for "pay", "fee" for "cost".
+
+Contract (plain text in, numbers out; no I/O but the embedding model ``meaning`` loads once;
+CPU-bound, call it from a thread in a server):
+
+- ``near_held(model, question, pieces, weights, exact)``: for each sentence in ``pieces``, the
+  weight (``weights``: each question word's stem and its rarity, as ``sentences.rarity`` gives
+  them) of the question words it does not hold as such (``exact``: the stems each sentence
+  holds, ``passages.word_hits``: the same word in another form) but holds through a word near it in meaning, each counted at that nearness: the
+  cosine of the two words' vectors in the embedding model (WordLlama's static token
+  embeddings, averaged over a word's tokens), when it is at least ``NEAR``. A word of the
+  sentence may stand for several question words, and the nearest one counts.
+- Words are runs of at least three letters, compared lower-cased. A question matched whole
+  (no content words) holds none this way.
+- Each word's vector is computed once per process and kept, at most ``KEPT_WORDS`` of them
+  (the store starts over when full).
+
+The stemmer meets a word's regular forms ("payable" for "pay"); a person's question and the
+sentence that answers it often differ by more: an irregular form ("paid"), a synonym ("fee",
+"kids" for "children"), a word of the same family the suffix rules miss ("illness" for "ill").
+Static vectors also bring a word near one that shares its first token ("land" for "landlord"):
+the nearness weighs the credit, and the sentence's meaning and its words as such still count.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from pdpp_gateway.question.asked import Question
+from pdpp_gateway.question.words import stem
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from wordllama.inference import WordLlamaInference
+
+NEAR: Final = 0.5  # the least cosine at which a word stands for a question word
+KEPT_WORDS: Final = 20_000
+_LETTERS: Final = re.compile(r"[^\W\d_]{3,}")
+_VECTORS: dict[str, npt.NDArray[np.float32]] = {}
+_LOCK: Final = threading.Lock()
+
+
+def near_held(
+    model: WordLlamaInference,
+    question: Question,
+    pieces: Sequence[str],
+    weights: dict[str, float],
+    exact: Sequence[set[str]],
+) -> npt.NDArray[np.float64]:
+    """Each sentence's weight of question words held through a near word (see the module contract)."""
+    import numpy as np
+
+    held = np.zeros(len(pieces))
+    asked = {word.lower(): stem(word) for word in question.words if stem(word) in weights}
+    if not asked:
+        return held
+    words = [sorted({word.lower() for word in _LETTERS.findall(piece)}) for piece in pieces]
+    vocabulary = sorted({word for each in words for word in each} | set(asked))
+    place = {word: index for index, word in enumerate(vocabulary)}
+    vectors = _vectors(model, vocabulary)
+    keys = list(asked.values())
+    nearness = vectors @ vectors[[place[word] for word in asked]].T  # every word against each question word
+    for index, (own, said) in enumerate(zip(words, exact, strict=True)):
+        if not own:
+            continue
+        nearest = nearness[[place[word] for word in own]].max(axis=0)
+        held[index] = sum(
+            weights[key] * float(near)
+            for key, near in zip(keys, nearest, strict=True)
+            if key not in said and near >= NEAR
+        )
+    return held
+
+
+def _vectors(model: WordLlamaInference, words: Sequence[str]) -> npt.NDArray[np.float32]:
+    """The unit vectors of ``words``, in order, each computed once per process."""
+    import numpy as np
+
+    with _LOCK:
+        missing = [word for word in words if word not in _VECTORS]
+        if missing:
+            if len(_VECTORS) + len(missing) > KEPT_WORDS:
+                _VECTORS.clear()
+            _VECTORS.update(zip(missing, model.embed(missing, norm=True), strict=True))
+        return np.array([_VECTORS[word] for word in words])
