@@ -33,7 +33,10 @@ Contract (for a ``search`` fanned out to several children of a package):
 - A first page of a search that pins no mode is every child's fused page (``retrieval``):
   when the caller set no ``limit``, each child answers its share of ``FUSED_LIMIT``. Fused
   pages do not page (their lists page differently), so neither does their merged page: it has
-  no ``next_cursor``, and its text offers the lexical search that pages.
+  no ``next_cursor``, and its text offers the lexical search that pages. Its ``retrieval``
+  says what every member searched: a search the members made alike once, with the hits of
+  all (a page that counted the first member's alone said "lexical (0)" where another member's
+  words matched), the threads read on one account.
 - Streams a question names (``stream_hints``): the children's, in member order, the streams
   of the merged hits not offered (``retrieval.stream_hints.merge_stream_hints``); a merged page
   that shows no word of the question names the children's other streams
@@ -239,13 +242,44 @@ def merge_search(
     ]
     fused = [(lane, retrieval) for lane, retrieval in found if retrieval.get("mode") == "fused"]
     if fused:  # the members whose answer was fused, named: their hits are approximate
-        structured[RETRIEVAL] = {**fused[0][1], "sources": [_label(lane.member) for lane, _ in fused]}
+        structured[RETRIEVAL] = {
+            **fused[0][1],
+            "searched": _searched_by_all([retrieval for _, retrieval in fused]),
+            "sources": [_label(lane.member) for lane, _ in fused],
+        }
     elif found:  # every member searched the question's content words alike
         structured[RETRIEVAL] = found[0][1]
     answers = [outcome.structured for outcome in outcomes if isinstance(outcome, ToolResult)]
     merge_stream_hints(structured, answers)
     merge_other_streams(structured, answers, parsed.words)
     return ToolResult(structured=structured)
+
+
+def _searched_by_all(retrievals: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The members' searches as one list: a search the members made alike (the same mode,
+    query and streams; threads read, whatever their streams) once, with the hits of all and
+    the streams of each; the others as they came, in member order."""
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for retrieval in retrievals:
+        for entry in retrieval.get("searched") or ():
+            if not isinstance(entry, Mapping):
+                continue
+            streams = list(entry.get("streams") or ())
+            thread = entry.get("mode") == "thread"
+            key = (
+                entry.get("mode"),
+                entry.get("query"),
+                () if thread else tuple(streams),
+                entry.get("older_than"),
+            )
+            if key not in merged:
+                merged[key] = dict(entry)
+                continue
+            alike = merged[key]
+            alike["hits"] = int(alike.get("hits") or 0) + int(entry.get("hits") or 0)
+            if streams:
+                alike["streams"] = list(dict.fromkeys([*alike.get("streams", ()), *streams]))
+    return list(merged.values())
 
 
 def source_tag(member: PackageMember) -> dict[str, Any]:

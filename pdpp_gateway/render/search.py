@@ -220,7 +220,7 @@ def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool, members
         if not s.get("streams")
     ]
     lists += [
-        _thread_part(s)
+        _thread_part(s, members)
         if s.get("mode") == "thread"
         else f"{', '.join(str(n) for n in s.get('streams') or ())} by {s.get('mode')} for a short hit's "
         f"long text ({s.get('hits')}, the best at that hit's rank)"
@@ -240,19 +240,18 @@ def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool, members
     return f"{found} Ordered by best sentence and search rank, one judge for every source. Meaning-based hits are approximate: check the evidence."
 
 
-def _thread_part(searched: Mapping[str, Any]) -> str:
-    """The first hit's thread as read (``retrieval.threads``): how many of its parts the judge
-    weighed with the page, or that its parts are older than the part stream's newest page
-    (``_older_thread_line`` says where they are)."""
+def _thread_part(searched: Mapping[str, Any], members: int) -> str:
+    """The first hit's thread as read (``retrieval.threads``; a package's members' first hits'):
+    how many of its parts the judge weighed with the page, or that its parts are older than the
+    part stream's newest page (``_older_thread_line`` says where they are)."""
     streams = ", ".join(str(name) for name in searched.get("streams") or ())
+    whose = "each source's first hit's threads" if members > 1 else "the first hit's thread"
     if searched.get("older_than"):
-        return f"the first hit's thread in {streams} (its parts are older than the newest {searched['older_than']})"
+        return f"{whose} in {streams} (its parts are older than the newest {searched['older_than']})"
     count = searched.get("hits")
     if not count:  # a chat message without replies, a thread whose parts the page shows already
-        return f"the first hit's thread in {streams} (no part to add)"
-    return (
-        f"the first hit's thread in {streams} ({count} part{'' if count == 1 else 's'} judged with the page)"
-    )
+        return f"{whose} in {streams} (no part to add)"
+    return f"{whose} in {streams} ({count} part{'' if count == 1 else 's'} judged with the page)"
 
 
 def _older_thread_line(args: SearchArgs, retrieval: Mapping[str, Any]) -> str | None:

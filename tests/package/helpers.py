@@ -9,6 +9,8 @@ from mcp_gateway_middleware import ToolCall, ToolResult
 
 from pdpp_gateway.caller import TokenKind
 from pdpp_gateway.context import GatewayContext, PackageMember
+from pdpp_gateway.sandbox.config import PRINCIPALS
+from pdpp_gateway.sandbox.manifests import CONNECTORS
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.fake_rs import SEARCH_PATHS, FakeCall, FakeRs, hit
 
@@ -98,6 +100,40 @@ def mail_and_chat(mail: Any, chat: Any, tokens: dict[str, str], provider_url: st
         ),
     ]
     return GatewayContext.for_package(members, provider_url, TokenKind.CLIENT)
+
+
+def life_package(rs: Any, tokens: dict[str, str], provider_url: str) -> GatewayContext:
+    """The sandbox's package of four sources (Home mail, Orbit Slack, orbit-labs GitHub, ChatGPT:
+    ``package_life``) as a local package, every member reading through ``rs``."""
+    keys = {
+        connection.connection_id: connector.key
+        for connector in CONNECTORS
+        for connection in connector.connections
+    }
+    members = []
+    for name in PRINCIPALS["package_life"].members:
+        principal = PRINCIPALS[name]
+        connections = tuple(
+            sorted({cid for grant in principal.streams.values() for cid in grant.connections})
+        )
+        members.append(
+            PackageMember(
+                rs=rs.bind(tokens[name]),
+                grant_id=principal.grant_id,
+                connection_ids=connections,
+                streams=tuple(sorted(principal.streams)),
+                connector_key=keys[connections[0]],
+            )
+        )
+    return GatewayContext.for_package(members, provider_url, TokenKind.CLIENT)
+
+
+def members_alone(rs: Any, tokens: dict[str, str], provider_url: str) -> list[GatewayContext]:
+    """Each member of ``life_package`` as a grant of its own, in member order."""
+    return [
+        GatewayContext.for_client(rs.bind(tokens[name]), provider_url)
+        for name in PRINCIPALS["package_life"].members
+    ]
 
 
 def searches(fake: FakeRs) -> list[FakeCall]:

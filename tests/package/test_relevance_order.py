@@ -11,7 +11,7 @@ from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
-from tests.package.helpers import mail_and_chat
+from tests.package.helpers import life_package, mail_and_chat, members_alone
 
 LUNCH = "where r we going for the team lunch on friday?"  # the answer is a Slack message
 
@@ -37,3 +37,33 @@ async def test_a_relevant_hit_of_the_second_member_leads_the_page(shared_sandbox
     assert pinned.structured["data"]["meta"]["package"]["order"] == "round_robin_by_child_rank"
     assert pinned.structured["results"][0]["connection_id"] == "cin_mail_work"
     assert "order: round-robin by each source's own rank" in (pinned.text or "")
+
+
+async def test_a_fused_package_page_says_what_every_source_found(shared_sandbox: Any) -> None:
+    # the first member (Home mail) holds no record with the question's fewer words; the code
+    # member does: the page's account of its searches counts every member's hits, not the first's
+    question = "how was the reconnect backoff of the docks fixed"
+    pipeline = build_pipeline()
+    async with RsClient(shared_sandbox.url) as rs:
+        package = life_package(rs, shared_sandbox.tokens, shared_sandbox.url)
+        result = await pipeline(ToolCall("search", {"query": question}, package))
+        alone = [
+            await pipeline(ToolCall("search", {"query": question, "limit": 3}, member_context))
+            for member_context in members_alone(rs, shared_sandbox.tokens, shared_sandbox.url)
+        ]
+    assert not result.is_error, result.text
+    searched = result.structured["retrieval"]["searched"]
+    (lexical,) = [entry for entry in searched if entry["mode"] == "lexical"]
+    counts = [
+        next(
+            entry["hits"] for entry in each.structured["retrieval"]["searched"] if entry["mode"] == "lexical"
+        )
+        for each in alone
+    ]
+    assert counts[0] == 0
+    assert lexical["hits"] == sum(counts) > 0
+    assert f'lexical "{lexical["query"]}" ({sum(counts)})' in (result.text or "")
+    threads = [entry for entry in searched if entry["mode"] == "thread"]
+    assert len(threads) <= 1  # the members' threads read, on one account
+    if threads:
+        assert "each source's first hit's threads in" in (result.text or "")
