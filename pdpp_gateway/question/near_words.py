@@ -10,6 +10,11 @@ CPU-bound, call it from a thread in a server):
   cosine of the two words' vectors in the embedding model (WordLlama's static token
   embeddings, averaged over a word's tokens), when it is at least ``NEAR``. A word of the
   sentence may stand for several question words, and the nearest one counts.
+- ``near_forms(model, question, texts)``: for each question word's stem, the words of ``texts``
+  near it by the same measure (the word itself and its forms among them): what a sentence must
+  hold to hold that question word, in its own words or in near ones. ``sentences.rarity``
+  counts a question word's documents by them, so a word held near in many places weighs as
+  little as one said in many places.
 - Words are runs of at least three letters, compared lower-cased. A question matched whole
   (no content words) holds none this way.
 - Each word's vector is computed once per process and kept, at most ``KEPT_WORDS`` of them
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from pdpp_gateway.question.asked import Question
@@ -39,7 +44,7 @@ if TYPE_CHECKING:
 
 NEAR: Final = 0.5  # the least cosine at which a word stands for a question word
 KEPT_WORDS: Final = 20_000
-_LETTERS: Final = re.compile(r"[^\W\d_]{3,}")
+LETTERS: Final = re.compile(r"[^\W\d_]{3,}")
 _VECTORS: dict[str, npt.NDArray[np.float32]] = {}
 _LOCK: Final = threading.Lock()
 
@@ -58,7 +63,7 @@ def near_held(
     asked = {word.lower(): stem(word) for word in question.words if stem(word) in weights}
     if not asked:
         return held
-    words = [sorted({word.lower() for word in _LETTERS.findall(piece)}) for piece in pieces]
+    words = [sorted({word.lower() for word in LETTERS.findall(piece)}) for piece in pieces]
     vocabulary = sorted({word for each in words for word in each} | set(asked))
     place = {word: index for index, word in enumerate(vocabulary)}
     vectors = _vectors(model, vocabulary)
@@ -74,6 +79,23 @@ def near_held(
             if key not in said and near >= NEAR
         )
     return held
+
+
+def near_forms(model: WordLlamaInference, question: Question, texts: Iterable[str]) -> dict[str, set[str]]:
+    """Each question word's stem and the words of ``texts`` near it (see the module contract)."""
+    import numpy as np
+
+    asked = {word.lower(): stem(word) for word in question.words}
+    vocabulary = sorted({word.lower() for text in texts for word in LETTERS.findall(text)})
+    if not asked or not vocabulary:
+        return {}
+    nearness = _vectors(model, vocabulary) @ _vectors(model, list(asked)).T
+    forms: dict[str, set[str]] = {}
+    for column, key in enumerate(asked.values()):
+        forms.setdefault(key, set()).update(
+            vocabulary[row] for row in np.nonzero(nearness[:, column] >= NEAR)[0]
+        )
+    return forms
 
 
 def _vectors(model: WordLlamaInference, words: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -12,7 +12,8 @@ once; CPU-bound, call it from a thread in a server):
   it holds a value of the kind the question asks for (``answer_type``: an amount for "how
   much", a time or a date for "when", an identifier for "which version").
 - ``rarity(question, collection)``: those weights, BM25's inverse document frequency of each
-  question word's stem over ``collection`` (each item a list of texts: a document).
+  question word's stem over ``collection`` (each item a list of texts: a document), a document
+  holding it when it holds the word, a form of it or a word near it (``near_words.near_forms``).
 - ``answer_windows(question, text, count, width)``: the ``count`` best sentences of ``text``
   (``meaning.sentences``; rarity over the text's own sentences), each as a ``Window`` that
   opens with the sentence before it, whole (a sentence often answers through the one it
@@ -49,7 +50,7 @@ from typing import TYPE_CHECKING, Final
 from pdpp_gateway.question.answer_type import asked_kinds, holds_asked
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.meaning import embedding_model, sentences
-from pdpp_gateway.question.near_words import near_held
+from pdpp_gateway.question.near_words import LETTERS, near_forms, near_held
 from pdpp_gateway.question.passages import word_hits
 from pdpp_gateway.question.words import stem
 
@@ -97,8 +98,14 @@ def rarity(question: Question, collection: Sequence[Sequence[str]]) -> dict[str,
     """Each question word's stem, weighted by BM25's idf over ``collection``."""
     wanted = {stem(word) for word in question.terms}
     found = dict.fromkeys(wanted, 0)
+    model = embedding_model()
+    near = near_forms(model, question, (text for texts in collection for text in texts)) if model else {}
     for texts in collection:
-        for key in {key for text in texts for key in _stems_in(text, wanted)}:
+        keys = {key for text in texts for key in _stems_in(text, wanted)}
+        if near:
+            words = {word.lower() for text in texts for word in LETTERS.findall(text)}
+            keys |= {key for key, forms in near.items() if not forms.isdisjoint(words)}
+        for key in keys:
             found[key] += 1
     count = len(collection)
     return {key: math.log(1 + (count - df + 0.5) / (df + 0.5)) for key, df in found.items()}

@@ -6,11 +6,13 @@ benchmark question."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.meaning import embedding_model
-from pdpp_gateway.question.near_words import NEAR, near_held
+from pdpp_gateway.question.near_words import NEAR, near_forms, near_held
 from pdpp_gateway.question.sentences import answer_windows, rarity
 
 LETTER = (
@@ -53,3 +55,23 @@ def test_the_answer_window_is_the_sentence_that_says_it_in_other_words(model: ob
     # says "cost": without the near word, the opening's window was shown and the fee was not
     (best,) = answer_windows(QUESTION, LETTER, count=1)
     assert LETTER[best.sentence[0] : best.sentence[1]].startswith("The fee for the term is 96 EUR")
+
+
+def test_a_question_word_said_near_in_many_places_weighs_as_little_as_one_said_in_many(model: object) -> None:
+    # "cost" is said once, but the fee and the price say it again: four documents hold it,
+    # so it is a common word of this collection, not the rarest one
+    documents = [
+        ["The cost is 96 EUR."],
+        ["The fee is paid by transfer."],
+        ["Ask for the price at the desk."],
+        ["The fee covers the cap."],
+        ["Lessons start on Tuesday."],
+        ["The pool is closed on Friday."],
+    ]
+    forms = near_forms(model, QUESTION, [text for texts in documents for text in texts])
+    assert {"cost", "fee", "price"} <= forms["cost"]
+    assert "pool" not in forms["cost"]
+    weights = rarity(QUESTION, documents)
+    held_by = 4  # of 6 documents
+    assert weights["cost"] == pytest.approx(math.log(1 + (6 - held_by + 0.5) / (held_by + 0.5)))
+    assert weights["cost"] < max(weights.values())  # "swimming" is said nowhere here: the rarest
