@@ -9,8 +9,8 @@ first message): "yours for 65 euros" answers the post that offered a bike rack f
 a search finds the post. A conversation's turns name the turn they answer (``parent_id``): a
 search for what a person asked an assistant finds their own question, and the answer is the
 turn after it. A question about an issue is often answered in a later comment whose words are
-not the question's ("Fix shipped in 5.8.2" for "which version has the fix"), and a search
-finds the issue by its title, not that comment.
+not the question's (the release named, for "which version has the fix"), and a search finds
+the issue by its title, not that comment.
 Client tokens can neither filter nor expand, so the gateway reads the part stream's newest
 page (one GET per part stream and connection, ``THREAD_PAGE`` records, only the field naming
 the parent, the text field and, for replies, the field they name their first message by, or
@@ -29,16 +29,18 @@ under a ``filter``):
   ``ASSISTANT``): the turn after an answer is the person's next question, no answer. Reading
   the threads of more hits answered no more questions on the dev split, at more reads.
 - Each thread's parts on that page that the page does not already show with evidence are
-  read sentence by sentence for their best window (``sentences.answer_windows``: meaning, the
-  question's rare words, the kind of value asked for); the ``THREAD_PARTS`` whose windows score
-  highest join the page right after the first hit, best first, each a hit of its own with its
-  window as its evidence (its whole text when it fits one: ``passage_reads.windows_evidence``),
+  scored by the page's judge (``question.relevance``: each part's best sentence by meaning,
+  the question's words weighted by their rarity among the thread's parts, the kind of value
+  asked for); the ``THREAD_PARTS`` it scores highest join the page right after the first hit,
+  best first, each a hit of its own with its best answer window (``sentences.answer_windows``)
+  as its evidence (its whole text when it fits one: ``passage_reads.windows_evidence``),
   ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text says ``in thread <id>``;
   none when a reply's first message is not on the page read). They are candidates like every
-  hit: the page's one judge orders them with the rest and the page keeps its best (``fused``). A window's score is relative to its own text, so the best window
-  of one part is no sure answer among its thread: the comment that says "Fix shipped in
-  5.8.2" scores below the one that describes the fix. On the dev split, joining one part
-  answered 56 of 85 first; two 57, four 59, six 59.
+  hit: the page's one judge orders them with the rest and the page keeps its best (``fused``). Parts are scored against each other, not each by its own window: a
+  window's words are weighted by their rarity in its own text, so a short comment that says
+  the release ranked below a long one that repeats the question's words, whatever each held.
+  On the dev split, joining one part answered 56 of 85 first; two 57, four 59, six 59 (by
+  window scores).
 - Each part page read is added to ``searched``: ``{mode: "thread", streams, hits}`` (hits: the
   parts joined for the judge).
 - A thread older than the part stream's newest page is not seen: nothing joins for it, and when
@@ -58,6 +60,7 @@ from pdpp_gateway import documents
 from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.ids import format_handle
 from pdpp_gateway.question.asked import Question
+from pdpp_gateway.question.relevance import judge
 from pdpp_gateway.question.sentences import Window, answer_windows
 from pdpp_gateway.retrieval.linked_streams import body_streams, parent_link, reply_link
 from pdpp_gateway.retrieval.pages import naming
@@ -229,13 +232,16 @@ def _handle(part: _Part) -> str:
 
 
 def _best_parts(question: Question, candidates: Sequence[_Part]) -> list[tuple[_Part, Window]]:
-    """The ``THREAD_PARTS`` parts whose best answer windows score highest, each with that
-    window, best first."""
-    windowed = [
-        (part, windows[0]) for part in candidates if (windows := answer_windows(question, part.text, 1))
-    ]
-    windowed.sort(key=lambda pair: -pair[1].score)
-    return windowed[:THREAD_PARTS]
+    """The ``THREAD_PARTS`` parts the page's judge scores highest, each with its best answer
+    window, best first (see the module contract)."""
+    relevance = judge(question, [[part.text] for part in candidates])
+    best: list[tuple[_Part, Window]] = []
+    for index in sorted(range(len(candidates)), key=lambda index: -relevance[index].score):
+        if len(best) == THREAD_PARTS:
+            break
+        if windows := answer_windows(question, candidates[index].text, 1):
+            best.append((candidates[index], windows[0]))
+    return best
 
 
 def _part_hit(

@@ -17,6 +17,7 @@ import pytest
 from mcp_gateway_middleware import ToolCall, ToolResult
 
 from pdpp_gateway.context import GatewayContext
+from pdpp_gateway.question.asked import Question
 from pdpp_gateway.retrieval import threads
 from pdpp_gateway.retrieval.linked_streams import ReplyLink, body_streams, reply_link
 from pdpp_gateway.rs.client import RsClient
@@ -271,3 +272,26 @@ async def test_a_search_scoped_to_other_streams_reads_no_thread(shared_sandbox: 
     assert not result.is_error, result.text
     assert not [call for call in shared_sandbox.calls if call.path == "/v1/streams/issue_comments/records"]
     assert "thread" not in (result.text or "")
+
+
+def test_the_comment_that_answers_joins_though_longer_ones_repeat_the_question() -> None:
+    # five comments repeat "printer", "crash", "laptops"; the short one that says what fixed it
+    # shares only "fixed" with the question. Scored each against its own words, it ranked
+    # below all five and was left out of the four that join; scored against its thread by the
+    # page's judge, where "fixed" is said once, it leads them
+    stream = threads._PartStream("issue_comments", "issues", "issue_id", "body", "cin_code")
+    texts = [
+        "Still seeing the printer crash on the office laptops after the driver update. The crash "
+        "happens when printing from the browser. Same crash on three laptops, all on the new driver.",
+        "Printer crash again this morning on the reception laptop. The crash log points at the "
+        "spooler. Could the driver be the cause of the crash?",
+        "I can reproduce the printer crash too: print two pages from the browser and the crash "
+        "follows. The driver version on my laptop is the same.",
+        "The crash is in the spooler, not the printer. Logs attached from two crashing laptops.",
+        "Fixed by rolling the spooler back on every laptop, no crash since.",
+        "Adding the finance team: their laptops show the same printer crash after the driver update.",
+    ]
+    parts = [threads._Part(stream, f"C{number}", "I1", "I1", text) for number, text in enumerate(texts)]
+    best = threads._best_parts(Question.parse("what fixed the printer crash on the laptops"), parts)
+    assert len(best) == threads.THREAD_PARTS
+    assert best[0][0].text.startswith("Fixed by rolling the spooler back")
