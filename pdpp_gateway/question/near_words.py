@@ -6,10 +6,11 @@ CPU-bound, call it from a thread in a server):
 - ``near_held(model, question, pieces, weights, exact)``: for each sentence in ``pieces``, the
   weight (``weights``: each question word's stem and its rarity, as ``sentences.rarity`` gives
   them) of the question words it does not hold as such (``exact``: the stems each sentence
-  holds, ``passages.word_hits``: the same word in another form) but holds through a word near it in meaning, each counted at that nearness: the
-  cosine of the two words' vectors in the embedding model (WordLlama's static token
-  embeddings, averaged over a word's tokens), when it is at least ``NEAR``. A word of the
-  sentence may stand for several question words, and the nearest one counts.
+  holds, ``passages.word_hits``: the same word in another form) but holds through a word near
+  it in meaning, each counted at that nearness: the cosine of the two words' vectors in the
+  embedding model (WordLlama's static token embeddings, averaged over a word's tokens), when
+  it is at least ``NEAR``. A word of the sentence may stand for several question words, and
+  the nearest one counts.
 - ``near_forms(model, question, texts)``: for each question word's stem, the words of ``texts``
   near it by the same measure (the word itself and its forms among them): what a sentence must
   hold to hold that question word, in its own words or in near ones. ``sentences.rarity``

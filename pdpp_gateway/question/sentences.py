@@ -26,9 +26,10 @@ once; CPU-bound, call it from a thread in a server):
   sentence a better window holds is not chosen again; one a better window ends inside is
   held whole by it instead, the window growing to that sentence's end, chosen for both (the
   date in the sentence after the one that names the repair; within ``MAX_CHARS``, clear of
-  the next window); and a window that would reach into a better one stops at its edge (the sentence before it, or what follows, is that one's to
-  show), so the second best sentence is shown even when it stands near the best ("it failed
-  7 of the last 50 nightly builds" a few lines above the log line that names the test). A
+  the next window); and a window that would reach into a better one stops at its edge (the
+  sentence before it, or what follows, is that one's to show), so the second best sentence
+  is shown even when it stands near the best ("it failed 7 of the last 50 nightly builds" a
+  few lines above the log line that names the test). A
   window never ends inside the sentence it was chosen for, unless that sentence alone is over
   ``MAX_CHARS``.
 - ``whole_window(question, text, best)``: ``text`` whole as one window, chosen for ``best``'s

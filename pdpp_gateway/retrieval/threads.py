@@ -36,11 +36,12 @@ under a ``filter``):
   as its evidence (its whole text when it fits one: ``passage_reads.windows_evidence``),
   ``found_by: ["thread"]`` and ``thread_of``: the head's id (the text says ``in thread <id>``;
   none when a reply's first message is not on the page read). They are candidates like every
-  hit: the page's one judge orders them with the rest and the page keeps its best (``fused``). Parts are scored against each other, not each by its own window: a
-  window's words are weighted by their rarity in its own text, so a short comment that says
-  the release ranked below a long one that repeats the question's words, whatever each held.
-  On the dev split, joining one part answered 56 of 85 first; two 57, four 59, six 59 (by
-  window scores).
+  hit: the page's one judge orders them with the rest and the page keeps its best
+  (``fused``). Parts are scored against each other, not each by its own window: a window's
+  words are weighted by their rarity in its own text, so a short comment that names the
+  release ranked below a long one that repeats the question's words, whatever each held. On
+  the dev split, joining one part answered 56 of 85 first; two 57, four 59, six 59 (by window
+  scores).
 - Each part page read is added to ``searched``: ``{mode: "thread", streams, hits}`` (hits: the
   parts joined for the judge).
 - A thread older than the part stream's newest page is not seen: nothing joins for it, and when
