@@ -61,42 +61,48 @@ def near_held(
     import numpy as np
 
     held = np.zeros(len(pieces))
-    asked = {word.lower(): stem(word) for word in question.words if stem(word) in weights}
-    if not asked:
-        return held
-    words = [sorted({word.lower() for word in LETTERS.findall(piece)}) for piece in pieces]
-    vocabulary = sorted({word for each in words for word in each} | set(asked))
-    place = {word: index for index, word in enumerate(vocabulary)}
-    vectors = _vectors(model, vocabulary)
-    keys = list(asked.values())
-    nearness = vectors @ vectors[[place[word] for word in asked]].T  # every word against each question word
-    for index, (own, said) in enumerate(zip(words, exact, strict=True)):
-        if not own:
-            continue
-        nearest = nearness[[place[word] for word in own]].max(axis=0)
+    asked = [(key, near) for key, near in _near_words(model, question, pieces) if key in weights]
+    for index, (piece, said) in enumerate(zip(pieces, exact, strict=True)):
+        own = {word.lower() for word in LETTERS.findall(piece)}
         held[index] = sum(
-            weights[key] * float(near)
-            for key, near in zip(keys, nearest, strict=True)
-            if key not in said and near >= NEAR
+            weights[key] * max(near[word] for word in own & near.keys())
+            for key, near in asked
+            if key not in said and not own.isdisjoint(near)
         )
     return held
 
 
 def near_forms(model: WordLlamaInference, question: Question, texts: Iterable[str]) -> dict[str, set[str]]:
     """Each question word's stem and the words of ``texts`` near it (see the module contract)."""
+    forms: dict[str, set[str]] = {}
+    for key, near in _near_words(model, question, texts):
+        forms.setdefault(key, set()).update(near)
+    return forms
+
+
+def _near_words(
+    model: WordLlamaInference, question: Question, texts: Iterable[str]
+) -> list[tuple[str, dict[str, float]]]:
+    """For each question word (lower-cased, once), its stem and the words of ``texts`` at least
+    ``NEAR`` to it, each with that nearness (the one measure ``near_held`` and ``near_forms``
+    share)."""
     import numpy as np
 
     asked = {word.lower(): stem(word) for word in question.words}
     vocabulary = sorted({word.lower() for text in texts for word in LETTERS.findall(text)})
     if not asked or not vocabulary:
-        return {}
+        return []
     nearness = _vectors(model, vocabulary) @ _vectors(model, list(asked)).T
-    forms: dict[str, set[str]] = {}
-    for column, key in enumerate(asked.values()):
-        forms.setdefault(key, set()).update(
-            vocabulary[row] for row in np.nonzero(nearness[:, column] >= NEAR)[0]
+    return [
+        (
+            key,
+            {
+                vocabulary[row]: float(nearness[row, column])
+                for row in np.nonzero(nearness[:, column] >= NEAR)[0]
+            },
         )
-    return forms
+        for column, key in enumerate(asked.values())
+    ]
 
 
 def _vectors(model: WordLlamaInference, words: Sequence[str]) -> npt.NDArray[np.float32]:
