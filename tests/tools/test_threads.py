@@ -43,6 +43,11 @@ def _block(text: str, hit_id: str) -> str:
     return text[text.index(f"id={hit_id}") :].split("\n[", 1)[0]
 
 
+def _joined(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The hits a page shows because they belong to its first hit's thread."""
+    return [hit for hit in hits if "thread" in (hit.get("found_by") or ())]
+
+
 def _pages_read(sandbox: Any, stream: str) -> list[list[tuple[str, str]]]:
     """The queries of the search's reads of ``stream``'s records pages, each sorted."""
     return [
@@ -104,7 +109,7 @@ async def test_a_reply_leads_to_the_other_replies_of_its_thread(shared_sandbox: 
     assert not result.is_error, result.text
     hits = result.structured["results"]
     assert hits[0]["id"] == "cin_slack_orbit/messages:OM00007"  # the reply that answers
-    joined = [hit for hit in hits if "thread" in (hit.get("found_by") or ())]
+    joined = _joined(hits)
     assert {hit["id"] for hit in joined} >= {"cin_slack_orbit/messages:OM00008"}
     assert {hit["thread_of"] for hit in joined} == {question}
     assert question not in {hit["id"] for hit in joined}  # the first message is no part of its own thread
@@ -118,7 +123,7 @@ async def test_a_chat_message_without_replies_adds_no_part_and_says_so(shared_sa
     assert result.structured["results"][0]["id"] == "cin_slack_acme/messages:M90000"
     assert "the first hit's thread in messages (no part to add)" in (result.text or "")
     assert "0 parts" not in (result.text or "")
-    assert not [hit for hit in result.structured["results"] if "thread" in (hit.get("found_by") or ())]
+    assert not _joined(result.structured["results"])
 
 
 async def test_a_question_put_to_an_assistant_leads_to_the_turn_that_answers_it(shared_sandbox: Any) -> None:
@@ -133,7 +138,7 @@ async def test_a_question_put_to_an_assistant_leads_to_the_turn_that_answers_it(
     assert not result.is_error, result.text
     hits = result.structured["results"]
     assert hits[0]["id"] == question
-    joined = [hit for hit in hits if "thread" in (hit.get("found_by") or ())]
+    joined = _joined(hits)
     assert [(hit["id"], hit["thread_of"]) for hit in joined] == [(answer, question)]
     text = (result.text or "").replace("<mark>", "").replace("</mark>", "")
     block = _block(text, answer)
@@ -165,7 +170,7 @@ async def test_an_answer_found_first_leads_to_no_next_question(shared_sandbox: A
     assert not result.is_error, result.text
     hits = result.structured["results"]
     assert hits[0]["id"] == answer
-    assert follow_up not in {hit["id"] for hit in hits if "thread" in (hit.get("found_by") or ())}
+    assert follow_up not in {hit["id"] for hit in _joined(hits)}
     assert "the first hit's thread in messages (no part to add)" in (result.text or "")
     assert len(_pages_read(shared_sandbox, "messages")) == 1  # the page says who wrote each turn
 
