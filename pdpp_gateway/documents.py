@@ -60,6 +60,7 @@ TITLE_FIELDS: Final = (
 )
 TITLE_CHARS: Final = 160
 MATCH_CHARS: Final = 60
+FETCH_TEXT_CHARS: Final = 12_000  # the most of a record's text a fetch shows
 TEXT_FIELDS: Final = ("text", "body_text", "body", "content", "selftext", "description", "summary", "snippet")
 AUTHORED_FIELDS: Final = (
     "sent_at",
@@ -103,7 +104,7 @@ def fetch_document(
     requested_id: str,
     ref: RecordRef,
     provider_url: str,
-    max_text_chars: int = 12_000,
+    max_text_chars: int = FETCH_TEXT_CHARS,
 ) -> dict[str, Any]:
     """Exactly ``{id, title, text, url, metadata}`` for one RS record."""
     payload = record_body.get("data") if isinstance(record_body.get("data"), Mapping) else {}

@@ -25,8 +25,10 @@ hit up to ``MAX_EVIDENCE``: one window each leaves room for more hits in full; a
 ``PREVIEW_CHARS`` visible chars, tags well-formed) with the exact ``read_record_field``
 arguments; a hit whose field the gateway read for its passages shows them, not the field's
 opening (its snippet), as bounded where they were cut (``Window.preview``: never inside the
-sentence chosen; at most ``PASSAGE_CHARS``). A hit matched only on metadata shows no
-invented body window, only how to read it.
+sentence chosen; at most ``PASSAGE_CHARS``). The first hit, when its evidence shows its long
+text in part, offers that text's ``fetch`` first (its length, and how much a fetch shows), before
+the reads around its windows; the closing line then gives no fetch example. A hit matched only
+on metadata shows no invented body window, only how to read it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
 
-from pdpp_gateway.documents import TITLE_FIELDS, made_title_part
+from pdpp_gateway.documents import FETCH_TEXT_CHARS, TEXT_FIELDS, TITLE_FIELDS, made_title_part
 from pdpp_gateway.marks import parse_marks, preview_around_mark
 from pdpp_gateway.render.common import (
     FEWER_WORDS_AND_MEANING,
@@ -139,12 +141,11 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
     if package.get("order") not in (None, "relevance"):
         lines.append(_package_order(package))  # a page ordered by the judge: the fused line says so
     lines.extend(warning_lines(meta.get("warnings"), 400))  # room for a member's reconnect command
-    fetch = call_text("fetch", _naming(hits[0])) if hits else ""
-    footer = (
-        [f"Fetch a hit by its id as shown (connection_id only where shown apart), e.g. {fetch}"]
-        if hits
-        else []
-    )
+    footer = []
+    if hits:  # the first hit's block may offer its fetch already: no example then
+        offered = _whole_text_line(hits[0], _evidence(hits[0]))
+        example = "" if offered else f", e.g. {call_text('fetch', _naming(hits[0]))}"
+        footer.append(f"Fetch a hit by its id as shown (connection_id only where shown apart){example}")
     blocks, bare = _blocks(hits)
     used = sum(len(line) + 1 for line in [*lines, *footer]) + (len(BARE_ROWS) + 1 if bare else 0)
     most = _judged_detail(hits) + len(bare)  # a bare row costs nothing more in either form
@@ -380,6 +381,27 @@ def _connection_part(hit: Mapping[str, Any]) -> str:
     return f" connection_id={connection}" if connection and not hit_id.startswith(f"{connection}/") else ""
 
 
+def _evidence(hit: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
+
+
+def _whole_text_line(hit: Mapping[str, Any], evidence: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The best hit's ``fetch`` line, ahead of the reads around its windows, when its evidence
+    shows its long text only in part (a field ``fetch`` shows): the windows hold the sentences
+    judged best, so when they miss the answer the whole text is the next place to look."""
+    part = next(
+        (e for e in evidence if isinstance(e.get("read"), Mapping) and e.get("field") in TEXT_FIELDS), None
+    )
+    if part is None:
+        return []
+    total = part.get("total_chars")
+    size = ""
+    if isinstance(total, int):
+        first = f"; fetch shows its first {FETCH_TEXT_CHARS:,}" if total > FETCH_TEXT_CHARS else ""
+        size = f" ({total:,} chars{first})"
+    return [f"    its whole text{size}: {call_text('fetch', _naming(hit))}"]
+
+
 def _naming(hit: Mapping[str, Any]) -> dict[str, Any]:
     hit_id = str(hit.get("id"))
     connection = hit.get("connection_id")
@@ -425,7 +447,7 @@ def _hit_block(number: int, hit: Mapping[str, Any], windows: int = MAX_EVIDENCE)
         parts.append(f"belongs to {hit['body_of']}")  # the header it was folded with (retrieval.linked_hits)
     title = str(hit.get("title", ""))
     named = made_title_part(stream, str(hit.get("record_id")))  # a title made of source, stream and id
-    evidence = [e for e in hit.get("evidence") or () if isinstance(e, Mapping)]
+    evidence = _evidence(hit)
     made, _, matched_value = title.partition(" · ")
     shown_fields = {str(e.get("field")) for e in evidence}
     if named in made and evidence and matched_value.split(":", 1)[0] in {"", *shown_fields}:
@@ -436,6 +458,8 @@ def _hit_block(number: int, hit: Mapping[str, Any], windows: int = MAX_EVIDENCE)
         lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(title, 100)}"]
     if isinstance(origin, Mapping):  # its origin line names the record it belongs to
         lines.append(_origin_line(hit_id, origin))
+    if number == 1:
+        lines.extend(_whole_text_line(hit, evidence))
     previews = [_plain(str(e.get("preview", ""))) for e in evidence]
     snippet = _flat(str(hit.get("snippet") or ""))
     passages = any(e.get("provenance") == "passage" for e in evidence)  # not its opening
