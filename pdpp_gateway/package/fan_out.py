@@ -58,7 +58,8 @@ from pdpp_gateway.context import (
     ambiguous_connection,
 )
 from pdpp_gateway.package.cursor import invalid_cursor, is_package_cursor
-from pdpp_gateway.package.search import is_continuation, member_step, merge_search, search_calls, source_tag
+from pdpp_gateway.package.members import member_step, source_tag
+from pdpp_gateway.package.search import is_continuation, merge_search, search_calls
 from pdpp_gateway.tools.args import SchemaArgs, SearchArgs, reads_from
 
 MEMBER_SECONDS: Final = 6.0  # under the RS client's 20 s read bound: a stalled member is cut off

@@ -62,8 +62,8 @@ from pdpp_gateway.package.cursor import (
     is_package_cursor,
     member_keys,
 )
+from pdpp_gateway.package.members import RECONNECT, label, member_step, source_tag
 from pdpp_gateway.render.common import RETRIEVAL
-from pdpp_gateway.render.errors import next_step
 from pdpp_gateway.retrieval.fused import FUSED_LIMIT
 from pdpp_gateway.retrieval.other_streams import merge_other_streams
 from pdpp_gateway.retrieval.stream_hints import merge_stream_hints
@@ -74,8 +74,6 @@ DEFAULT_SEARCH_LIMIT: Final = 25
 ORDER: Final = "round_robin_by_child_rank"  # a pinned mode's hits: RS scores are not comparable
 RELEVANCE_ORDER: Final = "relevance"  # the gateway's one judge (question.relevance), for every source
 _CURSOR_FAILURES: Final = frozenset({"invalid_cursor", "cursor_expired"})
-_CONNECT: Final = "pdpp-gateway connect"
-_PLACEHOLDER: Final = f"{_CONNECT} <provider-url>"
 
 # A member's sub-call of ``call`` with the given arguments (parsed again: they differ).
 Route = Callable[[Call, PackageMember, Mapping[str, Any]], Call]
@@ -207,7 +205,7 @@ def merge_search(
     meta["package"] = {
         "member_count": len(members),
         "order": RELEVANCE_ORDER if judged else ORDER,
-        "source_order": [_label(lane.member) for lane in lanes],
+        "source_order": [label(lane.member) for lane in lanes],
         "returned_hit_count": len(returned),
         "fanout_limit": limit,
         "partial": len(ok) < len(lanes),
@@ -245,7 +243,7 @@ def merge_search(
         structured[RETRIEVAL] = {
             **fused[0][1],
             "searched": _searched_by_all([retrieval for _, retrieval in fused]),
-            "sources": [_label(lane.member) for lane, _ in fused],
+            "sources": [label(lane.member) for lane, _ in fused],
         }
     elif found:  # every member searched the question's content words alike
         structured[RETRIEVAL] = found[0][1]
@@ -280,11 +278,6 @@ def _searched_by_all(retrievals: Sequence[Mapping[str, Any]]) -> list[dict[str, 
             if streams:
                 alike["streams"] = list(dict.fromkeys([*alike.get("streams", ()), *streams]))
     return list(merged.values())
-
-
-def source_tag(member: PackageMember) -> dict[str, Any]:
-    """A member's connection entry without its empty keys."""
-    return {key: value for key, value in member.connection_entry().items() if value is not None}
 
 
 # --- planning helpers ----------------------------------------------------------------
@@ -432,7 +425,7 @@ def _next_turn(lanes: Sequence[_Lane], continuing: Sequence[_Lane], turn: int) -
 
 def _next_step(lane: _Lane, retried: set[int], provider_url: str) -> str:
     step = member_step(lane.member, lane.error, provider_url) if lane.error is not None else None
-    if step is not None and _CONNECT in step:
+    if step is not None and RECONNECT in step:
         return step  # its grant must be renewed, with this command
     if id(lane) in retried:
         return "Follow next_cursor to retry it, or choose another connection."
@@ -441,24 +434,12 @@ def _next_step(lane: _Lane, retried: set[int], provider_url: str) -> str:
     return "Retry this search, or pass its connection_id to search it alone."
 
 
-def member_step(member: PackageMember, error: ToolError, provider_url: str) -> str | None:
-    """The next step after a member's ``error``, its reconnect command naming that member's
-    provider and connector (the generic step leaves ``<provider-url>`` for the caller to fill)."""
-    step = next_step(error.envelope, error.extra.get("http_status"))
-    if step is None or _PLACEHOLDER not in step:
-        return step
-    command = f"{_CONNECT} {member.provider_url or provider_url}"
-    if member.connector_key:
-        command += f" --connector {member.connector_key}"
-    return step.replace(_PLACEHOLDER, command)
-
-
 def _warnings(
     lanes: Sequence[_Lane], retried: set[int], provider_url: str, *, hybrid: bool, cursor_dropped: bool
 ) -> list[dict[str, Any]]:
     warnings: list[dict[str, Any]] = []
     for lane in lanes:
-        name = _label(lane.member)
+        name = label(lane.member)
         if lane.error is not None:
             warnings.append(
                 {
@@ -496,11 +477,6 @@ def _warnings(
             }
         )
     return warnings
-
-
-def _label(member: PackageMember) -> str:
-    entry = member.connection_entry()
-    return str(entry["connection_id"] or member.grant_id)
 
 
 def _source_mix(hits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
