@@ -1,8 +1,8 @@
 """Text for ``search``: every hit's complete id, sources, and proven evidence.
 
 Contract: a summary line (hit count, has_more, mode); for a fused answer one line of how it
-was found (why, each search and its hit count, the long texts and the thread read, the
-order); ``next_cursor`` verbatim with the exact next-page call (hybrid search has none: when
+was found (``search_account``: why, each search and its hit count, the long texts and the
+thread read, the order); ``next_cursor`` verbatim with the exact next-page call (hybrid search has none: when
 it says more hits exist, the text says how to reach them: a larger ``limit``, narrower
 ``streams``, or the same search in lexical mode, which pages); recall and source-mix
 disclosures when the RS sent them; then the hits within ``BUDGET`` characters. Every
@@ -42,10 +42,7 @@ from mcp_gateway_middleware import ToolResult
 from pdpp_gateway.documents import FETCH_TEXT_CHARS, TEXT_FIELDS, TITLE_FIELDS, made_title_part
 from pdpp_gateway.marks import parse_marks, preview_around_mark
 from pdpp_gateway.render.common import (
-    FEWER_WORDS_AND_MEANING,
-    NO_RECORD_HAS_EVERY_WORD,
     RETRIEVAL,
-    WORDS_AND_MEANING,
     again,
     as_mapping,
     call_text,
@@ -54,10 +51,21 @@ from pdpp_gateway.render.common import (
     fit_rows,
     warning_lines,
 )
+from pdpp_gateway.render.search_account import (
+    FIELD_VALUE,
+    MEANING_MODES,
+    fused_line,
+    fused_more,
+    hybrid_more,
+    nothing_lexical,
+    older_thread_line,
+    other_streams_line,
+    package_order_line,
+    stream_hint_line,
+)
 from pdpp_gateway.retrieval.other_streams import OTHER_STREAMS
 from pdpp_gateway.retrieval.stream_hints import STREAM_HINTS
 from pdpp_gateway.tools.args import SearchArgs
-from pdpp_gateway.tools.specs import MAX_PAGE_LIMIT
 
 BUDGET: Final = 4_500
 MAX_HITS: Final = 8
@@ -67,17 +75,6 @@ PREVIEW_CHARS: Final = 260
 PASSAGE_CHARS: Final = 3 * PREVIEW_CHARS  # a passage read for the answer: bounded where it was cut
 SNIPPET_CHARS: Final = 200
 ROW_EXCERPT_CHARS: Final = 60
-_WHY: Final = {  # why a page is fused, in the line that explains it
-    WORDS_AND_MEANING: "words and meaning searched side by side",
-    FEWER_WORDS_AND_MEANING: "fewer words and meaning",
-    NO_RECORD_HAS_EVERY_WORD: "no record holds every word",
-}
-_FIELD_VALUE: Final = (  # what to try when no search finds the answer
-    "when the answer is a field value, query_records on the likely stream reads its newest "
-    "records first, with fields for only those that hold it (schema() lists the streams and "
-    "their fields)."
-)
-_MEANING_MODES: Final = frozenset({"hybrid", "semantic"})  # the searches that find records near a meaning
 BARE_ROWS: Final = "(a hit with no text evidence is listed in brief: fetch it by id to read it)"
 
 
@@ -101,29 +98,29 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         members = package.get("member_count")
         lines.append(
             clip(
-                _fused_line(retrieval, args.text, bool(hits), members if isinstance(members, int) else 0), 600
+                fused_line(retrieval, args.text, bool(hits), members if isinstance(members, int) else 0), 600
             )
         )
-        older = _older_thread_line(args, retrieval)
+        older = older_thread_line(args, retrieval)
         if older is not None:
             lines.append(older)
     if envelope.get("next_cursor"):
         follow = again(args.arguments, cursor=envelope["next_cursor"])
         lines.append(f"next_cursor={envelope['next_cursor']} → next page: {call_text('search', follow)}")
     elif envelope.get("has_more") and fused:
-        lines.append(_fused_more(args, retrieval))
+        lines.append(fused_more(args, retrieval))
     elif envelope.get("has_more") and mode == "hybrid":
-        lines.append(_hybrid_more(args))
+        lines.append(hybrid_more(args))
     elif not hits and mode == "lexical" and not args.cursor:
-        lines.append(_nothing_lexical(args, retrieval.get("searched")))
+        lines.append(nothing_lexical(args, retrieval.get("searched")))
     elif not hits and fused:
-        meant = any(as_mapping(s).get("mode") in _MEANING_MODES for s in retrieval.get("searched") or ())
+        meant = any(as_mapping(s).get("mode") in MEANING_MODES for s in retrieval.get("searched") or ())
         nothing = "these words or is near this meaning" if meant else "these words"
-        lines.append(f"No record holds {nothing}; {_FIELD_VALUE}")
-    lines.extend(_stream_hint_line(as_mapping(hint)) for hint in result.structured.get(STREAM_HINTS) or ())
+        lines.append(f"No record holds {nothing}; {FIELD_VALUE}")
+    lines.extend(stream_hint_line(as_mapping(hint)) for hint in result.structured.get(STREAM_HINTS) or ())
     others = [as_mapping(entry) for entry in result.structured.get(OTHER_STREAMS) or ()]
     if others:
-        lines.append(_other_streams_line(others, bool(hits)))
+        lines.append(other_streams_line(others, bool(hits)))
     recall = meta.get("recall")
     if isinstance(recall, Mapping) and (
         recall.get("complete") is False or recall.get("ranking_scope") == "candidate_window"
@@ -139,7 +136,7 @@ def render_search(args: SearchArgs, result: ToolResult) -> str:
         )
         lines.append(f"sources: {mix}")
     if package.get("order") not in (None, "relevance"):
-        lines.append(_package_order(package))  # a page ordered by the judge: the fused line says so
+        lines.append(package_order_line(package))  # a page ordered by the judge: the fused line says so
     lines.extend(warning_lines(meta.get("warnings"), 400))  # room for a member's reconnect command
     footer = []
     if hits:  # the first hit's block may offer its fetch already: no example then
@@ -196,144 +193,6 @@ def _near_line(hit: Mapping[str, Any]) -> str:
     return "\n    long: read where it speaks of your words with " + call_text(
         str(near.get("tool")), near.get("arguments") or {}
     )
-
-
-def _package_order(package: Mapping[str, Any]) -> str:
-    """How a merged package page of a pinned mode is ordered: round-robin (RS scores of
-    different sources are not comparable)."""
-    sources = ", ".join(str(source) for source in (package.get("source_order") or ())[:8])
-    return clip(
-        f"order: round-robin by each source's own rank, sources in fixed order ({sources}); "
-        "scores of different sources are not comparable.",
-        240,
-    )
-
-
-def _fused_line(retrieval: Mapping[str, Any], question: str, hits: bool, members: int) -> str:
-    """How a fused answer was found, in one line: why, each search and its hit count (the
-    question as asked is "the question"), the long texts and thread read, and the order of its
-    ``hits`` when it has some."""
-    searched = [as_mapping(s) for s in retrieval.get("searched") or ()]
-    lists = [
-        f"{s.get('mode')} {'on the question' if s.get('query') == question else dumps(s.get('query'))} "
-        f"({s.get('hits')})"
-        for s in searched
-        if not s.get("streams")
-    ]
-    lists += [
-        _thread_part(s, members)
-        if s.get("mode") == "thread"
-        else f"{', '.join(str(n) for n in s.get('streams') or ())} by {s.get('mode')} for a short hit's "
-        f"long text ({s.get('hits')}, the best at that hit's rank)"
-        for s in searched
-        if s.get("streams")
-    ]
-    why = _WHY.get(str(retrieval.get("why")), _WHY[NO_RECORD_HAS_EVERY_WORD])
-    sources = retrieval.get("sources")
-    where = (  # a page with hits names its sources on a line of its own: here only those that fused
-        f" in {', '.join(str(s) for s in sources[:8])}"
-        if isinstance(sources, list) and (len(sources) < members or not hits)
-        else ""
-    )
-    found = f"Fused{where}: {why}; {' + '.join(lists)}."
-    if not hits:
-        return found
-    return f"{found} Ordered by best sentence and search rank, one judge for every source. Meaning-based hits are approximate: check the evidence."
-
-
-def _thread_part(searched: Mapping[str, Any], members: int) -> str:
-    """The first hit's thread as read (``retrieval.threads``; a package's members' first hits'):
-    how many of its parts the judge weighed with the page, or that its parts are older than the
-    part stream's newest page (``_older_thread_line`` says where they are)."""
-    streams = ", ".join(str(name) for name in searched.get("streams") or ())
-    whose = "each source's first hit's threads" if members > 1 else "the first hit's thread"
-    if searched.get("older_than"):
-        return f"{whose} in {streams} (its parts are older than the newest {searched['older_than']})"
-    count = searched.get("hits")
-    if not count:  # a chat message without replies, a thread whose parts the page shows already
-        return f"{whose} in {streams} (no part to add)"
-    return f"{whose} in {streams} ({count} part{'' if count == 1 else 's'} judged with the page)"
-
-
-def _older_thread_line(args: SearchArgs, retrieval: Mapping[str, Any]) -> str | None:
-    """For a first hit whose thread is older than its part stream's newest page: the search of
-    that stream that finds its parts by their words, on a line of its own (never clipped)."""
-    for searched in (as_mapping(s) for s in retrieval.get("searched") or ()):
-        if searched.get("mode") == "thread" and searched.get("older_than"):
-            streams = [str(name) for name in searched.get("streams") or ()]
-            call = call_text("search", again(args.arguments, streams=streams))
-            return f"The first hit's thread is older than the parts read: {call} finds them by their words."
-    return None
-
-
-def _stream_hint_line(hint: Mapping[str, Any]) -> str:
-    """A stream the question names (``retrieval.stream_hints``), with the read that answers from it."""
-    words = ", ".join(dumps(word) for word in hint.get("words") or ())
-    fields = ", ".join(str(field) for field in hint.get("fields") or ())
-    call = as_mapping(hint.get("call"))
-    why = (
-        "is the nearest the question in meaning"
-        if hint.get("by") == "meaning"
-        else f"matches {words}{f' (fields {fields})' if fields else ''}"
-    )
-    return (
-        f"Structured data may answer this: stream {hint.get('stream')} of {hint.get('source')} {why}; "
-        f"its records {hint.get('order')}: "
-        + call_text(str(call.get("tool")), as_mapping(call.get("arguments")))
-    )
-
-
-def _other_streams_line(others: Sequence[Mapping[str, Any]], hits: bool) -> str:
-    """The grant's streams no hit is of, for a page that shows none of the question's words
-    (``retrieval.other_streams``): its hits are guesses by meaning, or it has none."""
-    listed = "; ".join(
-        f"{entry.get('source')}"
-        + (f" (connection_id {entry['connection_id']})" if entry.get("connection_id") else "")
-        + f": {', '.join(str(name) for name in entry.get('streams') or ())}"
-        for entry in others
-    )
-    found = "No hit shows a word of the question: these are guesses by meaning." if hits else "No hit."
-    return (
-        f"{found} The answer may be data no "
-        f"text search finds, in the grant's other streams: {listed}. Read one with query_records "
-        "(its stream, and its connection_id where given), or see its fields with schema."
-    )
-
-
-def _fused_more(args: SearchArgs, retrieval: Mapping[str, Any]) -> str:
-    """A fused page has no cursor: the lexical search among its lists is the one that pages."""
-    lexical = next(
-        (as_mapping(s) for s in retrieval.get("searched") or () if as_mapping(s).get("mode") == "lexical"),
-        None,
-    )
-    if lexical is None:
-        return f"More hits exist; a fused answer has no next page: raise limit (up to {MAX_PAGE_LIMIT}) or narrow with streams."
-    paged = again(args.arguments, query=lexical.get("query"), mode="lexical")
-    return f"More hits exist; a fused answer has no next page: page its lexical hits with {call_text('search', paged)}"
-
-
-def _hybrid_more(args: SearchArgs) -> str:
-    """What to do when hybrid says more hits exist: it has no cursor (the RS refuses one)."""
-    raise_limit = "" if args.limit == MAX_PAGE_LIMIT else f"raise limit (up to {MAX_PAGE_LIMIT}), "
-    paged = again(args.arguments, without=("mode",), mode="lexical")
-    return (
-        "More hits exist, but hybrid search has no next page (no cursor): "
-        f"{raise_limit}narrow with streams or connection_id, or page through them with lexical "
-        f"search, which has a cursor: {call_text('search', paged)}"
-    )
-
-
-def _nothing_lexical(args: SearchArgs, searched: object) -> str:
-    """Why a lexical search found nothing, and the ready call to try next: its two most
-    distinctive words, unless they are what was searched (``searched``: the words the gateway
-    sent, when not the query as asked); for a field value, a read of the likely stream that
-    every caller can make (a client grant token cannot filter: the RS refuses ``filter`` for it)."""
-    fewer = " ".join(args.question.distinctive())
-    step = "Lexical search needs every word of the query in one record, and none has them all. "
-    if fewer and fewer not in (args.text, searched):
-        relaxed = call_text("search", again(args.arguments, query=fewer))
-        return f"{step}Try its most distinctive words: {relaxed}; or, {_FIELD_VALUE}"
-    return f"{step}Or, {_FIELD_VALUE}"
 
 
 def _judged_detail(hits: Sequence[Mapping[str, Any]]) -> int:
