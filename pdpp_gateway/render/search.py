@@ -25,10 +25,12 @@ hit up to ``MAX_EVIDENCE``: one window each leaves room for more hits in full; a
 ``PREVIEW_CHARS`` visible chars, tags well-formed) with the exact ``read_record_field``
 arguments; a hit whose field the gateway read for its passages shows them, not the field's
 opening (its snippet), as bounded where they were cut (``Window.preview``: never inside the
-sentence chosen; at most ``PASSAGE_CHARS``). The first hit, when its evidence shows its long
-text in part, offers that text's ``fetch`` first (its length, and how much a fetch shows), before
-the reads around its windows; the closing line then gives no fetch example. A hit matched only
-on metadata shows no invented body window, only how to read it.
+sentence chosen; at most ``PASSAGE_CHARS``). A hit whose evidence shows its long text in part
+offers that text's ``fetch`` ahead of its evidence (its length, and how much a fetch shows): the
+first call a page spells out is the best hit's whole text. A window's read-more is then offered
+only where the fetch does not reach (past ``documents.FETCH_TEXT_CHARS``): one call per hit,
+not one per window; and the closing line gives no fetch example. A hit matched only on metadata
+shows no invented body window, only how to read it.
 """
 
 from __future__ import annotations
@@ -245,9 +247,9 @@ def _evidence(hit: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _whole_text_line(hit: Mapping[str, Any], evidence: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The best hit's ``fetch`` line, ahead of the reads around its windows, when its evidence
-    shows its long text only in part (a field ``fetch`` shows): the windows hold the sentences
-    judged best, so when they miss the answer the whole text is the next place to look."""
+    """A hit's ``fetch`` line, ahead of its evidence, when its evidence shows its long text only
+    in part (a field ``fetch`` shows): the windows hold the sentences judged best, so when they
+    miss the answer the whole text is the next place to look."""
     part = next(
         (e for e in evidence if isinstance(e.get("read"), Mapping) and e.get("field") in TEXT_FIELDS), None
     )
@@ -259,6 +261,13 @@ def _whole_text_line(hit: Mapping[str, Any], evidence: Sequence[Mapping[str, Any
         first = f"; fetch shows its first {FETCH_TEXT_CHARS:,}" if total > FETCH_TEXT_CHARS else ""
         size = f" ({total:,} chars{first})"
     return [f"    its whole text{size}: {call_text('fetch', _naming(hit))}"]
+
+
+def _fetch_shows(read: Mapping[str, Any]) -> bool:
+    """Whether a fetch of the record shows all that ``read`` (a window's read-more) would."""
+    arguments = as_mapping(read.get("arguments"))
+    offset, limit = arguments.get("offset_chars"), arguments.get("limit_chars")
+    return isinstance(offset, int) and isinstance(limit, int) and offset + limit <= FETCH_TEXT_CHARS
 
 
 def _naming(hit: Mapping[str, Any]) -> dict[str, Any]:
@@ -317,8 +326,8 @@ def _hit_block(number: int, hit: Mapping[str, Any], windows: int = MAX_EVIDENCE)
         lines = [" ".join(parts) + _connection_part(hit), f"    title: {clip(title, 100)}"]
     if isinstance(origin, Mapping):  # its origin line names the record it belongs to
         lines.append(_origin_line(hit_id, origin))
-    if number == 1:
-        lines.extend(_whole_text_line(hit, evidence))
+    whole = _whole_text_line(hit, evidence)
+    lines.extend(whole)
     previews = [_plain(str(e.get("preview", ""))) for e in evidence]
     snippet = _flat(str(hit.get("snippet") or ""))
     passages = any(e.get("provenance") == "passage" for e in evidence)  # not its opening
@@ -336,7 +345,7 @@ def _hit_block(number: int, hit: Mapping[str, Any], windows: int = MAX_EVIDENCE)
             where = f" (passage at char {item.get('at_chars')} of {item.get('total_chars')})"
         lines.append(f"    evidence {item.get('field')}{where}: {preview}")
         read = item.get("read")
-        if isinstance(read, Mapping):
+        if isinstance(read, Mapping) and not (whole and _fetch_shows(read)):
             lines.append(f"      read more: {call_text(str(read.get('tool')), read.get('arguments') or {})}")
     matched = [str(f) for f in hit.get("matched_fields") or ()]
     near = hit.get("read_near")

@@ -51,10 +51,23 @@ QUERIES = [
 ]
 
 
+def _whole_text_fetches(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """(preview as shown, fetch arguments) for every evidence line of a search text whose hit
+    offers its whole text by fetch above it and no read-more of its own."""
+    found = []
+    for block in re.split(r"^(?=\[\d+\] )", text, flags=re.M):
+        fetch = re.search(r"^ +its whole text[^:]*: fetch (\{.*\})$", block, re.M)
+        alone = re.findall(r"^ +evidence [^:]+: (.*)$(?!\n +read more: )", block, re.M)
+        if fetch is not None:
+            found += [(preview, orjson.loads(fetch.group(1))) for preview in alone]
+    return found
+
+
 @pytest.mark.parametrize("query", QUERIES)
 async def test_read_more_lands_on_the_window_the_preview_shows(stdio_gateway: Client, query: str) -> None:
     result, text = await _call(stdio_gateway, "search", query=query, limit=25)
     pairs = _evidence_pairs(text)
+    fetched = _whole_text_fetches(text)
     shown = re.findall(r"^ +evidence [^:]+: (.*)$", text, re.M)
     assert shown, text
     # a short field shown whole may end in "…" of its own (a mail's snippet field)
@@ -69,13 +82,20 @@ async def test_read_more_lands_on_the_window_the_preview_shows(stdio_gateway: Cl
         for preview in shown
         if _visible(preview) in fields_whole or not (preview.startswith("…") or preview.endswith("…"))
     ]
-    # a preview cut by "…" offers the read that goes on; one showing its whole field offers none
-    assert sorted(preview for preview, _ in pairs) == sorted(p for p in shown if p not in whole), text
+    # a preview cut by "…" offers the read that goes on: its own read-more, or its hit's whole
+    # text by fetch (above its evidence) where the fetch shows all the read-more would;
+    # one showing its whole field offers neither
+    cut = sorted(p for p in shown if p not in whole)
+    assert sorted([preview for preview, _ in pairs] + [p for p, _ in fetched if p not in whole]) == cut, text
     for preview, arguments in pairs:
         window, window_text = await _call(stdio_gateway, "read_record_field", **arguments)
         shown = _visible(preview)
         assert shown in _flat(window.structured_content["window"]["text"]), (query, preview, arguments)
         assert shown in _flat(window_text.split("\n---\n", 1)[1])
+    for preview, arguments in fetched:
+        document, document_text = await _call(stdio_gateway, "fetch", **arguments)
+        assert _visible(preview) in _flat(document.structured_content["text"]), (query, preview, arguments)
+        assert _visible(preview) in _flat(orjson.loads(document_text)["text"])
 
 
 async def test_the_reported_porto_window_holds_the_code(stdio_gateway: Client) -> None:

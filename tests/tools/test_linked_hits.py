@@ -86,7 +86,7 @@ async def test_a_message_whose_body_the_page_shows_needs_no_body_search(shared_s
 
 async def test_a_body_only_the_body_search_finds_folds_into_its_message(shared_sandbox: Any) -> None:
     # the message ranks first on its subject; its body is not on the fused page but is what the
-    # body search finds: shown as one hit, whose first read-more call holds the office's address
+    # body search finds: shown as one hit, whose first call (its whole text) holds the office's address
     text = await _search(shared_sandbox, "whats the address of the orbit labs office")
     ids = _hit_ids(text)
     assert MESSAGE not in ids
@@ -95,7 +95,9 @@ async def test_a_body_only_the_body_search_finds_folds_into_its_message(shared_s
     assert f"belongs to {MESSAGE}" in first
     assert "no text evidence" not in first
     assert len(ids) == len(set(ids))
-    call = next(line.strip() for line in first.splitlines() if "read more: read_record_field {" in line)
-    arguments = json.loads(call.removeprefix("read more: read_record_field "))
-    read = await call_tool(shared_sandbox, "read_record_field", arguments, "client_life")
-    assert "Rua da Boavista, 71" in (read.text or "")
+    call = next(line.strip() for line in first.splitlines() if ": fetch {" in line)
+    assert call.startswith("its whole text (")
+    arguments = json.loads(call.split(": fetch ", 1)[1])
+    assert arguments == {"id": BODY}
+    document = await call_tool(shared_sandbox, "fetch", arguments, "client_life")
+    assert "Rua da Boavista, 71" in (document.text or "")

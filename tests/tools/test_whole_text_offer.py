@@ -1,11 +1,12 @@
-"""The best hit whose long text a page shows only in part offers that text whole first, pinned
-at the level of the answer text over the sandbox's fresh corpus, in questions of our own.
+"""A hit whose long text a page shows only in part offers that text whole, pinned at the level
+of the answer text over the sandbox's fresh corpus, in questions of our own.
 
-The windows a page shows of its best hit are the sentences the scorer judged best. When they
-miss the answer, the read around them seldom finds it; the whole text does, wherever it is. So
-the first call the text spells out is the hit's ``fetch``, with the text's length (and how much
-of it a fetch shows); the reads around each window follow. A hit shown whole offers none, and
-the page's closing line then gives its fetch as the example."""
+The windows a page shows of a hit are the sentences the scorer judged best. When they miss the
+answer, the read around them seldom finds it; the whole text does, wherever it is. So a hit shown
+in part offers its ``fetch`` above its windows, with the text's length (and how much of it a
+fetch shows), and the first call a page spells out is its best hit's; a window's own read is
+offered only past what a fetch shows. A hit shown whole offers none, and the page's closing line
+then gives its fetch as the example."""
 
 from __future__ import annotations
 
@@ -26,24 +27,44 @@ def _spelled(text: str) -> list[tuple[str, dict[str, Any]]]:
     return [(tool, orjson.loads(arguments)) for tool, arguments in CALL.findall(text)]
 
 
-async def test_a_long_text_shown_in_part_offers_its_fetch_before_any_read(shared_sandbox: Any) -> None:
+async def test_a_long_text_shown_in_part_offers_its_fetch_first(shared_sandbox: Any) -> None:
     asked = "does the travel cover pay for a relative to fly out if one of us stays in hospital"
     page = await call_tool(shared_sandbox, "search", {"query": asked}, token="client_life")
     best = page.structured["results"][0]
     assert best["id"] == POLICY
     assert any("read" in item for item in best["evidence"])  # shown in part
-    calls = _spelled(page.text or "")
+    text = page.text or ""
+    calls = _spelled(text)
     assert calls[0] == ("fetch", {"id": POLICY})
-    assert any(tool == "read_record_field" for tool, _ in calls[1:])  # the reads around it follow
-    assert f"its whole text (14,542 chars; fetch shows its first {FETCH_TEXT_CHARS:,})" in (page.text or "")
-    assert (page.text or "").count('fetch {"id":"' + POLICY + '"}') == 1  # not again as the example
+    assert f"its whole text (14,542 chars; fetch shows its first {FETCH_TEXT_CHARS:,})" in text
+    assert text.count('fetch {"id":"' + POLICY + '"}') == 1  # not again as the example
+    assert not [
+        arguments for tool, arguments in calls if tool == "read_record_field" and arguments["id"] == POLICY
+    ]
 
     fetched = await call_tool(shared_sandbox, "fetch", calls[0][1], token="client_life")
-    whole = str(fetched.structured["text"])
+    whole = " ".join(str(fetched.structured["text"]).split())
     for item in best["evidence"]:  # it holds every window the page showed, and the text around them
-        shown = " ".join(parse_marks(item["preview"])[0].strip("…").split())
-        assert shown in " ".join(whole.split())
-    assert len(whole) >= FETCH_TEXT_CHARS
+        assert " ".join(parse_marks(item["preview"])[0].strip("…").split()) in whole
+        read = item["read"]["arguments"]
+        assert read["offset_chars"] + read["limit_chars"] <= FETCH_TEXT_CHARS
+
+
+async def test_a_window_past_what_a_fetch_shows_keeps_its_read(shared_sandbox: Any) -> None:
+    asked = "how is our personal data used by the insurance company"
+    page = await call_tool(shared_sandbox, "search", {"query": asked}, token="client_life")
+    best = page.structured["results"][0]
+    assert best["id"] == POLICY
+    reads = [item["read"]["arguments"] for item in best["evidence"]]
+    past = [read for read in reads if read["offset_chars"] + read["limit_chars"] > FETCH_TEXT_CHARS]
+    within = [read for read in reads if read not in past]
+    assert past  # one window past the fetch's reach
+    assert within  # and one in it
+    calls = _spelled(page.text or "")
+    assert calls[0] == ("fetch", {"id": POLICY})
+    offered = [arguments for tool, arguments in calls if tool == "read_record_field"]
+    assert all(read in offered for read in past)
+    assert not any(read in offered for read in within)
 
 
 async def test_a_text_shown_whole_offers_no_fetch_of_its_own(shared_sandbox: Any) -> None:
