@@ -2,9 +2,9 @@
 
 Contract: a summary line (hit count, has_more, mode); for a fused answer one line of how it
 was found (``search_account``: why, each search and its hit count, the long texts and the
-thread read, the order); ``next_cursor`` verbatim with the exact next-page call (hybrid search has none: when
-it says more hits exist, the text says how to reach them: a larger ``limit``, narrower
-``streams``, or the same search in lexical mode, which pages); recall and source-mix
+thread read, the order); ``next_cursor`` verbatim with the exact next-page call (hybrid
+search has none: when it says more hits exist, the text says how to reach them: a larger
+``limit``, narrower ``streams``, or the same search in lexical mode, which pages); recall and source-mix
 disclosures when the RS sent them; then the hits within ``BUDGET`` characters. Every
 returned hit is listed with its complete id (never cut): the first ones (up to ``MAX_HITS``;
 on a page the judge ordered, only those scoring at least ``DETAIL_SHARE`` of its best: a hit
