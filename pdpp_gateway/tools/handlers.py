@@ -1,6 +1,6 @@
 """The terminal handlers: one forwarded RS read per tool (or two: the expand gate's or the
 merged-sources schema read, or a binary field's projected record read after the RS
-refused it as non-text).
+refused it as non-text; three for a mail message's fetch, which finds its body).
 
 Contract: a handler receives the caller's context and its tool's arguments as validation
 parsed them (``tools.args``: its record handle resolved, its RS query encoded once). It
@@ -16,6 +16,10 @@ resource URI, never its bytes; any other non-text field keeps the RS's 422.
 
 ``search``'s handler is ``retrieval.search.search`` (search in a person's words: the
 question's own words first, then meaning and fewer words, fused; its module contract).
+``fetch`` of a mail's message (a stream whose records have whole bodies in the grant, not
+projected by ``fields`` nor expanded) answers its body's text in place of its snippet, the
+body named in ``metadata.body_id`` (``retrieval.message_body``: a search and a read or more;
+the message alone when no body is found).
 
 Merged sources: without ``connection_id`` the RS reads a stream name across every
 granted connection holding it. ``aggregate`` (whose answer does not show that) reads the
@@ -38,10 +42,11 @@ from mcp_gateway_middleware import ToolResult, gateway_error
 
 from pdpp_gateway import documents, schema_view
 from pdpp_gateway.context import GatewayContext
-from pdpp_gateway.ids import RecordRef
+from pdpp_gateway.ids import RecordRef, format_handle
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.passages import Passage
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
+from pdpp_gateway.retrieval.message_body import find_body
 from pdpp_gateway.retrieval.passage_reads import read_windows, window_around
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
@@ -147,7 +152,31 @@ async def fetch(context: GatewayContext, args: FetchArgs) -> ToolResult:
     document = documents.fetch_document(
         response.body, requested_id=args.requested_id, ref=ref, provider_url=context.provider_url
     )
+    metadata = document["metadata"]
+    if not args.expand and not any(name == "fields" for name, _ in args.query) and metadata.get("text_field"):
+        served = RecordRef(ref.stream, ref.record_id, metadata.get("connection_id") or ref.connection_id)
+        body = await find_body(context, served, str(document["text"]))
+        if body is not None:
+            _with_body(document, body, served, context.provider_url)
     return ToolResult(structured=document)
+
+
+def _with_body(
+    document: dict[str, Any], body: Mapping[str, Any], message: RecordRef, provider_url: str
+) -> None:
+    """``document`` (a mail message's) with its body's text in place of its snippet, and the
+    body named in its metadata (``body_id``: fetch it, or read its field, by that id)."""
+    ref = RecordRef(str(body.get("stream") or ""), str(body.get("id") or ""), message.connection_id)
+    handle = format_handle(ref.stream, ref.record_id, ref.connection_id)
+    read = documents.fetch_document(body, requested_id=handle, ref=ref, provider_url=provider_url)
+    document["text"] = read["text"]
+    shown = read["metadata"]
+    document["metadata"].update(
+        body_id=handle,
+        text_field=shown.get("text_field"),
+        text_total_chars=shown.get("text_total_chars"),
+        text_truncated=shown.get("text_truncated"),
+    )
 
 
 async def read_record_field(context: GatewayContext, args: FieldArgs) -> ToolResult:

@@ -258,9 +258,9 @@ FETCH: Final = ToolSpec(
     title="Fetch a record",
     description=(
         "Fetch one record as a document {id, title, text, url, metadata} "
-        "(GET /v1/streams/{stream}/records/{id}). Long text ends with an explicit cut marker and the "
-        "read_record_field arguments to continue. fields projects the record first; if the projection "
-        "excludes every text-like field, text is compact JSON for the projected record. For structured "
+        "(GET /v1/streams/{stream}/records/{id}); a mail message's text is its body's. Long text ends "
+        "with a cut marker and the read_record_field arguments to continue. fields projects the record "
+        "first; without a text-like field, text is the projected record as compact JSON. For structured "
         "pages use query_records."
     ),
     input_schema=_object(

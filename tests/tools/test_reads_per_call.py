@@ -2,8 +2,9 @@
 expand capabilities) is learned once per caller and kept at most a minute (``rs.memo``).
 
 Counted at a real sandbox RS. The exceptions, listed in the README with their count: a
-binary field's projected re-read (``read_record_field`` on a blob: two), and a package's
-fan-out (one read per member asked).
+binary field's projected re-read (``read_record_field`` on a blob: two), a package's fan-out
+(one read per member asked), and the fetch of a mail's message, which finds its body (the
+message, a search of the body stream by the snippet's words, the body: three).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ JOURNEY = [
     ("aggregate", {"stream": "messages", "metric": "count"}),  # merges: its connections noted
     ("aggregate", {"stream": "messages", "metric": "count", "connection_id": "cin_mail_work"}),
     ("search", {"query": "invoice", "mode": "lexical", "limit": 3}),  # unpinned: words and meaning
-    ("fetch", {"id": "cin_mail_work/messages:{id}"}),
+    ("fetch", {"id": "cin_mail_work/messages:{id}"}),  # a message: its body is found (below)
     ("read_record_field", {"id": "cin_mail_work/messages:{id}", "field": "subject"}),
 ]
+MESSAGE_FETCH = ["/v1/streams/messages/records/{id}", "/v1/search", "/v1/streams/message_bodies/records/"]
 
 
 async def test_every_tool_reads_the_rs_once_per_call_in_steady_state(shared_sandbox: Any) -> None:
@@ -52,7 +54,14 @@ async def test_every_tool_reads_the_rs_once_per_call_in_steady_state(shared_sand
             shared_sandbox.calls.clear()
             result = await pipeline(ToolCall(tool, arguments, context))
             assert not result.is_error, (tool, result.text)
-            assert len(shared_sandbox.calls) == 1, (tool, arguments, [c.path for c in shared_sandbox.calls])
+            paths = [call.path for call in shared_sandbox.calls]
+            if tool == "fetch":
+                assert len(paths) == len(MESSAGE_FETCH), paths
+                for path, expected in zip(paths, MESSAGE_FETCH, strict=True):
+                    assert path.startswith(expected.format(id=record_id)), paths
+                assert result.structured["metadata"]["body_id"].startswith("cin_mail_work/message_bodies:")
+                continue
+            assert len(paths) == 1, (tool, arguments, paths)
 
 
 async def test_a_refusal_drops_what_the_memo_knew_of_that_caller_only(shared_sandbox: Any) -> None:
