@@ -20,7 +20,9 @@ from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.retrieval import threads
 from pdpp_gateway.retrieval.linked_streams import ReplyLink, body_streams, reply_link
+from pdpp_gateway.retrieval.pages import granted_schema
 from pdpp_gateway.rs.client import RsClient
+from pdpp_gateway.tools.args import parse_search
 from pdpp_gateway.tools.pipeline import build_pipeline
 
 ISSUE = "cin_github_orbit/issues:OI0004"
@@ -300,3 +302,37 @@ def test_the_comment_that_answers_joins_though_longer_ones_repeat_the_question()
     best = threads._best_parts(Question.parse("what fixed the printer crash on the laptops"), parts)
     assert len(best) == threads.THREAD_PARTS
     assert best[0][0].text.startswith("Fixed by rolling the spooler back")
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "what did priya change to stop the widget crashing on android 14",
+        "how was the quick ride widget crash resolved",
+        "what was done about the foreground service exception from the widget",
+    ],
+)
+async def test_an_issue_first_joins_the_comment_that_answers_in_other_words(
+    shared_sandbox: Any, asked: str
+) -> None:
+    # the mechanism alone, given its first hit: the issue found by its title heads the page, and
+    # whatever words the question uses, the comment that names the fix joins it, marked with
+    # the issue (which hit comes first is the fused order's business, not this step's; which
+    # window of the comment is shown, the scorer's)
+    async with RsClient(shared_sandbox.url) as rs:
+        context = GatewayContext.for_client(rs.bind(shared_sandbox.tokens["client_life"]), shared_sandbox.url)
+        found = await build_pipeline()(
+            ToolCall(
+                "search", {"query": "home screen widget", "mode": "lexical", "streams": ["issues"]}, context
+            )
+        )
+        hits = [hit for hit in found.structured["results"] if hit["id"] == ISSUE]
+        assert hits, found.text
+        searched: list[dict[str, Any]] = []
+        schema = await granted_schema(context)
+        await threads.add_thread_parts(context, hits, parse_search({"query": asked}), schema, searched)
+    assert hits[0]["id"] == ISSUE
+    joined = {hit["id"]: hit for hit in _joined(hits)}
+    assert COMMENT in joined
+    assert joined[COMMENT]["thread_of"] == ISSUE
+    assert searched == [{"mode": "thread", "streams": ["issue_comments"], "hits": len(joined)}]
