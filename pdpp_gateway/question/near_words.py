@@ -3,16 +3,18 @@
 Contract (plain text in, numbers out; no I/O but the embedding model ``meaning`` loads once;
 CPU-bound, call it from a thread in a server):
 
-- ``near_held(model, question, pieces, weights, exact)``: for each sentence in ``pieces``, the
-  weight (``weights``: each question word's stem and its rarity, as ``sentences.rarity`` gives
-  them) of the question words it does not hold as such (``exact``: the stems each sentence
-  holds, ``passages.word_hits``: the same word in another form) but holds through a word near
-  it in meaning, each counted at that nearness: the cosine of the two words' vectors in the
-  embedding model (WordLlama's static token embeddings, averaged over a word's tokens), when
-  it is at least ``NEAR``. A word of the sentence may stand for several question words, and
-  the nearest one counts.
-- ``near_forms(model, question, texts)``: for each question word's stem, the words of ``texts``
-  near it by the same measure (the word itself and its forms among them): what a sentence must
+- ``nearness(model, question, texts)``: for each question word (once), its stem and the words
+  of ``texts`` near it in meaning, each with that nearness: the cosine of the two words' vectors
+  in the embedding model (WordLlama's static token embeddings, averaged over a word's tokens),
+  when it is at least ``NEAR`` (the word itself and its forms among them). Measured once over
+  the texts a ranking reads, it serves both uses below.
+- ``near_held(near, pieces, weights, exact)``: for each sentence in ``pieces`` (its words among
+  the texts ``near`` was measured over), the weight (``weights``: each question word's stem and
+  its rarity, as ``sentences.rarity`` gives them) of the question words it does not hold as
+  such (``exact``: the stems each sentence holds, ``passages.word_hits``: the same word in
+  another form) but holds through a near word, each counted at that nearness. A word of the
+  sentence may stand for several question words, and the nearest one counts.
+- ``near_forms(near)``: for each question word's stem, the words near it: what a sentence must
   hold to hold that question word, in its own words or in near ones. ``sentences.rarity``
   counts a question word's documents by them, so a word held near in many places weighs as
   little as one said in many places.
@@ -50,59 +52,55 @@ _VECTORS: dict[str, npt.NDArray[np.float32]] = {}
 _LOCK: Final = threading.Lock()
 
 
-def near_held(
-    model: WordLlamaInference,
-    question: Question,
-    pieces: Sequence[str],
-    weights: dict[str, float],
-    exact: Sequence[set[str]],
-) -> npt.NDArray[np.float64]:
-    """Each sentence's weight of question words held through a near word (see the module contract)."""
-    import numpy as np
-
-    held = np.zeros(len(pieces))
-    asked = [(key, near) for key, near in _near_words(model, question, pieces) if key in weights]
-    for index, (piece, said) in enumerate(zip(pieces, exact, strict=True)):
-        own = {word.lower() for word in LETTERS.findall(piece)}
-        held[index] = sum(
-            weights[key] * max(near[word] for word in own & near.keys())
-            for key, near in asked
-            if key not in said and not own.isdisjoint(near)
-        )
-    return held
+Nearness = list[tuple[str, dict[str, float]]]  # each question word's stem, the words near it
 
 
-def near_forms(model: WordLlamaInference, question: Question, texts: Iterable[str]) -> dict[str, set[str]]:
-    """Each question word's stem and the words of ``texts`` near it (see the module contract)."""
-    forms: dict[str, set[str]] = {}
-    for key, near in _near_words(model, question, texts):
-        forms.setdefault(key, set()).update(near)
-    return forms
-
-
-def _near_words(
-    model: WordLlamaInference, question: Question, texts: Iterable[str]
-) -> list[tuple[str, dict[str, float]]]:
+def nearness(model: WordLlamaInference, question: Question, texts: Iterable[str]) -> Nearness:
     """For each question word (lower-cased, once), its stem and the words of ``texts`` at least
-    ``NEAR`` to it, each with that nearness (the one measure ``near_held`` and ``near_forms``
-    share)."""
+    ``NEAR`` to it, each with that nearness (see the module contract)."""
     import numpy as np
 
     asked = {word.lower(): stem(word) for word in question.words}
     vocabulary = sorted({word.lower() for text in texts for word in LETTERS.findall(text)})
     if not asked or not vocabulary:
         return []
-    nearness = _vectors(model, vocabulary) @ _vectors(model, list(asked)).T
+    measured = _vectors(model, vocabulary) @ _vectors(model, list(asked)).T
     return [
         (
             key,
             {
-                vocabulary[row]: float(nearness[row, column])
-                for row in np.nonzero(nearness[:, column] >= NEAR)[0]
+                vocabulary[row]: float(measured[row, column])
+                for row in np.nonzero(measured[:, column] >= NEAR)[0]
             },
         )
         for column, key in enumerate(asked.values())
     ]
+
+
+def near_held(
+    near: Nearness, pieces: Sequence[str], weights: dict[str, float], exact: Sequence[set[str]]
+) -> npt.NDArray[np.float64]:
+    """Each sentence's weight of question words held through a near word (see the module contract)."""
+    import numpy as np
+
+    held = np.zeros(len(pieces))
+    asked = [(key, words) for key, words in near if key in weights]
+    for index, (piece, said) in enumerate(zip(pieces, exact, strict=True)):
+        own = {word.lower() for word in LETTERS.findall(piece)}
+        held[index] = sum(
+            weights[key] * max(words[word] for word in own & words.keys())
+            for key, words in asked
+            if key not in said and not own.isdisjoint(words)
+        )
+    return held
+
+
+def near_forms(near: Nearness) -> dict[str, set[str]]:
+    """Each question word's stem and the words near it (see the module contract)."""
+    forms: dict[str, set[str]] = {}
+    for key, words in near:
+        forms.setdefault(key, set()).update(words)
+    return forms
 
 
 def _vectors(model: WordLlamaInference, words: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.meaning import sentences
-from pdpp_gateway.question.sentences import rarity, score_sentences
+from pdpp_gateway.question.sentences import rarity, score_sentences, word_nearness
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,6 @@ class Relevance:
 
 def judge(question: Question, candidates: Sequence[Sequence[str]]) -> list[Relevance]:
     """Each candidate's relevance to ``question`` (see the module contract)."""
-    weights = rarity(question, candidates)
     owners: list[int] = []
     pieces: list[str] = []
     for index, texts in enumerate(candidates):
@@ -38,7 +37,10 @@ def judge(question: Question, candidates: Sequence[Sequence[str]]) -> list[Relev
             for start, end in sentences(text):
                 owners.append(index)
                 pieces.append(text[start:end])
-    scores = score_sentences(question, pieces, weights)
+    # the near words measured once, for the weights and the scores alike
+    near = word_nearness(question, [*(text for texts in candidates for text in texts), *pieces])
+    weights = rarity(question, candidates, near)
+    scores = score_sentences(question, pieces, weights, near)
     best: list[Relevance] = [Relevance(0.0, None)] * len(candidates)
     for index, piece, score in zip(owners, pieces, scores, strict=True):
         if best[index].best is None or float(score) > best[index].score:

@@ -44,14 +44,14 @@ once; CPU-bound, call it from a thread in a server):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from pdpp_gateway.question.answer_type import asked_kinds, holds_asked
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.meaning import embedding_model, sentences
-from pdpp_gateway.question.near_words import LETTERS, near_forms, near_held
+from pdpp_gateway.question.near_words import LETTERS, Nearness, near_forms, near_held, nearness
 from pdpp_gateway.question.passages import word_hits
 from pdpp_gateway.question.words import stem
 
@@ -95,17 +95,28 @@ class Window:
         return " ".join("".join(parts).split())
 
 
-def rarity(question: Question, collection: Sequence[Sequence[str]]) -> dict[str, float]:
-    """Each question word's stem, weighted by BM25's idf over ``collection``."""
+def word_nearness(question: Question, texts: Iterable[str]) -> Nearness:
+    """The words of ``texts`` near each question word (``near_words.nearness``); none when the
+    model cannot load."""
+    model = embedding_model()
+    return nearness(model, question, texts) if model is not None else []
+
+
+def rarity(
+    question: Question, collection: Sequence[Sequence[str]], near: Nearness | None = None
+) -> dict[str, float]:
+    """Each question word's stem, weighted by BM25's idf over ``collection`` (``near``: the
+    near words measured over its texts, or more; measured here when not given)."""
     wanted = {stem(word) for word in question.terms}
     found = dict.fromkeys(wanted, 0)
-    model = embedding_model()
-    near = near_forms(model, question, (text for texts in collection for text in texts)) if model else {}
+    if near is None:
+        near = word_nearness(question, (text for texts in collection for text in texts))
+    forms = near_forms(near)
     for texts in collection:
         keys = {key for text in texts for key in _stems_in(text, wanted)}
-        if near:
+        if forms:
             words = {word.lower() for text in texts for word in LETTERS.findall(text)}
-            keys |= {key for key, forms in near.items() if not forms.isdisjoint(words)}
+            keys |= {key for key, near_words in forms.items() if not near_words.isdisjoint(words)}
         for key in keys:
             found[key] += 1
     count = len(collection)
@@ -113,9 +124,10 @@ def rarity(question: Question, collection: Sequence[Sequence[str]]) -> dict[str,
 
 
 def score_sentences(
-    question: Question, pieces: Sequence[str], weights: dict[str, float]
+    question: Question, pieces: Sequence[str], weights: dict[str, float], near: Nearness | None = None
 ) -> npt.NDArray[np.float64]:
-    """Each sentence's score against ``question`` (see the module contract)."""
+    """Each sentence's score against ``question`` (see the module contract; ``near``: the near
+    words measured over ``pieces``, or more; measured here when not given)."""
     import numpy as np
 
     if not pieces:
@@ -131,7 +143,8 @@ def score_sentences(
     else:
         asked = model.embed([question.text], norm=True)[0]
         meaning = np.clip(model.embed(list(pieces), norm=True) @ asked, 0.0, None)
-        held = held + near_held(model, question, pieces, weights, exact)
+        near = nearness(model, question, pieces) if near is None else near
+        held = held + near_held(near, pieces, weights, exact)
     held = held / total
     scores: npt.NDArray[np.float64] = MEANING * meaning + WORDS * held + KIND * typed
     return scores
@@ -141,8 +154,9 @@ def answer_windows(question: Question, text: str, count: int = 2, width: int = W
     """The ``count`` windows of ``text`` that best carry the answer (see the module contract)."""
     spans = sentences(text)
     pieces = [text[start:end] for start, end in spans]
-    weights = rarity(question, [[piece] for piece in pieces])
-    scores = score_sentences(question, pieces, weights)
+    near = word_nearness(question, pieces)  # once, for the weights and the scores
+    weights = rarity(question, [[piece] for piece in pieces], near)
+    scores = score_sentences(question, pieces, weights, near)
     wanted = set(weights)
     chosen: list[Window] = []
     for index in sorted(range(len(spans)), key=lambda i: -float(scores[i])):

@@ -12,7 +12,7 @@ import pytest
 
 from pdpp_gateway.question.asked import Question
 from pdpp_gateway.question.meaning import embedding_model
-from pdpp_gateway.question.near_words import NEAR, near_forms, near_held
+from pdpp_gateway.question.near_words import NEAR, near_forms, near_held, nearness
 from pdpp_gateway.question.sentences import answer_windows, rarity
 
 LETTER = (
@@ -43,7 +43,7 @@ def test_a_word_near_in_meaning_holds_the_question_word_at_its_nearness(model: o
     ]
     weights = rarity(QUESTION, [[piece] for piece in pieces])
     exact = [{"cost"} if "cost" in piece else set() for piece in pieces]
-    held = near_held(model, QUESTION, pieces, weights, exact)
+    held = near_held(nearness(model, QUESTION, pieces), pieces, weights, exact)
     assert NEAR * weights["cost"] <= held[0] < weights["cost"]
     assert held[1] == 0
     assert held[2] == 0
@@ -68,7 +68,7 @@ def test_a_question_word_said_near_in_many_places_weighs_as_little_as_one_said_i
         ["Lessons start on Tuesday."],
         ["The pool is closed on Friday."],
     ]
-    forms = near_forms(model, QUESTION, [text for texts in documents for text in texts])
+    forms = near_forms(nearness(model, QUESTION, [text for texts in documents for text in texts]))
     assert {"cost", "fee", "price"} <= forms["cost"]
     assert "pool" not in forms["cost"]
     weights = rarity(QUESTION, documents)
