@@ -129,6 +129,7 @@ async def test_handlers_run_on_it_through_the_pipeline_without_a_socket() -> Non
     assert "messages" in str(index.text)
     assert [c.path for c in rs.calls] == [
         "/v1/streams/messages/records/m3",
+        "/v1/schema",  # whether the record heads a thread (retrieval.thread_below), once a minute
         "/v1/streams/messages/records/m3/field-window",
         "/v1/search",
         "/v1/schema",

@@ -76,7 +76,7 @@ ASSISTANT: Final = "assistant"  # who wrote an answer, in a conversation with an
 
 
 @dataclass(frozen=True, slots=True)
-class _PartStream:
+class PartStream:
     name: str  # the stream of the parts (issue_comments)
     parent: str  # the stream of the threads' heads (issues)
     key: str  # its field naming the head (issue_id)
@@ -93,8 +93,8 @@ class _PartStream:
 
 
 @dataclass(frozen=True, slots=True)
-class _Part:
-    stream: _PartStream
+class Part:
+    stream: PartStream
     record_id: str
     parent: str | None  # the head it names (None: it names none, as a chat's first message)
     head: str  # what a part of its own thread names it by (its head_key's value, else its id)
@@ -115,20 +115,20 @@ async def add_thread_parts(
         return  # a filter names one stream: its hits have no thread to read
     named = {value for name, value in args.scope if name == "streams"}
     first = hits[0]
-    streams = [stream for stream in _part_streams(schema, first) if not named or stream.name in named]
-    pages = await asyncio.gather(*(_read_parts(context, stream) for stream in streams))
+    streams = [stream for stream in part_streams(schema, first) if not named or stream.name in named]
+    pages = await asyncio.gather(*(read_parts(context, stream) for stream in streams))
     read = [(stream, page) for stream, page in zip(streams, pages, strict=True) if page is not None]
     entries = {stream.name: {"mode": "thread", "streams": [stream.name], "hits": 0} for stream, _ in read}
     searched.extend(entries.values())
     for stream, (found, more) in read:
-        parent = _parent_of(first, stream, found)
+        parent = parent_of(first, stream, found)
         if parent is None:
             continue
         thread = [part for part in found if part.parent == parent and part.head != parent]
         if not thread and more and not stream.replies:  # its parts are older than the page read
             entries[stream.name]["older_than"] = THREAD_PAGE
         shown = {str(hit.get("id")) for hit in hits if hit.get("evidence")}
-        candidates = [part for part in thread if _handle(part) not in shown]
+        candidates = [part for part in thread if part_handle(part) not in shown]
         best = await asyncio.to_thread(_best_parts, args.question, candidates)
         entries[stream.name]["hits"] = len(best)
         head = (
@@ -147,7 +147,7 @@ async def add_thread_parts(
         return  # the first hit's thread: the first part stream that names its head
 
 
-def _parent_of(hit: Mapping[str, Any], stream: _PartStream, found: Sequence[_Part]) -> str | None:
+def parent_of(hit: Mapping[str, Any], stream: PartStream, found: Sequence[Part]) -> str | None:
     """What the parts of the thread ``hit`` heads or belongs to in ``stream`` name: its own id
     for a hit of the head stream, the head its record names for a part on the page read; for
     messages that reply to each other, the head a reply names, else the hit's own (its id when
@@ -170,24 +170,24 @@ def _parent_of(hit: Mapping[str, Any], stream: _PartStream, found: Sequence[_Par
     return None
 
 
-def _part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> list[_PartStream]:
+def part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> list[PartStream]:
     """The part streams of the thread ``hit`` heads or belongs to."""
     stream, connection = str(hit.get("stream")), hit.get("connection_id")
     if not isinstance(connection, str):
         return []
     link = parent_link(schema, stream, connection)
-    found: dict[str, _PartStream] = {}
+    found: dict[str, PartStream] = {}
     for head in [stream] if link is None else [link.stream, stream]:
         for body in body_streams(schema, head, connection):
             if not body.whole and body.text_field is not None:
                 found.setdefault(
-                    body.name, _PartStream(body.name, head, body.key, body.text_field, connection)
+                    body.name, PartStream(body.name, head, body.key, body.text_field, connection)
                 )
     reply = reply_link(schema, stream, connection)
     if reply is not None:  # messages that reply to each other: the stream is its own part stream
         found.setdefault(
             stream,
-            _PartStream(
+            PartStream(
                 name=stream,
                 parent=stream,
                 key=reply.key,
@@ -201,7 +201,7 @@ def _part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> l
     return list(found.values())
 
 
-async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[list[_Part], bool] | None:
+async def read_parts(context: GatewayContext, stream: PartStream) -> tuple[list[Part], bool] | None:
     """The part stream's newest page, each record's parent, head and text, and whether older
     records exist (the RS's ``has_more``); ``None`` when the read fails."""
     fields = [stream.key, stream.text, *(name for name in (stream.head_key, stream.speaker) if name)]
@@ -223,20 +223,20 @@ async def _read_parts(context: GatewayContext, stream: _PartStream) -> tuple[lis
             named = parent if isinstance(parent, str) and parent else None
             speaker = data.get(stream.speaker) if stream.speaker else None
             written = speaker if isinstance(speaker, str) else None
-            found.append(_Part(stream, str(record["id"]), named, str(head), text, written))
+            found.append(Part(stream, str(record["id"]), named, str(head), text, written))
     return found, response.body.get("has_more") is True
 
 
-def _handle(part: _Part) -> str:
+def part_handle(part: Part) -> str:
     """The id a page shows for ``part``'s record."""
     return format_handle(part.stream.name, part.record_id, part.stream.connection_id)
 
 
-def _best_parts(question: Question, candidates: Sequence[_Part]) -> list[tuple[_Part, Window]]:
+def _best_parts(question: Question, candidates: Sequence[Part]) -> list[tuple[Part, Window]]:
     """The ``THREAD_PARTS`` parts the page's judge scores highest, each with its best answer
     window, best first (see the module contract)."""
     relevance = judge(question, [[part.text] for part in candidates])
-    best: list[tuple[_Part, Window]] = []
+    best: list[tuple[Part, Window]] = []
     for index in sorted(range(len(candidates)), key=lambda index: -relevance[index].score):
         if len(best) == THREAD_PARTS:
             break
@@ -246,7 +246,7 @@ def _best_parts(question: Question, candidates: Sequence[_Part]) -> list[tuple[_
 
 
 def _part_hit(
-    part: _Part,
+    part: Part,
     window: Window,
     question: Question,
     head: Mapping[str, Any],

@@ -1,6 +1,7 @@
 """The terminal handlers: one forwarded RS read per tool (or two: the expand gate's or the
 merged-sources schema read, or a binary field's projected record read after the RS
-refused it as non-text; three for a mail message's fetch, which finds its body).
+refused it as non-text; three for a mail message's fetch, which finds its body; two for a
+thread's head's fetch, which reads its parts).
 
 Contract: a handler receives the caller's context and its tool's arguments as validation
 parsed them (``tools.args``: its record handle resolved, its RS query encoded once). It
@@ -19,7 +20,9 @@ question's own words first, then meaning and fewer words, fused; its module cont
 ``fetch`` of a mail's message (a stream whose records have whole bodies in the grant, not
 projected by ``fields`` nor expanded) answers its body's text in place of its snippet, the
 body named in ``metadata.body_id`` (``retrieval.message_body``: a search and a read or more;
-the message alone when no body is found).
+the message alone when no body is found). ``fetch`` of a thread's head (an issue, a chat post,
+a person's turn to an assistant, a conversation) shows the parts that answer it below its text
+(``retrieval.thread_below``: one more read, the newest page of the parts' stream).
 
 Merged sources: without ``connection_id`` the RS reads a stream name across every
 granted connection holding it. ``aggregate`` (whose answer does not show that) reads the
@@ -48,6 +51,7 @@ from pdpp_gateway.question.passages import Passage
 from pdpp_gateway.render.common import MERGED_CONNECTIONS, as_mapping
 from pdpp_gateway.retrieval.message_body import find_body
 from pdpp_gateway.retrieval.passage_reads import read_windows, window_around
+from pdpp_gateway.retrieval.thread_below import thread_below
 from pdpp_gateway.rs.client import RsResponse, rs_path
 from pdpp_gateway.rs.errors import RsError, RsProtocolError, RsStatusError
 from pdpp_gateway.rs.memo import memoised_read
@@ -153,11 +157,16 @@ async def fetch(context: GatewayContext, args: FetchArgs) -> ToolResult:
         response.body, requested_id=args.requested_id, ref=ref, provider_url=context.provider_url
     )
     metadata = document["metadata"]
-    if not args.expand and not any(name == "fields" for name, _ in args.query) and metadata.get("text_field"):
+    if not args.expand and not any(name == "fields" for name, _ in args.query):
         served = RecordRef(ref.stream, ref.record_id, metadata.get("connection_id") or ref.connection_id)
-        body = await find_body(context, served, str(document["text"]))
-        if body is not None:
-            _with_body(document, body, served, context.provider_url)
+        if metadata.get("text_field"):
+            body = await find_body(context, served, str(document["text"]))
+            if body is not None:
+                _with_body(document, body, served, context.provider_url)
+        below = await thread_below(context, served, len(document["text"]))
+        if below is not None:
+            document["text"] += below.text
+            metadata.update(thread_stream=below.stream, thread_shown=below.shown, thread_left=below.left)
     return ToolResult(structured=document)
 
 

@@ -258,10 +258,10 @@ FETCH: Final = ToolSpec(
     title="Fetch a record",
     description=(
         "Fetch one record as a document {id, title, text, url, metadata} "
-        "(GET /v1/streams/{stream}/records/{id}); a mail message's text is its body's. Long text ends "
-        "with a cut marker and the read_record_field arguments to continue. fields projects the record "
-        "first; without a text-like field, text is the projected record as compact JSON. For structured "
-        "pages use query_records."
+        "(GET /v1/streams/{stream}/records/{id}); a mail message's text is its body's; an issue's or a "
+        "post's thread follows its text. Long text ends with a cut marker and the read_record_field "
+        "arguments to continue. fields projects the record first; with no text-like field, text is its "
+        "compact JSON."
     ),
     input_schema=_object(
         {

@@ -59,7 +59,8 @@ async def test_a_record_handle_routes_by_its_embedded_connection() -> None:
     result = await call(package(mail, chat), "fetch", {"id": "cin_chat/messages:chat_001"})
     assert not result.is_error, result.text
     assert result.structured["id"] == "cin_chat/messages:chat_001"
-    assert asked(mail, chat) == {"grt_chat": ["/v1/streams/messages/records/chat_001"]}
+    # the record, and the grant's schema (read once a minute): whether the record heads a thread
+    assert asked(mail, chat) == {"grt_chat": ["/v1/streams/messages/records/chat_001", "/v1/schema"]}
 
 
 async def test_search_fans_out_with_streams_narrowed_to_each_members_grant() -> None:

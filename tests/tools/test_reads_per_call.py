@@ -4,7 +4,8 @@ expand capabilities) is learned once per caller and kept at most a minute (``rs.
 Counted at a real sandbox RS. The exceptions, listed in the README with their count: a
 binary field's projected re-read (``read_record_field`` on a blob: two), a package's fan-out
 (one read per member asked), and the fetch of a mail's message, which finds its body (the
-message, a search of the body stream by the snippet's words, the body: three).
+message, a search of the body stream by the snippet's words, the body: three). A thread's head's
+fetch reads its parts' page too (two: pinned in ``test_thread_fetch``).
 """
 
 from __future__ import annotations

@@ -286,7 +286,7 @@ def test_the_comment_that_answers_joins_though_longer_ones_repeat_the_question()
     # shares only "fixed" with the question. Scored each against its own words, it ranked
     # below all five and was left out of the four that join; scored against its thread by the
     # page's judge, where "fixed" is said once, it leads them
-    stream = threads._PartStream("issue_comments", "issues", "issue_id", "body", "cin_code")
+    stream = threads.PartStream("issue_comments", "issues", "issue_id", "body", "cin_code")
     texts = [
         "Still seeing the printer crash on the office laptops after the driver update. The crash "
         "happens when printing from the browser. Same crash on three laptops, all on the new driver.",
@@ -298,7 +298,7 @@ def test_the_comment_that_answers_joins_though_longer_ones_repeat_the_question()
         "Fixed by rolling the spooler back on every laptop, no crash since.",
         "Adding the finance team: their laptops show the same printer crash after the driver update.",
     ]
-    parts = [threads._Part(stream, f"C{number}", "I1", "I1", text) for number, text in enumerate(texts)]
+    parts = [threads.Part(stream, f"C{number}", "I1", "I1", text) for number, text in enumerate(texts)]
     best = threads._best_parts(Question.parse("what fixed the printer crash on the laptops"), parts)
     assert len(best) == threads.THREAD_PARTS
     assert best[0][0].text.startswith("Fixed by rolling the spooler back")
