@@ -68,7 +68,7 @@ def fused_line(retrieval: Mapping[str, Any], question: str, hits: bool, members:
     searched = [as_mapping(s) for s in retrieval.get("searched") or ()]
     lists = [
         f"{s.get('mode')} {'on the question' if s.get('query') == question else dumps(s.get('query'))} "
-        f"({s.get('hits')})"
+        f"({s.get('hits')}{'+, too common: set aside' if s.get('set_aside') else ''})"
         for s in searched
         if not s.get("streams")
     ]
@@ -153,10 +153,11 @@ def other_streams_line(others: Sequence[Mapping[str, Any]], hits: bool) -> str:
 
 
 def fused_more(args: SearchArgs, retrieval: Mapping[str, Any]) -> str:
-    """A fused page has no cursor: the lexical search among its lists is the one that pages."""
+    """A fused page has no cursor: the lexical search among its lists is the one that pages
+    (the first that found something: a pair of words no record holds together pages nothing)."""
+    lists = [as_mapping(s) for s in retrieval.get("searched") or () if as_mapping(s).get("mode") == "lexical"]
     lexical = next(
-        (as_mapping(s) for s in retrieval.get("searched") or () if as_mapping(s).get("mode") == "lexical"),
-        None,
+        (s for s in lists if s.get("hits") and not s.get("set_aside")), lists[0] if lists else None
     )
     if lexical is None:
         return f"More hits exist; a fused answer has no next page: raise limit (up to {MAX_PAGE_LIMIT}) or narrow with streams."

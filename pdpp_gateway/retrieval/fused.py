@@ -8,7 +8,12 @@ fused by reciprocal rank fusion (``RRF_K``): a record both found rises, each rec
 to the earlier list, at most ``limit`` hits (``FUSED_LIMIT`` when the caller set none; a
 package member answers its share, ``GatewayContext.fused_share``). Either read failing leaves
 the other's hits; both failing is the meaning read's error; no read to make is ``None``; no
-hit in any list is an empty fused page (what was searched, each list's ``hits`` 0).
+hit in any list is an empty fused page (what was searched, each list's ``hits`` 0). For one grant,
+when no record holds the relaxed query's words together (the RS's lexical search wants every
+word), each word is searched alone, concurrently, and the lists, interleaved, stand in the empty
+one's place (``searched`` lists each: two more reads), but for a word that fills a page (too
+common to rank by: set aside); a package member's empty list says the words are in another
+source, not apart, so members do not.
 Then a header folded into its body or part on the page (``linked_hits``; the place it frees
 goes to the next fused hit), evidence (``evidence.add_evidence``, then ``evidence.read_best``:
 the best hits read for their answer windows), the first hit's thread (``threads``: its best
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
+from itertools import zip_longest
 from typing import Any, Final
 
 from mcp_gateway_middleware import ToolResult
@@ -73,13 +79,17 @@ async def fused(
         if isinstance(failure, BaseException):
             raise failure
         return None
+    lists = [results for *_, results in answered]
+    apart = await _words_apart(context, args, relaxed, answered, lists)
     limit = context.fused_share or args.limit or FUSED_LIMIT
-    fused = rrf([results for *_, results in answered], limit + 1)  # the place a fold may free
+    fused = rrf(lists, limit + 1)  # the place a fold may free
     await fold_linked(context, fused, limit, await schema)
     del fused[limit:]
     searched: list[dict[str, Any]] = [
         {"mode": mode, "query": query, "hits": len(results)} for mode, query, _, results in answered
     ]
+    if apart:  # each word alone, after the pair whose list they stand in
+        searched[apart[0] + 1 : apart[0] + 1] = apart[1]
     await add_evidence(context, fused, args, await schema, searched, meaning)
     await read_best(context, fused, args, await schema)
     await add_thread_parts(context, fused, args, await schema, searched)
@@ -105,6 +115,51 @@ async def fused(
         or any(len(results) > limit for *_, results in answered)
     )
     return ToolResult(structured=structured)
+
+
+async def _words_apart(
+    context: GatewayContext,
+    args: SearchArgs,
+    relaxed: str | None,
+    answered: Sequence[tuple[str, str, RsResponse, list[dict[str, Any]]]],
+    lists: list[list[dict[str, Any]]],
+) -> tuple[int, list[dict[str, Any]]] | None:
+    """For one grant, when no record holds the relaxed query's words together: each word
+    searched alone, their lists interleaved into one in the pair's place in ``lists`` (one
+    lexical list beside the meaning's); the pair's index and the words' ``searched`` entries.
+    A word that fills the RS's page (``has_more``: more records hold it than one page) is
+    too common to rank by: its list is set aside (``set_aside``). A package member's empty
+    list says the words are in another source, not that they are apart: none there."""
+    at = next(
+        (
+            i
+            for i, (mode, query, _, hits) in enumerate(answered)
+            if mode == "lexical" and query == relaxed and not hits
+        ),
+        None,
+    )
+    if relaxed is None or at is None or context.source is not None or len(relaxed.split()) < 2:
+        return None
+    words = relaxed.split()
+    outcomes = await asyncio.gather(
+        *(context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(word)) for word in words),
+        return_exceptions=True,
+    )
+    found = [
+        (word, page_hits(context, outcome), outcome.body.get("has_more") is True)
+        for word, outcome in zip(words, outcomes, strict=True)
+        if isinstance(outcome, RsResponse)
+    ]
+    merged: dict[str, dict[str, Any]] = {}
+    for row in zip_longest(*(hits for _, hits, common in found if not common)):
+        for hit in row:
+            if hit is not None:
+                merged.setdefault(str(hit.get("id")), hit)
+    lists[at] = list(merged.values())
+    return at, [
+        {"mode": "lexical", "query": word, "hits": len(hits), **({"set_aside": True} if common else {})}
+        for word, hits, common in found
+    ]
 
 
 def rrf(lists: Sequence[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:

@@ -22,3 +22,14 @@ async def call_tool(
         result = await build_pipeline()(ToolCall(tool, arguments, context))
     assert not result.is_error, result.text
     return result
+
+
+def without_words_apart(monkeypatch: Any) -> None:
+    """Turn off the search of a pair's words one by one (``retrieval.fused``), for a test of a
+    step that answers when the lexical list is empty (the mail body search, a fold)."""
+    from pdpp_gateway.retrieval import fused
+
+    async def _none(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(fused, "_words_apart", _none)

@@ -7,7 +7,9 @@ link shows it is that message's own, the two are one hit; it is found even in an
 connection than the message's, when filler messages share its subject (and stays a hit of its
 own); a grant without a body stream, or a search that fails, changes nothing. The fold of a
 message with a body the page already shows (``retrieval.linked_hits``, which makes this search
-needless: ``tests/tools/test_linked_hits.py``) is off here, so the body search is what is seen.
+needless: ``tests/tools/test_linked_hits.py``) is off here, and so is the search of a pair's words
+one by one (``retrieval.fused``: it finds these bodies by a word of the question), so the body
+search is what is seen.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pdpp_gateway.retrieval import linked_hits
 from pdpp_gateway.retrieval.body_search import BODY_CANDIDATES
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.tools.calls import without_words_apart
 from tests.upstreams import Fault, upstream_proxy
 
 GYM = "when does my gym membership renew"  # meaning-based search ranks the message first
@@ -37,6 +40,7 @@ BODY_SEARCH = "/v1/search/hybrid"
 @pytest.fixture(autouse=True)
 def _no_fold(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(linked_hits, "HEADS", 0)
+    without_words_apart(monkeypatch)
 
 
 async def _ask(sandbox: Any, token: str, tool: str, arguments: dict[str, Any]) -> Any:

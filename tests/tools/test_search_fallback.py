@@ -11,6 +11,7 @@ import json
 from typing import Any
 from urllib.parse import parse_qs
 
+import pytest
 from mcp_gateway_middleware import ToolCall
 
 from pdpp_gateway.context import GatewayContext
@@ -20,6 +21,7 @@ from pdpp_gateway.retrieval.stream_hints import stream_hints
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.pipeline import build_pipeline
 from tests.package.helpers import mail_and_chat
+from tests.tools.calls import without_words_apart
 from tests.upstreams import upstream_proxy
 
 QUESTION = "when does my flight to Porto leave booking"  # no record holds every word
@@ -76,16 +78,25 @@ async def test_a_question_nothing_answers_says_what_was_searched_and_offers_no_s
 ) -> None:
     asked = "zebra quantum marmalade orchestra"
     result, reads = await _search(shared_sandbox, query=asked, streams=["pay_statements"])
-    # its fewer words and its meaning, once each: a page of every word could find nothing more
-    assert sorted(reads) == [SCHEMA_READ, ("/v1/search", "marmalade orchestra"), ("/v1/search/hybrid", asked)]
+    # its fewer words and its meaning, once each (a page of every word could find nothing more),
+    # then each of the fewer words alone: no record holds the two together
+    assert sorted(reads) == [
+        SCHEMA_READ,
+        ("/v1/search", "marmalade"),
+        ("/v1/search", "marmalade orchestra"),
+        ("/v1/search", "orchestra"),
+        ("/v1/search/hybrid", asked),
+    ]
     assert result.structured["results"] == []
     assert [(s["query"], s["hits"]) for s in result.structured["retrieval"]["searched"]] == [
         ("marmalade orchestra", 0),
+        ("marmalade", 0),
+        ("orchestra", 0),
         (asked, 0),
     ]
     assert (
-        'Fused: fewer words and meaning; lexical "marmalade orchestra" (0) + hybrid on the question (0).\n'
-        in (result.text)
+        'Fused: fewer words and meaning; lexical "marmalade orchestra" (0) + lexical "marmalade" (0) + '
+        'lexical "orchestra" (0) + hybrid on the question (0).\n' in (result.text)
     )
     assert (
         "No record holds these words or is near this meaning; when the answer is a field value" in result.text
@@ -121,7 +132,10 @@ async def test_the_lisbon_deposit_is_found_in_a_person_s_words(shared_sandbox: A
     assert len(result.structured["results"]) == 10  # a fused page shows ten unless limit says more
 
 
-async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(shared_sandbox: Any) -> None:
+async def test_a_meaning_based_hit_shows_the_passage_of_its_long_field(
+    shared_sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without_words_apart(monkeypatch)  # no record holds "number flight": the meaning's list alone
     result, reads = await _search(shared_sandbox, query=SEAT)
     assert sorted(reads[:3]) == [SCHEMA_READ, ("/v1/search", "number flight"), ("/v1/search/hybrid", SEAT)]
     # meaning-based search ranks the mail's message first (its subject and opening); its snippet

