@@ -26,8 +26,9 @@ way the search's thread step reads it, ``threads.read_parts``):
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import orjson
 
@@ -54,29 +55,27 @@ async def thread_below(context: GatewayContext, ref: RecordRef, used: int) -> Th
     long, as lines to append to it (see the module contract)."""
     if ref.connection_id is None:
         return None
-    head = {"stream": ref.stream, "record_id": ref.record_id, "connection_id": ref.connection_id}
-    streams = part_streams(await granted_schema(context), head)
+    record = {"stream": ref.stream, "record_id": ref.record_id, "connection_id": ref.connection_id}
+    streams = part_streams(await granted_schema(context), record)
     pages = await asyncio.gather(*(read_parts(context, stream) for stream in streams))
     for stream, page in zip(streams, pages, strict=True):
         if page is None:
             continue
-        found, _ = page
-        parts = _answering(ref, stream, found)
+        parts = _answering(record, stream, page[0])
         if parts:
             return _lines(stream, parts, used)
     return None
 
 
-def _answering(ref: RecordRef, stream: PartStream, found: list[Part]) -> list[Part]:
-    """The parts on the page read that answer the record ``ref``, oldest first: none when it is
-    a part itself."""
-    own = next((part for part in found if part.record_id == ref.record_id), None)
-    if not stream.replies and ref.stream != stream.parent:
+def _answering(record: Mapping[str, Any], stream: PartStream, found: list[Part]) -> list[Part]:
+    """The parts on the page read that answer ``record`` (as a hit names it: its stream,
+    record id and connection), oldest first: none when it is a part itself."""
+    own = next((part for part in found if part.record_id == record["record_id"]), None)
+    if not stream.replies and record["stream"] != stream.parent:
         return []  # a comment: its thread is its issue's
     if stream.replies and not stream.direct and own is not None and own.parent not in (None, own.head):
         return []  # a reply: its thread is its first message's
-    head = {"stream": ref.stream, "record_id": ref.record_id, "connection_id": ref.connection_id}
-    named = parent_of(head, stream, found)
+    named = parent_of(record, stream, found)
     if named is None:
         return []
     return [part for part in reversed(found) if part.parent == named and part.head != named]
