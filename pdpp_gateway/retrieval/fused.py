@@ -138,9 +138,9 @@ async def _words_apart(
         ),
         None,
     )
-    if relaxed is None or at is None or context.source is not None or len(relaxed.split()) < 2:
+    words = args.question.distinctive()
+    if relaxed is None or at is None or context.source is not None or len(words) < 2:
         return None
-    words = relaxed.split()
     outcomes = await asyncio.gather(
         *(context.rs.get_json(SEARCH_PATHS["lexical"], args.with_q(word)) for word in words),
         return_exceptions=True,

@@ -36,7 +36,15 @@ from pdpp_gateway.context import GatewayContext
 from pdpp_gateway.documents import FETCH_TEXT_CHARS
 from pdpp_gateway.ids import RecordRef
 from pdpp_gateway.retrieval.pages import granted_schema
-from pdpp_gateway.retrieval.threads import Part, PartStream, parent_of, part_handle, part_streams, read_parts
+from pdpp_gateway.retrieval.threads import (
+    Part,
+    PartStream,
+    parent_of,
+    part_handle,
+    part_streams,
+    parts_of,
+    read_parts,
+)
 
 PART_CHARS: Final = 2_000  # the most of one part shown under its head
 NAMED_PARTS: Final = 10  # the parts that do not fit, named by id on the closing line
@@ -78,7 +86,7 @@ def _answering(record: Mapping[str, Any], stream: PartStream, found: list[Part])
     named = parent_of(record, stream, found)
     if named is None:
         return []
-    return [part for part in reversed(found) if part.parent == named and part.head != named]
+    return parts_of(found[::-1], named)
 
 
 def _lines(stream: PartStream, parts: list[Part], used: int) -> ThreadBelow:

@@ -124,7 +124,7 @@ async def add_thread_parts(
         parent = parent_of(first, stream, found)
         if parent is None:
             continue
-        thread = [part for part in found if part.parent == parent and part.head != parent]
+        thread = parts_of(found, parent)
         if not thread and more and not stream.replies:  # its parts are older than the page read
             entries[stream.name]["older_than"] = THREAD_PAGE
         shown = {str(hit.get("id")) for hit in hits if hit.get("evidence")}
@@ -168,6 +168,12 @@ def parent_of(hit: Mapping[str, Any], stream: PartStream, found: Sequence[Part])
     if hit.get("stream") == stream.name:
         return None if own is None else own.parent
     return None
+
+
+def parts_of(found: Sequence[Part], parent: str) -> list[Part]:
+    """The parts on a page read that belong to the thread ``parent`` names, in the page's
+    order (the head itself aside: a chat's first message is on its own stream's page)."""
+    return [part for part in found if part.parent == parent and part.head != parent]
 
 
 def part_streams(schema: Mapping[str, Any] | None, hit: Mapping[str, Any]) -> list[PartStream]:
